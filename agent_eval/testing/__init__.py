@@ -1,0 +1,1 @@
+"""Test and benchmark fixtures only: never used in the product path."""

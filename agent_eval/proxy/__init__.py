@@ -1,0 +1,1 @@
+"""Router proxy: one OpenAI-compatible endpoint load-balanced across inference workers."""

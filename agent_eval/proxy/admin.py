@@ -1,0 +1,80 @@
+"""The worker admin API: list, add and remove workers while the proxy runs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from agent_eval.errors import ConfigError
+from agent_eval.proxy.errors import error_response, invalid_json
+from agent_eval.proxy.keys import HEALTH, POOL
+from agent_eval.proxy.pool import UnknownWorkerError, WorkerExistsError
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/workers", list_workers)
+    app.router.add_post("/workers", add_worker)
+    app.router.add_delete("/workers", remove_worker)
+
+
+async def list_workers(request: web.Request) -> web.Response:
+    """GET /workers: each worker with its health, breaker state and load."""
+    now = time.monotonic()
+    return web.json_response({"workers": [w.snapshot(now) for w in request.app[POOL]]})
+
+
+async def add_worker(request: web.Request) -> web.Response:
+    """POST /workers {"url", "health_path"?}: add a worker and probe it at once."""
+    fields = await _json_fields(request)
+    if isinstance(fields, web.Response):
+        return fields
+    url = fields.get("url")
+    health_path = fields.get("health_path")
+    if not isinstance(url, str) or not (health_path is None or isinstance(health_path, str)):
+        return _bad_fields()
+    try:
+        worker = request.app[POOL].add(url, health_path)
+    except WorkerExistsError as exc:
+        return error_response(409, "worker_exists", f"{exc}; remove it first to re-add it")
+    except ConfigError as exc:
+        return error_response(400, "invalid_worker_url", str(exc))
+    await request.app[HEALTH].probe(worker)
+    return web.json_response(worker.snapshot(time.monotonic()), status=201)
+
+
+async def remove_worker(request: web.Request) -> web.Response:
+    """DELETE /workers?url=... (or a JSON body {"url"}): take a worker out of the pool."""
+    url = request.query.get("url")
+    if url is None:
+        fields = await _json_fields(request)
+        if isinstance(fields, web.Response):
+            return fields
+        url = fields.get("url")
+    if not isinstance(url, str):
+        return _bad_fields()
+    try:
+        worker = request.app[POOL].remove(url)
+    except UnknownWorkerError as exc:
+        return error_response(404, "unknown_worker", str(exc))
+    except ConfigError as exc:
+        return error_response(400, "invalid_worker_url", str(exc))
+    return web.json_response(worker.snapshot(time.monotonic()))
+
+
+async def _json_fields(request: web.Request) -> dict[str, Any] | web.Response:
+    try:
+        data = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        return invalid_json(str(exc))
+    return data if isinstance(data, dict) else invalid_json(f"got a JSON {type(data).__name__}")
+
+
+def _bad_fields() -> web.Response:
+    return error_response(
+        400,
+        "invalid_worker",
+        'send {"url": "http://HOST:PORT", "health_path": "/health"}; health_path is optional',
+    )

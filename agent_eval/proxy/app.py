@@ -1,0 +1,170 @@
+"""The proxy's aiohttp application: OpenAI routes, health, metrics and the worker admin API."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from agent_eval.proxy import admin
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.errors import (
+    body_too_large,
+    error_response,
+    invalid_json,
+    method_not_allowed,
+    no_healthy_worker,
+    not_found,
+    unauthorized,
+)
+from agent_eval.proxy.forward import Exchange, Forwarder
+from agent_eval.proxy.health import HealthChecker
+from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL
+from agent_eval.proxy.metrics import ProxyMetrics
+from agent_eval.proxy.policies import RequestInfo, build_policy
+from agent_eval.proxy.pool import WorkerPool
+from agent_eval.proxy.recorder import Recorder
+
+log = logging.getLogger(__name__)
+
+GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
+PROTECTED_PREFIXES = ("/v1/", "/workers")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def build_app(config: ProxyConfig) -> web.Application:
+    """The proxy app over the configured workers; upstream resources live as long as it."""
+    pool = WorkerPool(config.health, build_policy(config.policy, config.sessions))
+    for url in config.endpoints:
+        pool.add(url)
+    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])
+    app[CONFIG] = config
+    app[POOL] = pool
+    app[METRICS] = ProxyMetrics(pool)
+    app.cleanup_ctx.append(_upstream)
+    for route in GENERATION_ROUTES:
+        app.router.add_post(route, generate)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/health", health)
+    app.router.add_get("/readiness", readiness)
+    app.router.add_get("/metrics", metrics)
+    admin.add_routes(app)
+    return app
+
+
+async def _upstream(app: web.Application) -> AsyncIterator[None]:
+    """Connections to the workers, the health prober and the recorder, for the app's lifetime."""
+    config = app[CONFIG]
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
+    session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+    recorder = Recorder(config.record_dir) if config.record_dir else None
+    if recorder is not None:
+        await recorder.start()
+    key = config.worker_api_key
+    probe_headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+    app[HEALTH] = HealthChecker(app[POOL], config.health, session, probe_headers)
+    app[FORWARDER] = Forwarder(config, app[POOL], session, app[METRICS], recorder)
+    app[HEALTH].start()
+    try:
+        yield
+    finally:
+        await app[HEALTH].stop()
+        if recorder is not None:
+            await recorder.close()
+        await session.close()
+
+
+def _guard(config: ProxyConfig) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """Checks the API key and turns routing misses and surprises into OpenAI-style errors."""
+    key = config.api_key.get_secret_value().encode() if config.api_key else None
+    limit = config.max_body_bytes
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if key is not None and request.path.startswith(PROTECTED_PREFIXES):
+            sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(sent.encode(), key):
+                return unauthorized()
+        try:
+            return await handler(request)
+        except web.HTTPRequestEntityTooLarge:
+            return body_too_large(limit)
+        except web.HTTPNotFound:
+            return not_found(request.path)
+        except web.HTTPMethodNotAllowed as exc:
+            return method_not_allowed(request.method, request.path, sorted(exc.allowed_methods))
+        except web.HTTPException:
+            raise
+        except Exception:
+            log.exception("unexpected error on %s %s", request.method, request.path)
+            return error_response(
+                500, "proxy_error", "the proxy failed on this request; see its log"
+            )
+
+    return guard
+
+
+async def generate(request: web.Request) -> web.StreamResponse:
+    """POST /v1/chat/completions, /v1/completions, /v1/responses: forwarded to a worker."""
+    started = time.monotonic()
+    limit = request.app[CONFIG].max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        return body_too_large(limit)
+    body = await request.read()
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return invalid_json(str(exc))
+    if not isinstance(payload, dict):
+        return invalid_json(f"got a JSON {type(payload).__name__}")
+    info = RequestInfo(
+        route=request.path,
+        model=_text(payload.get("model")),
+        session_key=request.headers.get("X-Session-ID") or _text(payload.get("user")),
+        stream=payload.get("stream") is True,
+    )
+    return await request.app[FORWARDER].forward(Exchange(request, body, payload, info, started))
+
+
+async def models(request: web.Request) -> web.Response:
+    """GET /v1/models: the models the healthy workers serve."""
+    pool = request.app[POOL]
+    if not pool.healthy():
+        return no_healthy_worker(len(pool))
+    data = [
+        {"id": m, "object": "model", "created": 0, "owned_by": "agent-eval"} for m in pool.models()
+    ]
+    return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+
+async def health(request: web.Request) -> web.Response:
+    """GET /health: the proxy process is alive."""
+    return web.json_response({"status": "ok"})
+
+
+async def readiness(request: web.Request) -> web.Response:
+    """GET /readiness: 200 once at least one worker is healthy, else 503."""
+    pool = request.app[POOL]
+    healthy = len(pool.healthy())
+    if not healthy:
+        return no_healthy_worker(len(pool))
+    return web.json_response({"status": "ready", "healthy_workers": healthy, "workers": len(pool)})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """GET /metrics: Prometheus text format."""
+    body = request.app[METRICS].render()
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _dumps(data: object) -> str:
+    return orjson.dumps(data).decode()

@@ -1,0 +1,59 @@
+"""Circuit breaker: stop sending to a worker that keeps failing, then try it again carefully."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class BreakerState(str, Enum):
+    """Closed lets traffic through, open stops it, half-open lets one trial through."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+@dataclass
+class CircuitBreaker:
+    """Counts failed requests in a row; opens at the threshold and half-opens after the cooldown."""
+
+    failure_threshold: int
+    cooldown: float
+    state: BreakerState = BreakerState.CLOSED
+    consecutive_failures: int = 0
+    opened_at: float = 0.0
+    trial_in_flight: bool = False
+
+    def allows(self, now: float) -> bool:
+        """Whether a request may go to this worker now."""
+        if self.state is BreakerState.CLOSED:
+            return True
+        if self.state is BreakerState.OPEN:
+            if now - self.opened_at < self.cooldown:
+                return False
+            self.state = BreakerState.HALF_OPEN
+            self.trial_in_flight = False
+        return not self.trial_in_flight
+
+    def on_dispatch(self) -> None:
+        """A request was sent; in half-open state it is the one trial."""
+        if self.state is BreakerState.HALF_OPEN:
+            self.trial_in_flight = True
+
+    def record_success(self) -> None:
+        self.consecutive_failures = 0
+        self.trial_in_flight = False
+        self.state = BreakerState.CLOSED
+
+    def record_failure(self, now: float) -> None:
+        self.consecutive_failures += 1
+        self.trial_in_flight = False
+        half_open = self.state is BreakerState.HALF_OPEN
+        if half_open or self.consecutive_failures >= self.failure_threshold:
+            self.state = BreakerState.OPEN
+            self.opened_at = now
+
+    def reset(self) -> None:
+        """Forget past failures (the worker proved itself healthy again)."""
+        self.record_success()

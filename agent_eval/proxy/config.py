@@ -1,0 +1,106 @@
+"""Settings of the router proxy, validated once at the edge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from agent_eval.proxy.urls import normalize_worker_url
+
+PolicyName = Literal["session", "round_robin", "least_requests", "power_of_two"]
+
+
+class HealthConfig(BaseModel):
+    """Active probing and the circuit breaker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interval: float = Field(5.0, gt=0, description="Seconds between active probes of each worker.")
+    timeout: float = Field(3.0, gt=0, description="Seconds a probe may take.")
+    path: str = Field("/health", description="Probe path; llama.cpp servers answer /v1/models.")
+    failure_threshold: int = Field(
+        2, ge=1, description="Failed probes in a row that mark a worker down."
+    )
+    success_threshold: int = Field(
+        2, ge=1, description="Good probes in a row that mark it up again."
+    )
+    breaker_failures: int = Field(
+        5, ge=1, description="Failed requests in a row that open the breaker."
+    )
+    breaker_cooldown: float = Field(
+        10.0, gt=0, description="Seconds an open breaker waits before a trial."
+    )
+
+
+class RetryConfig(BaseModel):
+    """Which failures are tried again, how often and how far apart."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_retries: int = Field(
+        3, ge=0, description="Extra attempts on other workers after a failure."
+    )
+    backoff_base: float = Field(
+        0.05, ge=0, description="Seconds before the first retry; doubles each time."
+    )
+    backoff_max: float = Field(2.0, ge=0, description="Cap on the wait between retries.")
+
+
+class TimeoutConfig(BaseModel):
+    """Bounds on every upstream wait, so a silent worker never hangs a client."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connect: float = Field(10.0, gt=0, description="Seconds to open a connection to a worker.")
+    total: float = Field(
+        1800.0, gt=0, description="Seconds one client request may take, retries included."
+    )
+    stream_idle: float = Field(120.0, gt=0, description="Seconds a stream may go without a byte.")
+
+
+class SessionConfig(BaseModel):
+    """Sticky sessions: consistent hashing with bounded loads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    balance_factor: float = Field(
+        1.25, ge=1.0, description="No worker holds more than ceil(c * average) sessions."
+    )
+    ttl: float = Field(
+        600.0, gt=0, description="Seconds after its last request that a session stops counting."
+    )
+
+
+class ProxyConfig(BaseModel):
+    """Everything `agent-eval serve` needs to run the proxy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoints: list[str] = Field(default_factory=list, description="Worker base URLs.")
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535, description="0 picks a free port.")
+    policy: PolicyName = "session"
+    api_key: SecretStr | None = Field(
+        None, description="Bearer key clients must send on /v1/* and /workers."
+    )
+    worker_api_key: SecretStr | None = Field(
+        None, description="Bearer key the proxy sends to workers."
+    )
+    max_body_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="Largest request body accepted."
+    )
+    record_dir: Path | None = Field(
+        None, description="Append every exchange to DIR/<session>.jsonl."
+    )
+    health: HealthConfig = Field(default_factory=HealthConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    timeouts: TimeoutConfig = Field(default_factory=TimeoutConfig)
+    sessions: SessionConfig = Field(default_factory=SessionConfig)
+
+    @field_validator("endpoints")
+    @classmethod
+    def _normalize_endpoints(cls, urls: list[str]) -> list[str]:
+        normalized = [normalize_worker_url(url) for url in urls]
+        return list(dict.fromkeys(normalized))

@@ -1,0 +1,80 @@
+"""OpenAI-shaped error answers with stable codes; each message says what to do next."""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+    502: "upstream_error",
+    503: "service_unavailable",
+    504: "timeout_error",
+}
+
+
+def error_body(status: int, code: str, message: str) -> bytes:
+    error = {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "code": code}
+    return orjson.dumps({"error": {**error, "param": None}})
+
+
+def error_response(status: int, code: str, message: str) -> web.Response:
+    return web.Response(
+        status=status, body=error_body(status, code, message), content_type="application/json"
+    )
+
+
+def invalid_json(detail: str) -> web.Response:
+    return error_response(
+        400, "invalid_json", f"the request body is not a JSON object ({detail}); send JSON"
+    )
+
+
+def body_too_large(limit: int) -> web.Response:
+    return error_response(
+        413,
+        "body_too_large",
+        f"the request body is over the proxy's limit of {limit} bytes; "
+        "send less, or start the proxy with a larger --max-body-bytes",
+    )
+
+
+def not_found(path: str) -> web.Response:
+    return error_response(
+        404,
+        "unknown_route",
+        f"no route {path}; the proxy serves /v1/chat/completions, /v1/completions, "
+        "/v1/responses, /v1/models, /health, /readiness, /metrics and /workers",
+    )
+
+
+def method_not_allowed(method: str, path: str, allowed: list[str]) -> web.Response:
+    return error_response(
+        405, "method_not_allowed", f"{method} is not allowed on {path}; use {', '.join(allowed)}"
+    )
+
+
+def unauthorized() -> web.Response:
+    return error_response(
+        401,
+        "invalid_api_key",
+        "missing or wrong API key: send the proxy's key as 'Authorization: Bearer KEY'",
+    )
+
+
+def no_healthy_worker(total: int) -> web.Response:
+    hint = "add one with POST /workers" if total == 0 else "see their state at GET /workers"
+    return error_response(
+        503,
+        "no_healthy_worker",
+        f"no healthy worker can take the request ({total} in the pool); {hint} and retry",
+    )
+
+
+def model_not_found(message: str) -> web.Response:
+    return error_response(404, "model_not_found", message)

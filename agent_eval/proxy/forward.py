@@ -1,0 +1,225 @@
+"""Send a client request to a worker, retrying elsewhere on failures that allow it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.errors import error_response, model_not_found, no_healthy_worker
+from agent_eval.proxy.metrics import ProxyMetrics
+from agent_eval.proxy.policies import RequestInfo
+from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
+from agent_eval.proxy.recorder import Recorder
+from agent_eval.proxy.stream import pipe_stream
+from agent_eval.proxy.upstream import (
+    RETRYABLE_STATUSES,
+    UPSTREAM_ERRORS,
+    WORKER_HEADER,
+    Failure,
+    classify_exception,
+    openai_error_body,
+    status_failure,
+    upstream_headers,
+)
+from agent_eval.proxy.worker import Worker
+
+log = logging.getLogger(__name__)
+
+_EXHAUSTED = {"connect": (502, "worker_unreachable"), "disconnect": (502, "upstream_disconnected")}
+
+
+@dataclass
+class Exchange:
+    """One client request on its way through the proxy."""
+
+    request: web.Request
+    body: bytes
+    payload: dict[str, Any]
+    info: RequestInfo
+    started: float
+
+
+class Forwarder:
+    """Owns the attempt loop: choose a worker, send, classify, back off, try another."""
+
+    def __init__(
+        self,
+        config: ProxyConfig,
+        pool: WorkerPool,
+        session: aiohttp.ClientSession,
+        metrics: ProxyMetrics,
+        recorder: Recorder | None,
+    ) -> None:
+        self._config = config
+        self._pool = pool
+        self._session = session
+        self._metrics = metrics
+        self._recorder = recorder
+        key = config.worker_api_key
+        self._worker_key = key.get_secret_value() if key else None
+
+    async def forward(self, exchange: Exchange) -> web.StreamResponse:
+        """The worker's answer, or an OpenAI-style error once every allowed attempt failed."""
+        deadline = exchange.started + self._config.timeouts.total
+        tried: list[Worker] = []
+        failure: Failure | None = None
+        for attempt in range(self._config.retry.max_retries + 1):
+            info = replace(exchange.info, detour_from=frozenset(w.url for w in tried))
+            try:
+                worker = self._pool.choose(info, tried)
+            except ModelNotServedError as exc:
+                return self._finish(exchange, model_not_found(str(exc)), None)
+            if worker is None or time.monotonic() >= deadline:
+                break
+            if failure is not None:
+                self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
+                await asyncio.sleep(self._backoff(attempt, failure))
+            tried.append(worker)
+            outcome = await self._attempt(exchange, worker, deadline)
+            if not isinstance(outcome, Failure):
+                return outcome
+            failure = outcome
+            log.info("attempt %d failed: %s", attempt + 1, failure.message)
+        return self._finish(exchange, self._exhausted(failure, len(tried)), None)
+
+    async def _attempt(
+        self, exchange: Exchange, worker: Worker, deadline: float
+    ) -> web.StreamResponse | Failure:
+        stream = exchange.info.stream
+        timeout = aiohttp.ClientTimeout(
+            total=max(deadline - time.monotonic(), 0.001),
+            sock_connect=self._config.timeouts.connect,
+            sock_read=self._config.timeouts.stream_idle if stream else None,
+        )
+        headers = upstream_headers(exchange.request.headers, self._worker_key)
+        worker.in_flight += 1
+        try:
+            async with self._session.post(
+                worker.url + exchange.info.route,
+                data=exchange.body,
+                headers=headers,
+                timeout=timeout,
+            ) as upstream:
+                if upstream.status in RETRYABLE_STATUSES:
+                    body = await upstream.read()
+                    return self._failed(
+                        worker, status_failure(upstream.status, body, upstream.headers, worker.url)
+                    )
+                if stream and upstream.status == 200:
+                    self._succeeded(worker)
+                    response, answer = await pipe_stream(
+                        exchange, upstream, worker, self._metrics, self._recorder is not None
+                    )
+                    return self._finish(exchange, response, worker, answer)
+                body = await upstream.read()
+                return self._answer(exchange, worker, upstream, body)
+        except UPSTREAM_ERRORS as exc:
+            failure = classify_exception(exc, worker.url)
+            if failure.reason == "connect":
+                worker.health.mark_down(failure.message)
+            return self._failed(worker, failure)
+        finally:
+            worker.in_flight -= 1
+
+    def _answer(
+        self, exchange: Exchange, worker: Worker, upstream: aiohttp.ClientResponse, body: bytes
+    ) -> web.StreamResponse:
+        status = upstream.status
+        if status >= 500:
+            worker.failures += 1
+            worker.breaker.record_failure(time.monotonic())
+        else:
+            self._succeeded(worker)
+        if status >= 400:
+            body = openai_error_body(status, body)
+        response = web.Response(
+            status=status,
+            body=body,
+            content_type="application/json",
+            headers={WORKER_HEADER: worker.url},
+        )
+        answer = _json_or_none(body) if self._recorder is not None else None
+        return self._finish(exchange, response, worker, answer)
+
+    def _succeeded(self, worker: Worker) -> None:
+        # 4xx answers land here too: they are the client's fault and never count against a worker.
+        worker.served += 1
+        worker.breaker.record_success()
+
+    def _failed(self, worker: Worker, failure: Failure) -> Failure:
+        if failure.counts_against_worker:
+            worker.failures += 1
+            worker.breaker.record_failure(time.monotonic())
+        return failure
+
+    def _backoff(self, attempt: int, failure: Failure) -> float:
+        retry = self._config.retry
+        capped = min(retry.backoff_max, retry.backoff_base * 2 ** (attempt - 1))
+        delay = capped * random.uniform(0.5, 1.0)
+        if failure.retry_after is not None:
+            delay = max(delay, min(failure.retry_after, retry.backoff_max))
+        return delay
+
+    def _exhausted(self, failure: Failure | None, attempts: int) -> web.Response:
+        if failure is None:
+            return no_healthy_worker(len(self._pool))
+        status, code = _EXHAUSTED.get(failure.reason, (504, "upstream_timeout"))
+        if failure.status is not None:
+            status, code = failure.status, "upstream_error"
+        return error_response(
+            status,
+            code,
+            f"the request failed on {attempts} attempt(s); last: {failure.message}. "
+            "Worker states are at GET /workers; retry later.",
+        )
+
+    def _finish(
+        self,
+        exchange: Exchange,
+        response: web.StreamResponse,
+        worker: Worker | None,
+        answer: dict[str, Any] | None = None,
+    ) -> web.StreamResponse:
+        elapsed = time.monotonic() - exchange.started
+        route = exchange.info.route
+        worker_label = worker.url if worker else "none"
+        self._metrics.requests.labels(route, str(response.status), worker_label).inc()
+        self._metrics.latency.labels(route).observe(elapsed)
+        if self._recorder is not None:
+            self._recorder.record(
+                exchange.info.session_key,
+                {
+                    "time": time.time(),
+                    "session": exchange.info.session_key,
+                    "route": route,
+                    "worker": worker.url if worker else None,
+                    "status": response.status,
+                    "latency_s": round(elapsed, 6),
+                    "request": exchange.payload,
+                    "response": answer if answer is not None else _json_or_none(_body_of(response)),
+                    "usage": (answer or {}).get("usage"),
+                },
+            )
+        return response
+
+
+def _body_of(response: web.StreamResponse) -> bytes:
+    body = getattr(response, "body", None)
+    return body if isinstance(body, bytes) else b""
+
+
+def _json_or_none(body: bytes) -> dict[str, Any] | None:
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,97 @@
+"""Active health probes: each worker's health path every few seconds, and its model list."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import aiohttp
+import orjson
+
+from agent_eval.proxy.config import HealthConfig
+from agent_eval.proxy.pool import WorkerPool
+from agent_eval.proxy.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def parse_model_ids(body: bytes) -> tuple[str, ...]:
+    """Model ids from an OpenAI `/v1/models` body; empty when the body is not one."""
+    try:
+        data = orjson.loads(body).get("data", [])
+        return tuple(str(item["id"]) for item in data if isinstance(item, dict) and "id" in item)
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        return ()
+
+
+class HealthChecker:
+    """Probes every worker on an interval; a newly added worker is probed at once."""
+
+    def __init__(
+        self,
+        pool: WorkerPool,
+        config: HealthConfig,
+        session: aiohttp.ClientSession,
+        headers: dict[str, str],
+    ) -> None:
+        self._pool = pool
+        self._config = config
+        self._session = session
+        self._headers = headers
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="agent-eval-health")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def probe_all(self) -> None:
+        await asyncio.gather(*(self.probe(worker) for worker in self._pool))
+
+    async def probe(self, worker: Worker) -> None:
+        """Probe one worker, update its health, and refresh its model list while it is up."""
+        ok, error = await self._get(worker, worker.health_path)
+        changed = worker.health.record(
+            ok is not None, self._config.failure_threshold, self._config.success_threshold
+        )
+        if ok is None:
+            worker.health.last_error = error
+        else:
+            await self._refresh_models(worker, ok)
+        if changed and worker.health.healthy:
+            log.info("worker %s is up", worker.url)
+            worker.breaker.reset()
+        elif changed:
+            log.warning("worker %s is down: %s", worker.url, error)
+
+    async def _refresh_models(self, worker: Worker, probe_body: bytes) -> None:
+        if worker.health_path.rstrip("/") == "/v1/models":
+            body: bytes | None = probe_body
+        else:
+            body, _ = await self._get(worker, "/v1/models")
+        if body is not None:
+            worker.models = parse_model_ids(body) or worker.models
+
+    async def _get(self, worker: Worker, path: str) -> tuple[bytes | None, str | None]:
+        """GET a worker path; (body, None) on 200, else (None, reason)."""
+        timeout = aiohttp.ClientTimeout(total=self._config.timeout)
+        try:
+            async with self._session.get(
+                worker.url + path, headers=self._headers, timeout=timeout
+            ) as resp:
+                body = await resp.read()
+                if resp.status == 200:
+                    return body, None
+                return None, f"{path} answered {resp.status}"
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            return None, f"{path} failed: {type(exc).__name__} {exc}".strip()
+
+    async def _loop(self) -> None:
+        while True:
+            await self.probe_all()
+            await asyncio.sleep(self._config.interval)

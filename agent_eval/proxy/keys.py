@@ -1,0 +1,17 @@
+"""Typed keys for the state the proxy's application holds."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.forward import Forwarder
+from agent_eval.proxy.health import HealthChecker
+from agent_eval.proxy.metrics import ProxyMetrics
+from agent_eval.proxy.pool import WorkerPool
+
+CONFIG = web.AppKey("config", ProxyConfig)
+POOL = web.AppKey("pool", WorkerPool)
+METRICS = web.AppKey("metrics", ProxyMetrics)
+FORWARDER = web.AppKey("forwarder", Forwarder)
+HEALTH = web.AppKey("health", HealthChecker)

@@ -1,0 +1,32 @@
+"""The routing policy contract: one required method, hooks that default to nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent_eval.proxy.worker import Worker
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What a policy may know about a request."""
+
+    route: str
+    model: str | None = None
+    session_key: str | None = None
+    stream: bool = False
+    detour_from: frozenset[str] = frozenset()
+    """URLs already tried for this request; a retry going elsewhere is not a session move."""
+
+
+class Policy:
+    """Chooses a worker among the candidates; None means none will do (the client gets 503)."""
+
+    name = "base"
+
+    def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
+        raise NotImplementedError
+
+    def on_workers_changed(self, urls: Sequence[str]) -> None:
+        """The pool gained or lost workers."""

@@ -1,0 +1,22 @@
+"""Round robin: each candidate in turn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_eval.proxy.policies.base import Policy, RequestInfo
+from agent_eval.proxy.worker import Worker
+
+
+class RoundRobin(Policy):
+    name = "round_robin"
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
+        if not workers:
+            return None
+        worker = workers[self._next % len(workers)]
+        self._next += 1
+        return worker

@@ -1,0 +1,129 @@
+"""Sticky sessions by consistent hashing with bounded loads.
+
+One conversation stays on one worker so its prefix cache is reused. A session's
+key hashes onto a ring of virtual nodes; it takes the first worker clockwise
+whose live-session count is under ceil(c * average), so a hot key set cannot
+pile onto one worker (Mirrokni, Thorup and Zadimoghaddam, 2018). A session
+moves only when its worker stops being a candidate or is over the bound.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agent_eval.proxy.policies.base import Policy, RequestInfo
+from agent_eval.proxy.policies.least_requests import fewest_in_flight
+from agent_eval.proxy.worker import Worker
+
+VIRTUAL_NODES = 64
+
+
+def ring_hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+@dataclass
+class _Session:
+    url: str
+    last_seen: float
+
+
+class SessionAffinity(Policy):
+    name = "session"
+
+    def __init__(
+        self,
+        balance_factor: float = 1.25,
+        ttl: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._factor = balance_factor
+        self._ttl = ttl
+        self._clock = clock
+        self._ring: list[tuple[int, str]] = []
+        self._points: list[int] = []
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._load: dict[str, int] = {}
+
+    def on_workers_changed(self, urls: Sequence[str]) -> None:
+        self._ring = sorted(
+            (ring_hash(f"{url}#{i}"), url) for url in urls for i in range(VIRTUAL_NODES)
+        )
+        self._points = [point for point, _ in self._ring]
+
+    def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
+        if not workers:
+            return None
+        if info.session_key is None:
+            return fewest_in_flight(workers)
+        now = self._clock()
+        self._expire(now)
+        by_url = {w.url: w for w in workers}
+        session = self._sessions.get(info.session_key)
+        if session is not None:
+            session.last_seen = now
+            self._sessions.move_to_end(info.session_key)
+            kept = self._keep(session, by_url, info)
+            if kept is not None:
+                return kept
+        worker = self._place(info.session_key, by_url, moving=session is not None)
+        if session is not None and session.url in info.detour_from:
+            return worker  # a retry detours; the session stays where it lives
+        self._assign(info.session_key, worker.url, now)
+        return worker
+
+    def sessions_on(self, url: str) -> int:
+        """Live sessions held by a worker."""
+        return self._load.get(url, 0)
+
+    def _keep(
+        self, session: _Session, by_url: dict[str, Worker], info: RequestInfo
+    ) -> Worker | None:
+        worker = by_url.get(session.url)
+        if worker is None:
+            return None
+        if self._load.get(session.url, 0) > self._bound(len(by_url), extra=0):
+            return None
+        return worker
+
+    def _bound(self, n_workers: int, extra: int) -> int:
+        live = len(self._sessions) + extra
+        return max(1, math.ceil(self._factor * live / n_workers))
+
+    def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
+        # A moving session is already counted among the live ones; a new one is not yet.
+        bound = self._bound(len(by_url), extra=0 if moving else 1)
+        start = bisect.bisect(self._points, ring_hash(key))
+        seen: set[str] = set()
+        for offset in range(len(self._ring)):
+            url = self._ring[(start + offset) % len(self._ring)][1]
+            if url in seen or url not in by_url:
+                continue
+            seen.add(url)
+            if self._load.get(url, 0) < bound:
+                return by_url[url]
+            if len(seen) == len(by_url):
+                break
+        return min(by_url.values(), key=lambda w: self._load.get(w.url, 0))
+
+    def _assign(self, key: str, url: str, now: float) -> None:
+        old = self._sessions.get(key)
+        if old is not None:
+            self._load[old.url] -= 1
+        self._sessions[key] = _Session(url, now)
+        self._sessions.move_to_end(key)
+        self._load[url] = self._load.get(url, 0) + 1
+
+    def _expire(self, now: float) -> None:
+        while self._sessions:
+            key, oldest = next(iter(self._sessions.items()))
+            if now - oldest.last_seen < self._ttl:
+                return
+            del self._sessions[key]
+            self._load[oldest.url] -= 1

@@ -1,0 +1,116 @@
+"""Between proxy and worker: headers kept, failures classified, errors reshaped."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import aiohttp
+import orjson
+from multidict import CIMultiDictProxy
+
+from agent_eval.proxy.errors import error_body
+
+WORKER_HEADER = "X-Agent-Eval-Worker"
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+# Hop-by-hop headers, and those the proxy sets itself. Client keys never reach a worker:
+# the proxy sends its own worker key.
+_DROPPED_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "authorization",
+        "connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "accept-encoding",
+    }
+)
+
+UPSTREAM_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+
+
+def upstream_headers(client: CIMultiDictProxy[str], worker_key: str | None) -> dict[str, str]:
+    headers = {k: v for k, v in client.items() if k.lower() not in _DROPPED_REQUEST_HEADERS}
+    if worker_key:
+        headers["Authorization"] = f"Bearer {worker_key}"
+    return headers
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one attempt on one worker failed, in words a client can act on."""
+
+    reason: str
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+
+    @property
+    def counts_against_worker(self) -> bool:
+        """A 429 is backpressure, not a fault of the worker."""
+        return self.status != 429
+
+
+def classify_exception(exc: BaseException, worker_url: str) -> Failure:
+    """A failed attempt before any byte reached the client."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return Failure("connect", f"cannot connect to worker {worker_url} ({exc.os_error})")
+    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+        return Failure("timeout", f"worker {worker_url} did not answer in time")
+    return Failure(
+        "disconnect", f"worker {worker_url} dropped the connection ({type(exc).__name__})"
+    )
+
+
+def status_failure(status: int, body: bytes, headers: CIMultiDictProxy[str], url: str) -> Failure:
+    return Failure(
+        "status",
+        f"worker {url} answered {status}: {upstream_message(body)}",
+        status=status,
+        retry_after=_seconds(headers.get("Retry-After")),
+    )
+
+
+def upstream_message(body: bytes) -> str:
+    """The message inside an OpenAI or SGLang error body, else the body's first line."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return (
+            body.decode(errors="replace").strip().splitlines()[0][:300]
+            if body.strip()
+            else "no body"
+        )
+    if isinstance(data, dict):
+        inner = data.get("error")
+        if isinstance(inner, dict) and "message" in inner:
+            return str(inner["message"])
+        if "message" in data:
+            return str(data["message"])
+    return str(data)[:300]
+
+
+def openai_error_body(status: int, body: bytes) -> bytes:
+    """A worker's error in OpenAI's shape; a body already in it is kept as it is."""
+    try:
+        data = orjson.loads(body)
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            return body
+    except orjson.JSONDecodeError:
+        pass
+    return error_body(status, "upstream_error", upstream_message(body))
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None

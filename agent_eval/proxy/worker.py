@@ -1,0 +1,76 @@
+"""One inference worker as the proxy sees it: health, breaker and load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_eval.proxy.breaker import CircuitBreaker
+
+
+@dataclass
+class HealthRecord:
+    """Active-probe outcome with hysteresis: thresholds of failures and successes in a row."""
+
+    healthy: bool = False
+    probed: bool = False
+    successes_in_row: int = 0
+    failures_in_row: int = 0
+    last_error: str | None = None
+
+    def record(self, ok: bool, failure_threshold: int, success_threshold: int) -> bool:
+        """Count one probe; return True when the healthy flag changed."""
+        before = self.healthy
+        if ok:
+            self.successes_in_row += 1
+            self.failures_in_row = 0
+            self.last_error = None
+            # The first probe decides at once: waiting for a threshold would delay start-up.
+            if not self.probed or self.successes_in_row >= success_threshold:
+                self.healthy = True
+        else:
+            self.failures_in_row += 1
+            self.successes_in_row = 0
+            if not self.probed or self.failures_in_row >= failure_threshold:
+                self.healthy = False
+        self.probed = True
+        return self.healthy != before
+
+    def mark_down(self, reason: str) -> None:
+        """Passive marking: a refused connection means down until probes say otherwise."""
+        self.healthy = False
+        self.successes_in_row = 0
+        self.last_error = reason
+
+
+@dataclass(eq=False)
+class Worker:
+    """A worker's address and everything the proxy tracks about it."""
+
+    url: str
+    health_path: str
+    breaker: CircuitBreaker
+    health: HealthRecord = field(default_factory=HealthRecord)
+    models: tuple[str, ...] = ()
+    in_flight: int = 0
+    served: int = 0
+    failures: int = 0
+
+    def available(self, now: float) -> bool:
+        """Healthy and the breaker lets a request through."""
+        return self.health.healthy and self.breaker.allows(now)
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        """A JSON-ready view for /workers and the live panel."""
+        self.breaker.allows(now)  # let an expired cooldown show as half-open
+        return {
+            "url": self.url,
+            "healthy": self.health.healthy,
+            "breaker": self.breaker.state.value,
+            "in_flight": self.in_flight,
+            "served": self.served,
+            "failures": self.failures,
+            "models": list(self.models),
+            "health_path": self.health_path,
+            "last_error": self.health.last_error,
+        }

@@ -1,0 +1,94 @@
+"""Fixtures: mock workers on real ports and a proxy in front of them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.server import running_proxy
+from agent_eval.testing.mock_worker import MockWorker
+
+StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
+StartProxy = Callable[..., Awaitable[str]]
+
+# Fast probes so tests wait on health changes for fractions of a second, not the default 5 s.
+FAST_HEALTH = {"interval": 0.05, "timeout": 1.0, "failure_threshold": 1, "success_threshold": 1}
+
+
+@pytest.fixture
+async def stack() -> AsyncIterator[AsyncExitStack]:
+    async with AsyncExitStack() as exits:
+        yield exits
+
+
+@pytest.fixture
+def start_workers(stack: AsyncExitStack) -> StartWorkers:
+    """Start n mock workers named w0, w1, ...; they stop after the test."""
+
+    async def start(n: int, model: str = "mock-model") -> list[MockWorker]:
+        workers = [MockWorker(name=f"w{i}", model=model) for i in range(n)]
+        for worker in workers:
+            await stack.enter_async_context(worker)
+        return workers
+
+    return start
+
+
+@pytest.fixture
+def start_proxy(stack: AsyncExitStack) -> StartProxy:
+    """Start a proxy (free port) over the given workers; returns its base URL ending in /v1."""
+
+    async def start(workers: list[MockWorker], **settings: Any) -> str:
+        settings.setdefault("health", FAST_HEALTH)
+        settings.setdefault("retry", {"backoff_base": 0.001, "backoff_max": 0.01})
+        config = ProxyConfig(endpoints=[w.url for w in workers], port=0, **settings)
+        base_url = await stack.enter_async_context(running_proxy(config))
+        await wait_ready(base_url, len(workers))
+        return base_url
+
+    return start
+
+
+async def wait_ready(base_url: str, healthy: int, timeout: float = 10.0) -> None:
+    """Wait until /readiness counts `healthy` healthy workers."""
+    await until(
+        lambda status: status.get("healthy_workers", 0) >= healthy, base_url, "/readiness", timeout
+    )
+
+
+async def until(
+    condition: Callable[[dict[str, Any]], bool], base_url: str, path: str, timeout: float = 10.0
+) -> dict[str, Any]:
+    """Poll a proxy JSON route until `condition` holds on its body; fail after `timeout`."""
+    root = base_url.removesuffix("/v1")
+    last: dict[str, Any] = {}
+
+    async def check() -> bool:
+        nonlocal last
+        async with aiohttp.ClientSession() as session, session.get(root + path) as response:
+            last = await response.json()
+        return condition(last)
+
+    await eventually(check, timeout, lambda: f"{path} never met the condition; last: {last}")
+    return last
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool] | bool], timeout: float = 10.0, why: Callable[[], str] = str
+) -> None:
+    """Wait for a condition set by another task or process; fail after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = check()
+        if result if isinstance(result, bool) else await result:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(why() or "condition never held")
+        await asyncio.sleep(0.02)

@@ -9,12 +9,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+from openai import AsyncOpenAI
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
 
 StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
+MakeClient = Callable[..., AsyncOpenAI]
 StartProxy = Callable[..., Awaitable[str]]
 
 # Fast probes so tests wait on health changes for fractions of a second, not the default 5 s.
@@ -38,6 +40,21 @@ def start_workers(stack: AsyncExitStack) -> StartWorkers:
         return workers
 
     return start
+
+
+@pytest.fixture
+def make_client(stack: AsyncExitStack) -> MakeClient:
+    """An AsyncOpenAI client for a proxy (with a session header if given), closed after the test."""
+
+    def make(base_url: str, session: str | None = None, api_key: str = "unused") -> AsyncOpenAI:
+        headers = {"X-Session-ID": session} if session else None
+        client = AsyncOpenAI(
+            base_url=base_url, api_key=api_key, default_headers=headers, max_retries=0
+        )
+        stack.push_async_callback(client.close)
+        return client
+
+    return make
 
 
 @pytest.fixture

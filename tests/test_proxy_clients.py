@@ -5,23 +5,17 @@ from __future__ import annotations
 import json
 
 import aiohttp
-from openai import AsyncOpenAI
 
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.conftest import StartProxy, StartWorkers
-
-
-def client(base_url: str, session: str | None = None) -> AsyncOpenAI:
-    headers = {"X-Session-ID": session} if session else None
-    return AsyncOpenAI(base_url=base_url, api_key="unused", default_headers=headers, max_retries=0)
+from tests.conftest import MakeClient, StartProxy, StartWorkers
 
 
 async def test_chat_completion_through_proxy(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     workers = await start_workers(2)
     base_url = await start_proxy(workers)
-    answer = await client(base_url).chat.completions.create(
+    answer = await make_client(base_url).chat.completions.create(
         model="mock-model", messages=[{"role": "user", "content": "two plus two"}]
     )
     assert answer.choices[0].message.content.endswith("two plus two")
@@ -30,14 +24,16 @@ async def test_chat_completion_through_proxy(
 
 
 async def test_tool_calls_pass_through_intact(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     (worker,) = await start_workers(1)
     call = ToolCall("multiply", json.dumps({"a": 6, "b": 7}))
     worker.script(Reply(tool_calls=[call]), Reply(tool_calls=[call]))
     base_url = await start_proxy([worker])
     messages = [{"role": "user", "content": "6 times 7?"}]
-    plain = await client(base_url).chat.completions.create(model="mock-model", messages=messages)
+    plain = await make_client(base_url).chat.completions.create(
+        model="mock-model", messages=messages
+    )
     assert plain.choices[0].finish_reason == "tool_calls"
     (got,) = plain.choices[0].message.tool_calls
     assert (got.id, got.function.name, json.loads(got.function.arguments)) == (
@@ -46,7 +42,7 @@ async def test_tool_calls_pass_through_intact(
         {"a": 6, "b": 7},
     )
 
-    stream = await client(base_url).chat.completions.create(
+    stream = await make_client(base_url).chat.completions.create(
         model="mock-model", messages=messages, stream=True
     )
     names, arguments, finish = "", "", None
@@ -61,13 +57,13 @@ async def test_tool_calls_pass_through_intact(
 
 
 async def test_streaming_arrives_chunk_by_chunk(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     (worker,) = await start_workers(1)
     worker.behavior.stream_chunks = 5
     worker.behavior.chunk_delay = 0.05
     base_url = await start_proxy([worker])
-    stream = await client(base_url).chat.completions.create(
+    stream = await make_client(base_url).chat.completions.create(
         model="mock-model",
         messages=[{"role": "user", "content": "count to five slowly please"}],
         stream=True,
@@ -81,11 +77,11 @@ async def test_streaming_arrives_chunk_by_chunk(
 
 
 async def test_completions_and_responses_routes(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     workers = await start_workers(2)
     base_url = await start_proxy(workers)
-    openai = client(base_url)
+    openai = make_client(base_url)
     text = await openai.completions.create(model="mock-model", prompt="once upon a time")
     assert text.choices[0].text
     response = await openai.responses.create(model="mock-model", input="what is seven")
@@ -100,21 +96,21 @@ async def test_completions_and_responses_routes(
 
 
 async def test_models_lists_what_healthy_workers_serve(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     workers = [*await start_workers(1, model="alpha"), *await start_workers(1, model="beta")]
     base_url = await start_proxy(workers)
-    listed = await client(base_url).models.list()
+    listed = await make_client(base_url).models.list()
     assert sorted(m.id for m in listed.data) == ["alpha", "beta"]
 
 
 async def test_requests_route_by_model_when_workers_differ(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     alpha = (await start_workers(1, model="alpha"))[0]
     beta = (await start_workers(1, model="beta"))[0]
     base_url = await start_proxy([alpha, beta])
-    openai = client(base_url)
+    openai = make_client(base_url)
     for _ in range(4):
         answer = await openai.chat.completions.create(
             model="beta", messages=[{"role": "user", "content": "x"}]
@@ -131,12 +127,12 @@ async def test_requests_route_by_model_when_workers_differ(
 
 
 async def test_session_header_keeps_a_conversation_on_one_worker(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     workers = await start_workers(3)
     base_url = await start_proxy(workers)
     for session in ("alice", "bob", "carol", "dave"):
-        openai = client(base_url, session)
+        openai = make_client(base_url, session)
         seen = set()
         for turn in range(4):
             answer = await openai.chat.completions.create(
@@ -147,7 +143,7 @@ async def test_session_header_keeps_a_conversation_on_one_worker(
 
 
 async def test_agents_sdk_runs_through_proxy(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
 
@@ -167,7 +163,7 @@ async def test_agents_sdk_runs_through_proxy(
         name="calc",
         instructions="Use the tools.",
         tools=[add],
-        model=OpenAIChatCompletionsModel(model="mock-model", openai_client=client(base_url)),
+        model=OpenAIChatCompletionsModel(model="mock-model", openai_client=make_client(base_url)),
     )
     result = await Runner.run(agent, "2 + 3?", run_config=RunConfig(tracing_disabled=True))
     assert result.final_output == "The answer is 5."

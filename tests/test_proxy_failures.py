@@ -18,8 +18,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, until, wait_ready
-from tests.test_proxy_clients import client
+from tests.conftest import (
+    FAST_HEALTH,
+    MakeClient,
+    StartProxy,
+    StartWorkers,
+    eventually,
+    until,
+    wait_ready,
+)
 
 CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "hello"}]}
 
@@ -118,13 +125,13 @@ async def test_refused_connection_marks_worker_down_and_session_moves(
 
 
 async def test_stream_broken_mid_way_is_not_replayed(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     workers = await start_workers(2)
     for worker in workers:
         worker.behavior.die_mid_stream_after = 2
     base_url = await start_proxy(workers)
-    stream = await client(base_url).chat.completions.create(**CHAT, stream=True)
+    stream = await make_client(base_url).chat.completions.create(**CHAT, stream=True)
     with pytest.raises(openai.APIError, match="stream broke"):
         async for _ in stream:
             pass
@@ -132,25 +139,25 @@ async def test_stream_broken_mid_way_is_not_replayed(
 
 
 async def test_silent_stream_is_cut_by_idle_timeout(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     (worker,) = await start_workers(1)
     worker.behavior.stream_chunks = 3
     worker.behavior.chunk_delay = 30.0
     base_url = await start_proxy([worker], timeouts={"stream_idle": 0.3})
-    stream = await client(base_url).chat.completions.create(**CHAT, stream=True)
+    stream = await make_client(base_url).chat.completions.create(**CHAT, stream=True)
     with pytest.raises(openai.APIError, match="did not answer in time"):
         await asyncio.wait_for(_drain(stream), timeout=20)
 
 
 async def test_stream_that_never_starts_is_retried_elsewhere(
-    start_workers: StartWorkers, start_proxy: StartProxy
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     stuck, good = await start_workers(2)
     stuck.behavior.hang = True
     base_url = await start_proxy([stuck, good], policy="round_robin", timeouts={"stream_idle": 0.3})
     for _ in range(2):
-        stream = await client(base_url).chat.completions.create(**CHAT, stream=True)
+        stream = await make_client(base_url).chat.completions.create(**CHAT, stream=True)
         text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
         assert text.startswith("mock reply from w1")
     assert stuck.stats.generation_requests >= 1

@@ -114,7 +114,7 @@ class Forwarder:
                     return self._failed(
                         worker, status_failure(upstream.status, body, upstream.headers, worker.url)
                     )
-                if stream and upstream.status == 200:
+                if upstream.status == 200 and upstream.content_type == "text/event-stream":
                     self._succeeded(worker)
                     response, answer = await pipe_stream(
                         exchange, upstream, worker, self._metrics, self._recorder is not None

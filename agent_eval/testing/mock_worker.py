@@ -1,0 +1,357 @@
+"""A mock SGLang worker: a real aiohttp server with knobs, a hold gate and counters.
+
+Tests and benchmarks of the proxy stand it in for GPU servers. As a process:
+`python -m agent_eval.testing.mock_worker --port N --name NAME --model M`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from dataclasses import asdict
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from agent_eval.testing.replies import ENDPOINTS, JSON, Endpoint, Prompt, Reply, ReplyMeta
+from agent_eval.testing.worker_state import Behavior, HoldGate, WorkerState, WorkerStats
+
+log = logging.getLogger(__name__)
+
+STATE = web.AppKey("state", WorkerState)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+_MAX_BODY = 64 * 1024**2  # long agent trajectories outgrow aiohttp's 1 MiB default
+_SHUTDOWN_TIMEOUT = 1.0  # a fixture should stop fast; stragglers are cancelled
+
+
+def _json(payload: object, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(payload), status=status, content_type="application/json")
+
+
+def _error_type(status: int) -> str:
+    """SGLang's error type for a status: 400 -> BadRequestError."""
+    try:
+        name = HTTPStatus(status).phrase.replace(" ", "").replace("-", "")
+    except ValueError:
+        return "MockError"
+    return name if name.endswith("Error") else f"{name}Error"
+
+
+def _error(status: int, message: str) -> web.Response:
+    """An error answer in SGLang's shape."""
+    body = {"object": "error", "message": message, "type": _error_type(status), "param": None}
+    return _json({**body, "code": status}, status)
+
+
+def _parse_object(raw: bytes) -> JSON:
+    """A JSON object from a request body. Raises: ValueError when it is not one."""
+    body = orjson.loads(raw)
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object")
+    return body
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.Response(status=200 if request.app[STATE].behavior.healthy else 503)
+
+
+async def _model_info(request: web.Request) -> web.Response:
+    model = request.app[STATE].model
+    return _json({"model_path": model, "tokenizer_path": model, "is_generation": True})
+
+
+async def _server_info(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return _json(
+        {"model_path": state.model, "port": state.port, "version": "mock", "name": state.name}
+    )
+
+
+async def _models(request: web.Request) -> web.Response:
+    card = {
+        "id": request.app[STATE].model,
+        "object": "model",
+        "created": int(time.time()),
+        "owned_by": "agent-eval-mock",
+    }
+    return _json({"object": "list", "data": [card]})
+
+
+async def _get_behavior(request: web.Request) -> web.Response:
+    return _json(asdict(request.app[STATE].behavior))
+
+
+async def _set_behavior(request: web.Request) -> web.Response:
+    """Apply the JSON fields of the body to the behavior; answer the whole new behavior."""
+    behavior = request.app[STATE].behavior
+    try:
+        behavior.update(_parse_object(await request.read()))
+    except ValueError as exc:
+        return _error(400, f"invalid behavior update: {exc}")
+    return _json(asdict(behavior))
+
+
+async def _stats(request: web.Request) -> web.Response:
+    return _json(request.app[STATE].stats.as_dict())
+
+
+def _meta(state: WorkerState, endpoint: Endpoint, body: JSON, prompt: Prompt) -> ReplyMeta:
+    options = body.get("stream_options") or {}
+    return ReplyMeta(
+        id=f"{endpoint.id_prefix}{state.name}-{next(state.ids)}",
+        model=body.get("model") or state.model,
+        created=int(time.time()),
+        fingerprint=state.name,
+        prompt_tokens=prompt.tokens,
+        pieces=state.behavior.stream_chunks,
+        include_usage=bool(options.get("include_usage")),
+    )
+
+
+def _abort(request: web.Request, state: WorkerState) -> None:
+    """Cut the connection without finishing the stream, as a crashing worker would."""
+    state.stats.aborted_streams += 1
+    if request.transport is not None:
+        request.transport.abort()
+
+
+async def _write_paced(
+    response: web.StreamResponse, chunks: Iterator[bytes], behavior: Behavior
+) -> bool:
+    """Write chunk by chunk; False when `die_mid_stream_after` stops it short."""
+    for sent, chunk in enumerate(chunks):
+        if sent == behavior.die_mid_stream_after:
+            return False
+        if sent and behavior.chunk_delay > 0:
+            await asyncio.sleep(behavior.chunk_delay)
+        await response.write(chunk)
+    await response.write_eof()
+    return True
+
+
+async def _stream(
+    request: web.Request, state: WorkerState, chunks: Iterator[bytes]
+) -> web.StreamResponse:
+    """Write SSE chunks, paced and cut as the behavior says."""
+    response = web.StreamResponse(headers=_SSE_HEADERS)
+    await response.prepare(request)
+    behavior = state.behavior
+    try:
+        if behavior.chunk_delay <= 0 and behavior.die_mid_stream_after is None:
+            # Nothing to pace or cut: one write instead of a syscall per chunk.
+            await response.write_eof(b"".join(chunks))
+        elif not await _write_paced(response, chunks, behavior):
+            _abort(request, state)
+    except ConnectionResetError:
+        # The client left; returning lets aiohttp close quietly instead of logging a traceback.
+        state.stats.disconnects += 1
+    return response
+
+
+async def _generate(
+    request: web.Request, state: WorkerState, endpoint: Endpoint
+) -> web.StreamResponse:
+    """Answer one generation request: injected error, latency, gate, then the reply."""
+    try:
+        body = _parse_object(await request.read())
+        prompt = endpoint.prompt(body)
+    # A body of the wrong shape (say, messages that are not objects) is the client's fault.
+    except (ValueError, TypeError, AttributeError) as exc:
+        return _error(400, f"invalid request body: {exc}")
+    behavior = state.behavior
+    if (status := behavior.take_error()) is not None:
+        return _error(status, f"error injected into mock worker {state.name}")
+    if behavior.latency > 0:
+        await asyncio.sleep(behavior.latency)
+    if behavior.hang:
+        await state.gate.hold()
+    reply, meta = state.next_reply(prompt), _meta(state, endpoint, body, prompt)
+    if body.get("stream"):
+        return await _stream(request, state, endpoint.stream(reply, meta))
+    return _json(endpoint.body(reply, meta))
+
+
+def _generation(endpoint: Endpoint) -> Handler:
+    """The handler of one generation route."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        state = request.app[STATE]
+        state.stats.authorizations.append(request.headers.get("Authorization"))
+        with state.stats.generation():
+            return await _generate(request, state, endpoint)
+
+    return handle
+
+
+@web.middleware
+async def _count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request.app[STATE].stats.requests[request.path] += 1
+    return await handler(request)
+
+
+async def _stamp(request: web.Request, response: web.StreamResponse) -> None:
+    """Name the worker on every answer, so tests behind a proxy see who answered."""
+    response.headers["X-Mock-Worker"] = request.app[STATE].name
+
+
+def build_app(state: WorkerState) -> web.Application:
+    """The aiohttp application of one mock worker over `state`."""
+    app = web.Application(middlewares=[_count_requests], client_max_size=_MAX_BODY)
+    app[STATE] = state
+    app.on_response_prepare.append(_stamp)
+    app.router.add_get("/health", _health)
+    app.router.add_get("/health_generate", _health)
+    app.router.add_get("/get_model_info", _model_info)
+    app.router.add_get("/get_server_info", _server_info)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/mock/behavior", _get_behavior)
+    app.router.add_post("/mock/behavior", _set_behavior)
+    app.router.add_get("/mock/stats", _stats)
+    for path, endpoint in ENDPOINTS.items():
+        app.router.add_post(path, _generation(endpoint))
+    return app
+
+
+class MockWorker:
+    """One mock SGLang worker on a real port; `async with MockWorker() as worker: ...`."""
+
+    def __init__(
+        self,
+        name: str = "mock-0",
+        model: str = "mock-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        behavior: Behavior | None = None,
+    ) -> None:
+        self.state = WorkerState(name, model, behavior or Behavior())
+        self.host = host
+        self._bind_port = port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    @property
+    def behavior(self) -> Behavior:
+        return self.state.behavior
+
+    @property
+    def stats(self) -> WorkerStats:
+        return self.state.stats
+
+    @property
+    def gate(self) -> HoldGate:
+        return self.state.gate
+
+    @property
+    def port(self) -> int:
+        """The bound port; 0 before `start()`."""
+        return self.state.port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies; each generation request takes the next, then defaults resume."""
+        self.state.script.extend(replies)
+
+    def assert_script_used_up(self) -> None:
+        """Raises: AssertionError if scripted replies were never asked for."""
+        if left := len(self.state.script):
+            raise AssertionError(f"mock worker {self.name}: {left} scripted replies never used")
+
+    async def start(self) -> None:
+        """Bind and serve; port 0 picks a free one. Raises: OSError when the port is taken."""
+        runner = web.AppRunner(
+            build_app(self.state),
+            access_log=None,  # the benchmark pushes thousands of requests a second
+            handler_cancellation=True,  # so a client that leaves is seen, even on the gate
+            shutdown_timeout=_SHUTDOWN_TIMEOUT,
+        )
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self._bind_port).start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self.state.port = runner.addresses[0][1]
+        self._runner = runner
+        log.info("mock worker %s serving %s at %s", self.name, self.state.model, self.url)
+
+    async def stop(self) -> None:
+        """Release held requests and shut the server down."""
+        if self._runner is None:
+            return
+        self.gate.release()
+        await self._runner.cleanup()
+        self._runner = None
+
+    async def __aenter__(self) -> MockWorker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Serve one mock SGLang worker until SIGTERM.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--name", default="mock-0")
+    parser.add_argument("--model", default="mock-model")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before answering")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
+    parser.add_argument("--stream-chunks", type=int, default=4, help="content pieces per stream")
+    return parser.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    """Serve until SIGTERM or SIGINT, printing the READY line once bound."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    behavior = Behavior(
+        latency=args.latency, chunk_delay=args.chunk_delay, stream_chunks=args.stream_chunks
+    )
+    async with MockWorker(args.name, args.model, args.host, args.port, behavior) as worker:
+        # Launchers wait for this exact line on stdout to learn the port.
+        print(f"READY {worker.url}", flush=True)
+        await stop.wait()
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """Run on uvloop when it is installed: benchmarks need the throughput."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of `python -m agent_eval.testing.mock_worker`."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    _run(_serve(_parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+"""OpenAI-shaped bodies and SSE streams for the mock worker: chat, completions, responses."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import uuid4
+
+import orjson
+
+JSON = dict[str, Any]
+SSE_DONE = b"data: [DONE]\n\n"
+
+
+def _call_id() -> str:
+    return f"call_{uuid4().hex[:24]}"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the mock model makes; `arguments` is a JSON string."""
+
+    name: str
+    arguments: str = "{}"
+    id: str = field(default_factory=_call_id)
+
+
+@dataclass
+class Reply:
+    """What the mock model answers to one generation request."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        """Completion tokens, counted as words like the prompt."""
+        return count_tokens(self.content) + sum(count_tokens(c.arguments) for c in self.tool_calls)
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.tool_calls else "stop"
+
+    @property
+    def has_message(self) -> bool:
+        """Whether the answer carries a text message: always, unless it is only tool calls."""
+        return bool(self.content or not self.tool_calls)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What the mock needs from a request: the last user text and the prompt size."""
+
+    last_user: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ReplyMeta:
+    """Everything an answer carries besides the reply itself."""
+
+    id: str
+    model: str
+    created: int
+    fingerprint: str
+    prompt_tokens: int
+    pieces: int  # content pieces per streamed message or argument string
+    include_usage: bool
+
+
+def count_tokens(text: str) -> int:
+    """Word count: the mock has no tokenizer, and tests only need stable numbers."""
+    return len(text.split())
+
+
+def split_text(text: str, pieces: int) -> list[str]:
+    """`text` cut into at most `pieces` non-empty slices of near-equal length."""
+    if not text:
+        return []
+    size = -(-len(text) // max(1, pieces))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse(payload: JSON) -> bytes:
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def _content_text(content: Any) -> str:
+    """Text of an OpenAI message content: a string, a list of parts, or None."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _prompt(turns: list[tuple[Any, str]]) -> Prompt:
+    """A prompt from (role, text) turns."""
+    users = [text for role, text in turns if role == "user"]
+    return Prompt(users[-1] if users else "", sum(count_tokens(text) for _, text in turns))
+
+
+def chat_prompt(body: JSON) -> Prompt:
+    """The prompt of a chat completion request."""
+    return _prompt(
+        [(m.get("role"), _content_text(m.get("content"))) for m in body.get("messages") or []]
+    )
+
+
+def completion_prompt(body: JSON) -> Prompt:
+    """The prompt of a text completion request (a string, or a list of strings or token ids)."""
+    prompt = body.get("prompt", "")
+    text = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
+    return Prompt(text, count_tokens(text))
+
+
+def response_prompt(body: JSON) -> Prompt:
+    """The prompt of a Responses API request: `input` as a string or a list of items."""
+    items = body.get("input") or []
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    turns = [
+        (i.get("role"), _content_text(i.get("content")) or str(i.get("output", ""))) for i in items
+    ]
+    instructions = body.get("instructions")
+    return _prompt([("system", instructions), *turns] if isinstance(instructions, str) else turns)
+
+
+def _chat_usage(reply: Reply, meta: ReplyMeta) -> JSON:
+    prompt, completion = meta.prompt_tokens, reply.tokens
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _envelope(meta: ReplyMeta, obj: str, choices: list[JSON]) -> JSON:
+    return {
+        "id": meta.id,
+        "object": obj,
+        "created": meta.created,
+        "model": meta.model,
+        "system_fingerprint": meta.fingerprint,
+        "choices": choices,
+    }
+
+
+def chat_body(reply: Reply, meta: ReplyMeta) -> JSON:
+    """A `chat.completion` object."""
+    message: JSON = {"role": "assistant", "content": reply.content if reply.has_message else None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    choice = {
+        "index": 0,
+        "message": message,
+        "logprobs": None,
+        "finish_reason": reply.finish_reason,
+    }
+    return {**_envelope(meta, "chat.completion", [choice]), "usage": _chat_usage(reply, meta)}
+
+
+def _chat_chunk(meta: ReplyMeta, delta: JSON, finish_reason: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    return _sse(_envelope(meta, "chat.completion.chunk", [choice]))
+
+
+def _tool_call_chunks(meta: ReplyMeta, index: int, call: ToolCall) -> Iterator[bytes]:
+    """OpenAI-style: id and name in the first delta, then the arguments in pieces."""
+    head = {"index": index, "id": call.id, "type": "function"}
+    yield _chat_chunk(
+        meta, {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}
+    )
+    for piece in split_text(call.arguments, meta.pieces):
+        yield _chat_chunk(
+            meta, {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+        )
+
+
+def _usage_chunk(meta: ReplyMeta, obj: str, reply: Reply) -> bytes:
+    return _sse({**_envelope(meta, obj, []), "usage": _chat_usage(reply, meta)})
+
+
+def chat_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
+    """The SSE events of a streamed chat completion, `[DONE]` included."""
+    yield _chat_chunk(meta, {"role": "assistant", "content": "" if reply.has_message else None})
+    for piece in split_text(reply.content, meta.pieces):
+        yield _chat_chunk(meta, {"content": piece})
+    for index, call in enumerate(reply.tool_calls):
+        yield from _tool_call_chunks(meta, index, call)
+    yield _chat_chunk(meta, {}, reply.finish_reason)
+    if meta.include_usage:
+        yield _usage_chunk(meta, "chat.completion.chunk", reply)
+    yield SSE_DONE
+
+
+def _text_choice(text: str, finish_reason: str | None) -> JSON:
+    return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+
+
+def completion_body(reply: Reply, meta: ReplyMeta) -> JSON:
+    """A `text_completion` object; scripted tool calls have no place in it and are dropped."""
+    choice = _text_choice(reply.content, "stop")
+    return {**_envelope(meta, "text_completion", [choice]), "usage": _chat_usage(reply, meta)}
+
+
+def completion_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
+    """The SSE events of a streamed text completion, `[DONE]` included."""
+    for piece in split_text(reply.content, meta.pieces):
+        yield _sse(_envelope(meta, "text_completion", [_text_choice(piece, None)]))
+    yield _sse(_envelope(meta, "text_completion", [_text_choice("", "stop")]))
+    if meta.include_usage:
+        yield _usage_chunk(meta, "text_completion", reply)
+    yield SSE_DONE
+
+
+def _message_item(meta: ReplyMeta, text: str, status: str) -> JSON:
+    content = (
+        [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+    )
+    item_id = f"msg_{meta.id}"
+    return {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": status,
+        "content": content,
+    }
+
+
+def _call_item(call: ToolCall, arguments: str, status: str) -> JSON:
+    return {
+        "type": "function_call",
+        "id": f"fc_{call.id}",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": arguments,
+        "status": status,
+    }
+
+
+def _output(reply: Reply, meta: ReplyMeta) -> list[JSON]:
+    message = [_message_item(meta, reply.content, "completed")] if reply.has_message else []
+    return message + [_call_item(c, c.arguments, "completed") for c in reply.tool_calls]
+
+
+def response_body(reply: Reply, meta: ReplyMeta, *, done: bool = True) -> JSON:
+    """A Responses API `response` object; `done=False` gives the in-progress shell."""
+    prompt, completion = meta.prompt_tokens, reply.tokens
+    usage = {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "total_tokens": prompt + completion,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+    return {
+        "id": meta.id,
+        "object": "response",
+        "created_at": meta.created,
+        "model": meta.model,
+        "status": "completed" if done else "in_progress",
+        "output": _output(reply, meta) if done else [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage if done else None,
+    }
+
+
+EventMaker = Callable[..., bytes]
+
+
+def _event_maker() -> EventMaker:
+    """Named SSE events with a running `sequence_number`, as the Responses API sends them."""
+    sequence = itertools.count()
+
+    def event(kind: str, **fields: Any) -> bytes:
+        payload = {"type": kind, "sequence_number": next(sequence), **fields}
+        return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+    return event
+
+
+def _message_events(
+    event: EventMaker, reply: Reply, meta: ReplyMeta, index: int
+) -> Iterator[bytes]:
+    item = _message_item(meta, reply.content, "completed")
+    at = {"item_id": item["id"], "output_index": index, "content_index": 0}
+    yield event(
+        "response.output_item.added",
+        output_index=index,
+        item=_message_item(meta, "", "in_progress"),
+    )
+    yield event("response.content_part.added", **at, part={**item["content"][0], "text": ""})
+    for piece in split_text(reply.content, meta.pieces):
+        yield event("response.output_text.delta", **at, delta=piece, logprobs=[])
+    yield event("response.output_text.done", **at, text=reply.content, logprobs=[])
+    yield event("response.content_part.done", **at, part=item["content"][0])
+    yield event("response.output_item.done", output_index=index, item=item)
+
+
+def _call_events(event: EventMaker, call: ToolCall, meta: ReplyMeta, index: int) -> Iterator[bytes]:
+    at = {"item_id": f"fc_{call.id}", "output_index": index}
+    yield event(
+        "response.output_item.added", output_index=index, item=_call_item(call, "", "in_progress")
+    )
+    for piece in split_text(call.arguments, meta.pieces):
+        yield event("response.function_call_arguments.delta", **at, delta=piece)
+    yield event("response.function_call_arguments.done", **at, arguments=call.arguments)
+    yield event(
+        "response.output_item.done",
+        output_index=index,
+        item=_call_item(call, call.arguments, "completed"),
+    )
+
+
+def response_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
+    """The SSE events of a streamed response, from `response.created` to `response.completed`."""
+    event = _event_maker()
+    yield event("response.created", response=response_body(reply, meta, done=False))
+    if reply.has_message:
+        yield from _message_events(event, reply, meta, 0)
+    for index, call in enumerate(reply.tool_calls, start=int(reply.has_message)):
+        yield from _call_events(event, call, meta, index)
+    yield event("response.completed", response=response_body(reply, meta))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One generation route: how to read its prompt and how to shape its answer."""
+
+    id_prefix: str
+    prompt: Callable[[JSON], Prompt]
+    body: Callable[[Reply, ReplyMeta], JSON]
+    stream: Callable[[Reply, ReplyMeta], Iterator[bytes]]
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    "/v1/chat/completions": Endpoint("chatcmpl-", chat_prompt, chat_body, chat_stream),
+    "/v1/completions": Endpoint("cmpl-", completion_prompt, completion_body, completion_stream),
+    "/v1/responses": Endpoint("resp_", response_prompt, response_body, response_stream),
+}

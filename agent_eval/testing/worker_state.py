@@ -1,0 +1,145 @@
+"""Run-time knobs, counters, hold gate and reply script of one mock worker."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from agent_eval.testing.replies import Prompt, Reply
+
+
+@dataclass
+class Behavior:
+    """How the worker answers; change it at run time from Python or via `POST /mock/behavior`."""
+
+    latency: float = 0.0  # seconds before answering, or before the first stream chunk
+    chunk_delay: float = 0.0  # seconds between stream chunks
+    stream_chunks: int = 4  # content pieces per streamed message or argument string
+    error_status: int | None = None  # generation requests answer this status while set
+    error_count: int = 0  # > 0: only the next N requests fail, then error_status clears
+    hang: bool = False  # generation requests wait on the worker's gate
+    die_mid_stream_after: int | None = None  # abort the connection after N stream chunks
+    healthy: bool = True  # health routes answer 503 when False
+
+    def take_error(self) -> int | None:
+        """The status this generation request must fail with, if any; counts down `error_count`."""
+        status = self.error_status
+        if status is not None and self.error_count > 0:
+            self.error_count -= 1
+            if self.error_count == 0:
+                self.error_status = None
+        return status
+
+    def update(self, changes: Mapping[str, Any]) -> None:
+        """Validate `changes` (field name to value) and apply them in place.
+
+        Raises: ValueError on an unknown field or a value of the wrong type.
+        """
+        known = {f.name for f in fields(self)}
+        if unknown := sorted(set(changes) - known):
+            raise ValueError(f"unknown behavior fields {unknown}; known: {sorted(known)}")
+        checked = _BEHAVIOR.validate_python({**asdict(self), **changes})
+        for name in changes:
+            setattr(self, name, getattr(checked, name))
+
+
+_BEHAVIOR = TypeAdapter(Behavior)
+
+
+@dataclass
+class WorkerStats:
+    """Counters of one worker since it started."""
+
+    requests: Counter[str] = field(default_factory=Counter)  # by path, every route
+    generation_requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    disconnects: int = 0  # clients that went away mid-request or mid-stream
+    aborted_streams: int = 0  # streams cut on purpose by `die_mid_stream_after`
+    # Authorization headers of the latest generation requests: which key reached the worker.
+    authorizations: deque[str | None] = field(default_factory=lambda: deque(maxlen=64))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counters as JSON-ready values."""
+        return {**vars(self), "authorizations": list(self.authorizations)}
+
+    @contextmanager
+    def generation(self) -> Iterator[None]:
+        """Count one generation request while it runs; a cancelled one lost its client."""
+        self.generation_requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield
+        except asyncio.CancelledError:
+            self.disconnects += 1
+            raise
+        finally:
+            self.in_flight -= 1
+
+
+class HoldGate:
+    """Holds requests until released, so tests wait for arrivals instead of sleeping."""
+
+    def __init__(self) -> None:
+        self._open = asyncio.Event()
+        self._change = asyncio.Event()
+        self.held = 0
+
+    async def hold(self) -> None:
+        """Wait here until `release()`, or until the caller is cancelled."""
+        opened = self._open
+        self._count(+1)
+        try:
+            await opened.wait()
+        finally:
+            self._count(-1)
+
+    def release(self) -> None:
+        """Let every held request go on; later arrivals are held again while `hang` is set."""
+        self._open.set()
+        self._open = asyncio.Event()
+
+    async def wait_for_arrivals(self, n: int, timeout: float = 10.0) -> None:
+        """Return once `n` requests are held. Raises: asyncio.TimeoutError after `timeout` s."""
+        await asyncio.wait_for(self._until(lambda: self.held >= n), timeout)
+
+    async def wait_until_empty(self, timeout: float = 10.0) -> None:
+        """Return once no request is held. Raises: asyncio.TimeoutError after `timeout` s."""
+        await asyncio.wait_for(self._until(lambda: self.held == 0), timeout)
+
+    def _count(self, step: int) -> None:
+        self.held += step
+        self._change.set()
+        self._change = asyncio.Event()
+
+    async def _until(self, ready: Callable[[], bool]) -> None:
+        while not ready():
+            await self._change.wait()
+
+
+@dataclass
+class WorkerState:
+    """Everything the handlers of one worker share: one `web.AppKey` entry."""
+
+    name: str
+    model: str
+    behavior: Behavior = field(default_factory=Behavior)
+    stats: WorkerStats = field(default_factory=WorkerStats)
+    gate: HoldGate = field(default_factory=HoldGate)
+    script: deque[Reply] = field(default_factory=deque)
+    port: int = 0
+    ids: Iterator[int] = field(default_factory=itertools.count)
+
+    def next_reply(self, prompt: Prompt) -> Reply:
+        """The next scripted reply, or else one derived from the prompt."""
+        if self.script:
+            return self.script.popleft()
+        return Reply(f"mock reply from {self.name}: {prompt.last_user[:60]}")

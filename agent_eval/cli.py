@@ -10,6 +10,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from rich.logging import RichHandler
 
 from agent_eval.errors import AgentEvalError
 from agent_eval.proxy.config import (
@@ -54,10 +55,9 @@ def main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> None:
     """Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy."""
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=debug)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler])
+    logging.getLogger("agent_eval").setLevel(logging.DEBUG if debug else logging.INFO)
     ctx.obj = debug
 
 
@@ -157,9 +157,11 @@ def serve(
 
 def _announcer(config: ProxyConfig) -> Callable[[str], None]:
     def on_ready(base_url: str) -> None:
-        console.print(f"[bold green]agent-eval proxy[/] listening at [bold]{base_url}[/]")
+        console.print(
+            f"[bold green]agent-eval proxy[/] listening at [bold]{base_url}[/]", soft_wrap=True
+        )
         for url in config.endpoints:
-            console.print(f"  worker {url}")
+            console.print(f"  worker {url}", soft_wrap=True)
         if not config.endpoints:
             console.print("  no workers yet: add one with POST /workers")
         console.print("Ctrl-C stops it.")

@@ -88,7 +88,7 @@ class Forwarder:
             if not isinstance(outcome, Failure):
                 return outcome
             failure = outcome
-            log.info("attempt %d failed: %s", attempt + 1, failure.message)
+            log.debug("attempt %d failed: %s", attempt + 1, failure.message)
         return self._finish(exchange, self._exhausted(failure, len(tried)), None)
 
     async def _attempt(

@@ -1,0 +1,113 @@
+"""The `agent-eval` command as a user runs it: help, serve, mistakes, shutdown."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from agent_eval.testing.mock_worker import MockWorker
+from tests.conftest import wait_ready
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "agent_eval"]
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_serve_help_explains_every_flag() -> None:
+    result = run_cli("serve", "--help")
+    assert result.returncode == 0
+    flags = set(re.findall(r"--[a-z][a-z-]+", result.stdout))
+    expected = {
+        *("--endpoint", "--host", "--port", "--policy", "--record"),
+        *("--api-key", "--worker-api-key", "--max-body-bytes"),
+        *("--health-path", "--health-interval", "--failure-threshold", "--success-threshold"),
+        *("--breaker-failures", "--breaker-cooldown", "--session-balance", "--session-ttl"),
+        *("--max-retries", "--connect-timeout", "--timeout", "--stream-idle-timeout"),
+    }
+    assert expected <= flags, expected - flags
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--endpoint", "localhost:30000"], "is not an http(s) URL"),
+        (["--max-retries", "-1"], "retry.max_retries"),
+        (["--policy", "random"], "random"),
+    ],
+)
+def test_user_mistakes_end_in_one_message_and_exit_2(args: list[str], message: str) -> None:
+    result = run_cli("serve", "--port", "0", *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_port_in_use_says_what_to_do() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("serve", "--port", str(port))
+    assert result.returncode == 2
+    assert "--port 0" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def serve_process(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", *request.param], stdout=subprocess.PIPE, text=True
+    )
+    yield process
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def _served_url(process: subprocess.Popen[str]) -> str:
+    line = process.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
+    assert found, line
+    return found.group(0)
+
+
+@pytest.mark.parametrize("serve_process", [[]], indirect=True)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_serve_runs_until_signalled(
+    serve_process: subprocess.Popen[str], signum: signal.Signals
+) -> None:
+    base_url = _served_url(serve_process)
+    async with MockWorker() as worker, aiohttp.ClientSession() as http:
+        async with http.post(
+            base_url.removesuffix("/v1") + "/workers", json={"url": worker.url}
+        ) as r:
+            assert r.status == 201
+        await wait_ready(base_url, 1)
+        body = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}
+        async with http.post(f"{base_url}/chat/completions", json=body) as response:
+            assert response.status == 200
+    os.kill(serve_process.pid, signum)
+    assert serve_process.wait(timeout=15) == 0
+
+
+def test_repository_root_imports_the_agents_sdk() -> None:
+    probe = "import agents, sys; print(agents.__file__); print(hasattr(agents, 'Runner'))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    path, has_runner = result.stdout.split()
+    assert has_runner == "True"
+    assert not Path(path).is_relative_to(REPO), f"'agents' resolved inside the repository: {path}"

@@ -22,7 +22,7 @@ def test_half_open_lets_one_trial_through_and_closes_on_success() -> None:
     breaker = CircuitBreaker(failure_threshold=1, cooldown=1.0)
     breaker.record_failure(now=0.0)
     assert breaker.allows(1.0)
-    breaker.on_dispatch()
+    assert breaker.begin()
     assert not breaker.allows(1.1), "a second request went through during the trial"
     breaker.record_success()
     assert breaker.state is BreakerState.CLOSED
@@ -34,7 +34,7 @@ def test_half_open_trial_failure_reopens() -> None:
     for _ in range(5):
         breaker.record_failure(now=0.0)
     assert breaker.allows(1.0)
-    breaker.on_dispatch()
+    assert breaker.begin()
     breaker.record_failure(now=1.0)
     assert breaker.state is BreakerState.OPEN
     assert not breaker.allows(1.5)
@@ -72,3 +72,13 @@ def test_passive_mark_down_needs_probes_to_come_back() -> None:
     assert not health.healthy
     health.record(True, 1, 2)
     assert health.healthy
+
+
+def test_trial_without_verdict_lets_another_through() -> None:
+    breaker = CircuitBreaker(failure_threshold=1, cooldown=1.0)
+    breaker.record_failure(now=0.0)
+    assert breaker.allows(1.0) and breaker.begin()
+    assert not breaker.allows(1.0)
+    breaker.end_trial()  # the trial's client left before the worker answered
+    assert breaker.allows(1.0)
+    assert not CircuitBreaker(1, 1.0).begin(), "a closed breaker has no trials"

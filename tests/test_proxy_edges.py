@@ -126,6 +126,9 @@ async def test_workers_can_be_added_and_removed_at_run_time(
     assert status == 409 and "already" in assert_openai_error(body, "worker_exists")
     status, body = await raw("POST", admin, json.dumps({"url": "ftp://nowhere"}).encode())
     assert status == 400 and "http" in assert_openai_error(body, "invalid_worker_url")
+    bad_path = {"url": "http://127.0.0.1:9", "health_path": "health"}
+    status, body = await raw("POST", admin, json.dumps(bad_path).encode())
+    assert status == 400 and "start with '/'" in assert_openai_error(body, "invalid_worker_url")
 
     status, removed = await raw("DELETE", f"{admin}?url={first.url}")
     assert status == 200 and removed["url"] == first.url

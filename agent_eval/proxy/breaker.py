@@ -36,10 +36,16 @@ class CircuitBreaker:
             self.trial_in_flight = False
         return not self.trial_in_flight
 
-    def on_dispatch(self) -> None:
-        """A request was sent; in half-open state it is the one trial."""
+    def begin(self) -> bool:
+        """A request is being sent; True when it is the half-open state's one trial."""
         if self.state is BreakerState.HALF_OPEN:
             self.trial_in_flight = True
+            return True
+        return False
+
+    def end_trial(self) -> None:
+        """The trial ended without a verdict (its client left): let another trial through."""
+        self.trial_in_flight = False
 
     def record_success(self) -> None:
         self.consecutive_failures = 0

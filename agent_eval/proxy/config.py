@@ -19,7 +19,9 @@ class HealthConfig(BaseModel):
 
     interval: float = Field(5.0, gt=0, description="Seconds between active probes of each worker.")
     timeout: float = Field(3.0, gt=0, description="Seconds a probe may take.")
-    path: str = Field("/health", description="Probe path; llama.cpp servers answer /v1/models.")
+    path: str = Field(
+        "/health", pattern=r"^/", description="Probe path; llama.cpp servers answer /v1/models."
+    )
     failure_threshold: int = Field(
         2, ge=1, description="Failed probes in a row that mark a worker down."
     )

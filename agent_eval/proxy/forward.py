@@ -73,7 +73,11 @@ class Forwarder:
         tried: list[Worker] = []
         failure: Failure | None = None
         for attempt in range(self._config.retry.max_retries + 1):
-            info = replace(exchange.info, detour_from=frozenset(w.url for w in tried))
+            info = (
+                replace(exchange.info, detour_from=frozenset(w.url for w in tried))
+                if tried
+                else exchange.info
+            )
             try:
                 worker = self._pool.choose(info, tried)
             except ModelNotServedError as exc:
@@ -102,6 +106,7 @@ class Forwarder:
         )
         headers = upstream_headers(exchange.request.headers, self._worker_key)
         worker.in_flight += 1
+        trial = worker.breaker.begin()
         try:
             async with self._session.post(
                 worker.url + exchange.info.route,
@@ -129,6 +134,8 @@ class Forwarder:
             return self._failed(worker, failure)
         finally:
             worker.in_flight -= 1
+            if trial and worker.breaker.trial_in_flight:
+                worker.breaker.end_trial()
 
     def _answer(
         self, exchange: Exchange, worker: Worker, upstream: aiohttp.ClientResponse, body: bytes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from agent_eval.errors import AgentEvalError
+from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.proxy.breaker import CircuitBreaker
 from agent_eval.proxy.config import HealthConfig
 from agent_eval.proxy.policies import Policy, RequestInfo
@@ -56,6 +56,8 @@ class WorkerPool:
     def add(self, url: str, health_path: str | None = None) -> Worker:
         """Add a worker; it takes traffic once its first probe succeeds."""
         key = normalize_worker_url(url)
+        if health_path is not None and not health_path.startswith("/"):
+            raise ConfigError(f"health path {health_path!r} must start with '/', like /health")
         if key in self._workers:
             raise WorkerExistsError(f"worker {key} is already in the pool")
         breaker = CircuitBreaker(self._health.breaker_failures, self._health.breaker_cooldown)
@@ -90,10 +92,7 @@ class WorkerPool:
         untried = [w for w in candidates if w not in tried]
         if not untried and tried:
             untried = [w for w in candidates if w is not tried[-1]]
-        worker = self._policy.choose(untried, info)
-        if worker is not None:
-            worker.breaker.on_dispatch()
-        return worker
+        return self._policy.choose(untried, info)
 
     def _serving(self, model: str | None, workers: list[Worker]) -> list[Worker]:
         """Workers serving `model`; when the pool serves one model (or names none), any worker."""

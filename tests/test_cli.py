@@ -110,4 +110,5 @@ def test_repository_root_imports_the_agents_sdk() -> None:
     )
     path, has_runner = result.stdout.split()
     assert has_runner == "True"
-    assert not Path(path).is_relative_to(REPO), f"'agents' resolved inside the repository: {path}"
+    assert "site-packages" in Path(path).parts, f"'agents' is not the installed SDK: {path}"
+    assert not (REPO / "agents").exists() and not (REPO / "proxy").exists()

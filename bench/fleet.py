@@ -1,0 +1,136 @@
+"""The processes of the proxy benchmark: started with logs to files, all stopped at the end."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
+LOG_TAIL = 2000  # characters of a dead process's log shown in the error
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(RuntimeError):
+    """A benchmark step failed; the message names the cause."""
+
+
+class FleetError(BenchError):
+    """A benchmark process died or never became ready; the message carries its log tail."""
+
+
+@dataclass
+class Proc:
+    """One started process and the file its stdout and stderr go to."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def output(self) -> str:
+        return ANSI.sub("", self.log.read_text(errors="replace"))
+
+    def check_alive(self) -> None:
+        """Raises: FleetError with the log tail when the process has exited."""
+        if (code := self.popen.poll()) is not None:
+            tail = self.output()[-LOG_TAIL:]
+            raise FleetError(f"{self.name} exited with code {code}; its log ends:\n{tail}")
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time so far, all threads (Linux /proc). Raises: FleetError."""
+        self.check_alive()
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+class Fleet:
+    """Starts processes and stops every one of them on exit: SIGTERM, then SIGKILL."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self._log_dir = log_dir
+        self._procs: list[Proc] = []
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
+        log = self._log_dir / f"{name}.log"
+        with log.open("wb") as sink:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
+            )
+        proc = Proc(name, popen, log)
+        self._procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.popen.poll() is None:
+                proc.popen.send_signal(signal.SIGTERM)
+        for proc in reversed(self._procs):
+            try:
+                proc.popen.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.popen.kill()
+                proc.popen.wait()
+        self._procs.clear()
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def wait_for_line(proc: Proc, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
+    """The first match of `pattern` in the process's output. Raises: FleetError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if match := pattern.search(proc.output()):
+            return match
+        proc.check_alive()
+        time.sleep(0.05)
+    raise FleetError(f"{proc.name} printed no {pattern.pattern!r} in {timeout:.0f} s")
+
+
+def wait_for_ok(proc: Proc, url: str, timeout: float) -> None:
+    """Poll `url` until it answers 200. Raises: FleetError when the process dies or time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        proc.check_alive()
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    raise FleetError(f"{proc.name}: {url} did not answer 200 in {timeout:.0f} s")
+
+
+def free_port() -> int:
+    """A port free right now on loopback (the OS may hand it out again later)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,0 +1,218 @@
+"""Benchmark the agent-eval proxy against sglang-router and direct access, on loopback.
+
+Two mock workers, our proxy and sglang-router run as processes; a fresh load-generator
+process measures each (mode, target) pair. Run from the repository root:
+`python bench/proxy.py [--requests N] [--concurrency C] [--json PATH]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import NoReturn
+
+from fleet import BenchError, Fleet, Proc, free_port, wait_for_line, wait_for_ok
+from loadgen import LoadResult
+from report import Mode, Run, combine, render
+from rich.console import Console
+
+READY_WORKER = re.compile(r"READY (http://\S+)")
+READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
+START_TIMEOUT = 60.0
+RUN_TIMEOUT = 300.0
+LOADGEN = Path(__file__).with_name("loadgen.py")
+WIDTH = 100
+
+
+@dataclass
+class Target:
+    """Where the load goes: base URLs, and the routing process whose CPU is counted."""
+
+    name: str
+    urls: list[str]
+    router: Proc | None
+
+
+def start_workers(fleet: Fleet) -> list[Proc]:
+    """Two mock workers; their base URLs come from the READY lines."""
+    argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--port", "0"]
+    return [
+        fleet.start(name, [*argv, "--name", name, "--model", "mock-model"]) for name in ("w0", "w1")
+    ]
+
+
+def start_proxy(fleet: Fleet, urls: list[str]) -> Proc:
+    cli = Path(sys.executable).with_name("agent-eval")
+    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
+    argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", "round_robin"]
+    return fleet.start("agent-eval", argv)
+
+
+def start_router(fleet: Fleet, urls: list[str]) -> tuple[Proc, str]:
+    """sglang-router on a free port; HF_ENDPOINT points at a closed port so no hub is asked."""
+    port, metrics_port = free_port(), free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "sglang_router.launch_router",
+        "--worker-urls",
+        *urls,
+        "--policy",
+        "round_robin",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--prometheus-host",
+        "127.0.0.1",
+        "--prometheus-port",
+        str(metrics_port),
+        "--log-level",
+        "warn",
+    ]
+    proc = fleet.start("sglang-router", argv, {"HF_ENDPOINT": "http://127.0.0.1:9"})
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start_targets(fleet: Fleet) -> tuple[list[Proc], list[Target]]:
+    """Start everything and wait until each answers; the workers and the three targets."""
+    workers = start_workers(fleet)
+    urls = [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
+    proxy = start_proxy(fleet, urls)
+    router, router_url = start_router(fleet, urls)
+    proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
+    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
+    wait_for_ok(router, router_url + "/readiness", START_TIMEOUT)
+    return workers, [
+        Target("direct", urls, None),
+        Target("agent-eval", [proxy_url], proxy),
+        Target("sglang-router", [router_url], router),
+    ]
+
+
+def _load(argv: list[str], target: str) -> LoadResult:
+    """Run one load-generator process. Raises: BenchError when it fails or overruns."""
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"the load on {target} ran past {RUN_TIMEOUT:.0f} s") from None
+    if done.returncode != 0:
+        raise BenchError(f"the load generator failed on {target}:\n{done.stderr[-2000:]}")
+    return LoadResult(**json.loads(done.stdout))
+
+
+def measure(mode: Mode, target: Target, workers: list[Proc]) -> Run:
+    """One load-generator process against one target, and the CPU the servers spent."""
+    warmup = max(4 * mode.concurrency, 100)
+    argv = [sys.executable, str(LOADGEN), "--requests", str(mode.requests)]
+    argv += ["--concurrency", str(mode.concurrency), "--warmup", str(warmup)]
+    argv += [arg for url in target.urls for arg in ("--url", url)]
+    argv += ["--stream"] if mode.stream else []
+    procs = [*workers, target.router] if target.router else workers
+    before = [proc.cpu_seconds() for proc in procs]
+    load = _load(argv, target.name)
+    spent = [proc.cpu_seconds() - cpu for proc, cpu in zip(procs, before, strict=True)]
+    router_cpu = spent[-1] if target.router else None
+    worker_cpu = sum(spent[: len(workers)])
+    return Run(mode, target.name, load, warmup + mode.requests, worker_cpu, router_cpu)
+
+
+def machine() -> dict[str, str]:
+    """Versions and cores, for the one-line summary and the JSON."""
+    return {
+        "cores": str(os.cpu_count()),
+        "python": platform.python_version(),
+        "aiohttp": version("aiohttp"),
+        "uvloop": version("uvloop"),
+        "sglang-router": version("sglang-router"),
+        "os": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "load avg at start": f"{os.getloadavg()[0]:.2f}",
+    }
+
+
+def _modes(args: argparse.Namespace) -> list[Mode]:
+    return [
+        Mode(f"non-stream c{args.concurrency}", False, args.concurrency, args.requests),
+        Mode(f"stream c{args.concurrency}", True, args.concurrency, args.stream_requests),
+        Mode("non-stream c1", False, 1, args.c1_requests),
+    ]
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=3000, help="non-streamed, measured")
+    parser.add_argument("--stream-requests", type=int, default=2000, help="streamed, measured")
+    parser.add_argument("--c1-requests", type=int, default=500, help="one at a time")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3, help="figures are medians over rounds")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    return parser.parse_args()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> NoReturn:
+    raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes
+
+
+def _progress(console: Console, round_: int, run: Run) -> None:
+    load = run.load
+    console.print(
+        f"  round {round_}  {run.mode.name:<15} {run.target:<14} {load.rps:8,.0f} req/s"
+        f"  p50 {load.p50_ms:7.2f} ms  p99 {load.p99_ms:7.2f} ms  failures {load.failures}",
+        highlight=False,
+    )
+
+
+def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
+    """Start the fleet, measure every (mode, target) pair once per round, stop the fleet."""
+    rounds: list[list[Run]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as logs, Fleet(Path(logs)) as fleet:
+        console.print("starting 2 mock workers, agent-eval and sglang-router ...")
+        workers, targets = start_targets(fleet)
+        for round_ in range(1, args.rounds + 1):
+            rounds.append([])
+            for mode in _modes(args):
+                for target in targets:
+                    rounds[-1].append(measure(mode, target, workers))
+                    _progress(console, round_, rounds[-1][-1])
+    return rounds
+
+
+def main() -> None:
+    args = _parse_args()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # Rich falls back to 80 columns off a terminal, too narrow for the tables.
+    console = Console() if sys.stdout.isatty() else Console(width=WIDTH)
+    about = machine()
+    try:
+        rounds = run_rounds(args, console)
+    except BenchError as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        console.print("interrupted: every process the benchmark started is stopped")
+        sys.exit(130)
+    runs = combine([run for round_ in rounds for run in round_])
+    render(runs, about, console)
+    if args.json:
+        figures = {
+            "machine": about,
+            "median": [asdict(run) for run in runs],
+            "rounds": [[asdict(run) for run in round_] for round_ in rounds],
+        }
+        args.json.write_text(json.dumps(figures, indent=2))
+        console.print(f"figures written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()

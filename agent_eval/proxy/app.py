@@ -24,6 +24,7 @@ from agent_eval.proxy.errors import (
 )
 from agent_eval.proxy.forward import Exchange, Forwarder
 from agent_eval.proxy.health import HealthChecker
+from agent_eval.proxy.http1 import UpstreamPool
 from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo, build_policy
@@ -68,7 +69,8 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     key = config.worker_api_key
     probe_headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
     app[HEALTH] = HealthChecker(app[POOL], config.health, session, probe_headers)
-    app[FORWARDER] = Forwarder(config, app[POOL], session, app[METRICS], recorder)
+    upstream = UpstreamPool(config.timeouts.connect)
+    app[FORWARDER] = Forwarder(config, app[POOL], upstream, app[METRICS], recorder)
     app[HEALTH].start()
     try:
         yield
@@ -76,6 +78,7 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
         await app[HEALTH].stop()
         if recorder is not None:
             await recorder.close()
+        upstream.close()
         await session.close()
 
 

@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import aiohttp
 import orjson
 from aiohttp import web
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.errors import error_response, model_not_found, no_healthy_worker
+from agent_eval.proxy.http1 import UpstreamPool, UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
@@ -55,13 +55,13 @@ class Forwarder:
         self,
         config: ProxyConfig,
         pool: WorkerPool,
-        session: aiohttp.ClientSession,
+        upstream: UpstreamPool,
         metrics: ProxyMetrics,
         recorder: Recorder | None,
     ) -> None:
         self._config = config
         self._pool = pool
-        self._session = session
+        self._upstream = upstream
         self._metrics = metrics
         self._recorder = recorder
         key = config.worker_api_key
@@ -70,6 +70,7 @@ class Forwarder:
     async def forward(self, exchange: Exchange) -> web.StreamResponse:
         """The worker's answer, or an OpenAI-style error once every allowed attempt failed."""
         deadline = exchange.started + self._config.timeouts.total
+        headers = upstream_headers(exchange.request.headers, self._worker_key)
         tried: list[Worker] = []
         failure: Failure | None = None
         for attempt in range(self._config.retry.max_retries + 1):
@@ -88,7 +89,7 @@ class Forwarder:
                 self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
                 await asyncio.sleep(self._backoff(attempt, failure))
             tried.append(worker)
-            outcome = await self._attempt(exchange, worker, deadline)
+            outcome = await self._attempt(exchange, worker, deadline, headers)
             if not isinstance(outcome, Failure):
                 return outcome
             failure = outcome
@@ -96,37 +97,28 @@ class Forwarder:
         return self._finish(exchange, self._exhausted(failure, len(tried)), None)
 
     async def _attempt(
-        self, exchange: Exchange, worker: Worker, deadline: float
+        self, exchange: Exchange, worker: Worker, deadline: float, headers: list[tuple[str, str]]
     ) -> web.StreamResponse | Failure:
-        stream = exchange.info.stream
-        timeout = aiohttp.ClientTimeout(
-            total=max(deadline - time.monotonic(), 0.001),
-            sock_connect=self._config.timeouts.connect,
-            sock_read=self._config.timeouts.stream_idle if stream else None,
-        )
-        headers = upstream_headers(exchange.request.headers, self._worker_key)
+        idle = self._config.timeouts.stream_idle if exchange.info.stream else None
+        remaining = max(deadline - time.monotonic(), 0.001)
         worker.in_flight += 1
         trial = worker.breaker.begin()
+        upstream: UpstreamResponse | None = None
         try:
-            async with self._session.post(
-                worker.url + exchange.info.route,
-                data=exchange.body,
-                headers=headers,
-                timeout=timeout,
-            ) as upstream:
-                if upstream.status in RETRYABLE_STATUSES:
-                    body = await upstream.read()
-                    return self._failed(
-                        worker, status_failure(upstream.status, body, upstream.headers, worker.url)
-                    )
-                if upstream.status == 200 and upstream.content_type == "text/event-stream":
-                    self._succeeded(worker)
-                    response, answer = await pipe_stream(
-                        exchange, upstream, worker, self._metrics, self._recorder is not None
-                    )
-                    return self._finish(exchange, response, worker, answer)
+            upstream = await self._upstream.post(
+                worker.origin, exchange.info.route, headers, exchange.body, remaining, idle
+            )
+            if upstream.status in RETRYABLE_STATUSES:
                 body = await upstream.read()
-                return self._answer(exchange, worker, upstream, body)
+                failure = status_failure(upstream.status, body, upstream.headers, worker.url)
+                return self._failed(worker, failure)
+            if upstream.status == 200 and upstream.content_type == "text/event-stream":
+                self._succeeded(worker)
+                response, answer = await pipe_stream(
+                    exchange, upstream, worker, self._metrics, self._recorder is not None
+                )
+                return self._finish(exchange, response, worker, answer)
+            return self._answer(exchange, worker, upstream.status, await upstream.read())
         except UPSTREAM_ERRORS as exc:
             failure = classify_exception(exc, worker.url)
             if failure.reason == "connect":
@@ -134,13 +126,14 @@ class Forwarder:
             return self._failed(worker, failure)
         finally:
             worker.in_flight -= 1
+            if upstream is not None and not upstream.complete:
+                upstream.close()
             if trial and worker.breaker.trial_in_flight:
                 worker.breaker.end_trial()
 
     def _answer(
-        self, exchange: Exchange, worker: Worker, upstream: aiohttp.ClientResponse, body: bytes
+        self, exchange: Exchange, worker: Worker, status: int, body: bytes
     ) -> web.StreamResponse:
-        status = upstream.status
         if status >= 500:
             worker.failures += 1
             worker.breaker.record_failure(time.monotonic())

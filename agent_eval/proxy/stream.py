@@ -6,11 +6,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from aiohttp import web
 
 from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.errors import error_body
+from agent_eval.proxy.http1 import UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.upstream import UPSTREAM_ERRORS, WORKER_HEADER, classify_exception
 from agent_eval.proxy.worker import Worker
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 async def pipe_stream(
     exchange: Exchange,
-    upstream: aiohttp.ClientResponse,
+    upstream: UpstreamResponse,
     worker: Worker,
     metrics: ProxyMetrics,
     assemble: bool,
@@ -37,7 +37,7 @@ async def pipe_stream(
     response = web.StreamResponse(
         status=upstream.status,
         headers={
-            "Content-Type": upstream.headers.get("Content-Type", "text/event-stream"),
+            "Content-Type": upstream.headers.get("content-type", "text/event-stream"),
             "Cache-Control": "no-cache",
             WORKER_HEADER: worker.url,
         },
@@ -47,7 +47,7 @@ async def pipe_stream(
     try:
         await response.prepare(exchange.request)
         finished = await _relay(exchange, upstream, response, worker, metrics, assembler)
-    except (OSError, aiohttp.ClientError):
+    except OSError:
         # Upstream failures are handled inside; what reaches here is the client going away.
         log.info("client left a stream from %s; closing the upstream request", worker.url)
     finally:
@@ -58,7 +58,7 @@ async def pipe_stream(
 
 async def _relay(
     exchange: Exchange,
-    upstream: aiohttp.ClientResponse,
+    upstream: UpstreamResponse,
     response: web.StreamResponse,
     worker: Worker,
     metrics: ProxyMetrics,
@@ -68,7 +68,7 @@ async def _relay(
     first = True
     while True:
         try:
-            chunk = await upstream.content.readany()
+            chunk = await upstream.readany()
         except UPSTREAM_ERRORS as exc:
             await _end_with_error(response, worker, exc)
             return False
@@ -85,7 +85,7 @@ async def _relay(
         await response.write(chunk)
 
 
-async def _end_with_error(response: web.StreamResponse, worker: Worker, exc: BaseException) -> None:
+async def _end_with_error(response: web.StreamResponse, worker: Worker, exc: OSError) -> None:
     failure = classify_exception(exc, worker.url)
     worker.failures += 1
     worker.breaker.record_failure(time.monotonic())

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
-import aiohttp
 import orjson
 from multidict import CIMultiDictProxy
 
 from agent_eval.proxy.errors import error_body
+from agent_eval.proxy.http1 import UpstreamConnectError
 
 WORKER_HEADER = "X-Agent-Eval-Worker"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
@@ -34,13 +33,16 @@ _DROPPED_REQUEST_HEADERS = frozenset(
     }
 )
 
-UPSTREAM_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+# Every upstream failure is an OSError: connect errors, disconnects and timeouts alike.
+UPSTREAM_ERRORS = (OSError,)
 
 
-def upstream_headers(client: CIMultiDictProxy[str], worker_key: str | None) -> dict[str, str]:
-    headers = {k: v for k, v in client.items() if k.lower() not in _DROPPED_REQUEST_HEADERS}
+def upstream_headers(
+    client: CIMultiDictProxy[str], worker_key: str | None
+) -> list[tuple[str, str]]:
+    headers = [(k, v) for k, v in client.items() if k.lower() not in _DROPPED_REQUEST_HEADERS]
     if worker_key:
-        headers["Authorization"] = f"Bearer {worker_key}"
+        headers.append(("Authorization", f"Bearer {worker_key}"))
     return headers
 
 
@@ -59,23 +61,21 @@ class Failure:
         return self.status != 429
 
 
-def classify_exception(exc: BaseException, worker_url: str) -> Failure:
-    """A failed attempt before any byte reached the client."""
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return Failure("connect", f"cannot connect to worker {worker_url} ({exc.os_error})")
-    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+def classify_exception(exc: OSError, worker_url: str) -> Failure:
+    """Name what went wrong with a worker, for the client and the retry decision."""
+    if isinstance(exc, UpstreamConnectError):
+        return Failure("connect", f"worker {worker_url}: {exc}")
+    if isinstance(exc, TimeoutError):
         return Failure("timeout", f"worker {worker_url} did not answer in time")
-    return Failure(
-        "disconnect", f"worker {worker_url} dropped the connection ({type(exc).__name__})"
-    )
+    return Failure("disconnect", f"worker {worker_url} dropped the connection ({exc})")
 
 
-def status_failure(status: int, body: bytes, headers: CIMultiDictProxy[str], url: str) -> Failure:
+def status_failure(status: int, body: bytes, headers: dict[str, str], url: str) -> Failure:
     return Failure(
         "status",
         f"worker {url} answered {status}: {upstream_message(body)}",
         status=status,
-        retry_after=_seconds(headers.get("Retry-After")),
+        retry_after=_seconds(headers.get("retry-after")),
     )
 
 

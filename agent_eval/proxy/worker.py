@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.proxy.breaker import CircuitBreaker
+from agent_eval.proxy.http1 import Origin
 
 
 @dataclass
@@ -52,9 +53,13 @@ class Worker:
     breaker: CircuitBreaker
     health: HealthRecord = field(default_factory=HealthRecord)
     models: tuple[str, ...] = ()
+    origin: Origin = field(init=False)
     in_flight: int = 0
     served: int = 0
     failures: int = 0
+
+    def __post_init__(self) -> None:
+        self.origin = Origin.parse(self.url)
 
     def available(self, now: float) -> bool:
         """Healthy and the breaker lets a request through."""

@@ -1,0 +1,178 @@
+"""The proxy's upstream HTTP/1.1 client against raw servers that misbehave on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from agent_eval.proxy.http1 import (
+    Origin,
+    UpstreamConnectError,
+    UpstreamDisconnected,
+    UpstreamPool,
+    UpstreamTimeout,
+)
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+SSE_HEAD += b"\r\n"
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
+    return head + await reader.readexactly(length)
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[Origin]]]:
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: Handler) -> Origin:
+        server = await asyncio.start_server(handler, "127.0.0.1", 0)
+        servers.append(server)
+        return Origin.parse(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+async def test_keeps_one_connection_alive_across_requests(serve) -> None:
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(OK)
+
+    origin = await serve(handler)
+    pool = UpstreamPool(connect_timeout=2)
+    for _ in range(5):
+        response = await pool.post(
+            origin, "/v1/x", [("Content-Type", "application/json")], b"{}", 5
+        )
+        assert (response.status, await response.read()) == (200, b"{}")
+    assert connections == 1
+    pool.close()
+
+
+async def test_stale_kept_alive_connection_is_replaced_silently(serve) -> None:
+    connections = 0
+
+    async def one_answer_per_connection(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        nonlocal connections
+        connections += 1
+        await read_request(reader)
+        writer.write(OK)  # keep-alive promised...
+        await read_request(reader)
+        writer.close()  # ...but the next request on it is dropped unanswered
+
+    origin = await serve(one_answer_per_connection)
+    pool = UpstreamPool(connect_timeout=2)
+    for _ in range(3):
+        response = await pool.post(origin, "/", [], b"{}", 5)
+        assert await response.read() == b"{}"
+    assert connections == 3, "a dropped kept-alive connection was not replaced"
+    pool.close()
+
+
+async def test_chunked_body_and_request_head(serve) -> None:
+    seen: list[bytes] = []
+
+    async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await read_request(reader))
+        writer.write(SSE_HEAD)
+        for piece in (b"data: 1\n\n", b"data: [DONE]\n\n"):
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+
+    served = await serve(chunked)
+    origin = Origin.parse(f"http://{served.netloc}/prefix")
+    pool = UpstreamPool(connect_timeout=2)
+    response = await pool.post(
+        origin, "/v1/chat/completions", [("X-Session-ID", "s1")], b'{"a": 1}', 5
+    )
+    assert response.content_type == "text/event-stream"
+    assert await response.read() == b"data: 1\n\ndata: [DONE]\n\n"
+    head = seen[0].decode()
+    assert head.startswith("POST /prefix/v1/chat/completions HTTP/1.1\r\n")
+    assert "X-Session-ID: s1\r\n" in head and "Content-Length: 8\r\n" in head
+    pool.close()
+
+
+async def test_refused_connection_is_a_connect_error() -> None:
+    origin = Origin.parse("http://127.0.0.1:9")
+    with pytest.raises(UpstreamConnectError, match=r"cannot connect to 127\.0\.0\.1:9"):
+        await UpstreamPool(connect_timeout=2).post(origin, "/", [], b"", 5)
+
+
+async def test_malformed_answer_and_early_close_are_disconnects(serve) -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"SMTP ready\r\n\r\n")
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+        await writer.drain()
+        writer.close()
+
+    pool = UpstreamPool(connect_timeout=2)
+    with pytest.raises(UpstreamDisconnected, match="malformed"):
+        await pool.post(await serve(garbage), "/", [], b"{}", 5)
+    response = await pool.post(await serve(hang_up), "/", [], b"{}", 5)
+    with pytest.raises(UpstreamDisconnected, match="closed"):
+        await response.read()
+
+
+async def test_silence_hits_the_deadline_and_the_idle_limit(serve) -> None:
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await asyncio.sleep(30)
+
+    origin = await serve(trickle)
+    pool = UpstreamPool(connect_timeout=2)
+    response = await pool.post(origin, "/", [], b"{}", timeout=30, idle=0.2)
+    assert await response.readany() == b"hello"
+    with pytest.raises(UpstreamTimeout):
+        await response.readany()
+    with pytest.raises(UpstreamTimeout):
+        response = await pool.post(origin, "/", [], b"{}", timeout=0.2)
+        await response.read()
+    pool.close()
+
+
+async def test_large_body_pauses_and_resumes_reading(serve) -> None:
+    big = b"x" * (5 << 20)
+
+    async def bulk(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(big) + big)
+        await writer.drain()
+
+    pool = UpstreamPool(connect_timeout=2)
+    response = await pool.post(await serve(bulk), "/", [], b"{}", 10)
+    await asyncio.sleep(0.2)  # a slow reader: the buffer fills past the pause mark
+    sizes = []
+    while chunk := await response.readany():
+        sizes.append(len(chunk))
+    assert sum(sizes) == len(big)
+    assert max(sizes) >= 1 << 20, "reading never paused"
+    pool.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -78,7 +79,10 @@ def serve_process(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[s
 
 
 def _served_url(process: subprocess.Popen[str]) -> str:
-    line = process.stdout.readline()
+    return _served_url_in(process.stdout.readline())
+
+
+def _served_url_in(line: str) -> str:
     found = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
     assert found, line
     return found.group(0)
@@ -112,3 +116,33 @@ def test_repository_root_imports_the_agents_sdk() -> None:
     assert has_runner == "True"
     assert "site-packages" in Path(path).parts, f"'agents' is not the installed SDK: {path}"
     assert not (REPO / "agents").exists() and not (REPO / "proxy").exists()
+
+
+async def test_keys_never_reach_the_logs() -> None:
+    client_key, worker_key = "client-key-0d6f1c", "worker-key-93ab27"
+    keys = {"AGENT_EVAL_API_KEY": client_key, "AGENT_EVAL_WORKER_API_KEY": worker_key}
+    body = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}
+    async with MockWorker() as worker:
+        process = await asyncio.create_subprocess_exec(
+            *CLI, "--debug", "serve", "--port", "0", "--endpoint", worker.url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **keys},
+        )  # fmt: skip
+        try:
+            base_url = _served_url_in((await process.stdout.readline()).decode())
+            await wait_ready(base_url, 1)
+            async with aiohttp.ClientSession() as http:
+                for key, status in ((client_key, 200), ("wrong-key", 401), (client_key, 503)):
+                    worker.behavior.error_status = 503 if status == 503 else None
+                    headers = {"Authorization": f"Bearer {key}"}
+                    url = f"{base_url}/chat/completions"
+                    async with http.post(url, json=body, headers=headers) as response:
+                        assert response.status == status
+        finally:
+            process.terminate()
+            out, err = (text.decode() for text in await process.communicate())
+    assert worker.stats.authorizations[0] == f"Bearer {worker_key}"
+    assert "attempt 1 failed" in err, "debug logging was off, so the check proves nothing"
+    for key in (client_key, worker_key):
+        assert key not in out + err

@@ -56,6 +56,7 @@ class HealthChecker:
     async def probe(self, worker: Worker) -> None:
         """Probe one worker, update its health, and refresh its model list while it is up."""
         ok, error = await self._get(worker, worker.health_path)
+        first = not worker.health.probed
         changed = worker.health.record(
             ok is not None, self._config.failure_threshold, self._config.success_threshold
         )
@@ -66,8 +67,8 @@ class HealthChecker:
         if changed and worker.health.healthy:
             log.info("worker %s is up", worker.url)
             worker.breaker.reset()
-        elif changed:
-            log.warning("worker %s is down: %s", worker.url, error)
+        elif changed or (first and ok is None):
+            log.warning("worker %s is down: %s; probing it again", worker.url, error)
 
     async def _refresh_models(self, worker: Worker, probe_body: bytes) -> None:
         if worker.health_path.rstrip("/") == "/v1/models":

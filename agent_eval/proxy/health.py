@@ -10,6 +10,7 @@ import aiohttp
 import orjson
 
 from agent_eval.proxy.config import HealthConfig
+from agent_eval.proxy.http1 import os_reason
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.worker import Worker
 
@@ -89,6 +90,8 @@ class HealthChecker:
                 if resp.status == 200:
                     return body, None
                 return None, f"{path} answered {resp.status}"
+        except aiohttp.ClientConnectorError as exc:
+            return None, f"cannot connect ({os_reason(exc.os_error)})"
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             return None, f"{path} failed: {type(exc).__name__} {exc}".strip()
 

@@ -10,6 +10,7 @@ uvicorn uses) and keeps connections per worker. Health probes still use aiohttp.
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from collections import deque
 from dataclasses import dataclass
@@ -320,11 +321,19 @@ class UpstreamPool:
                 ),
                 self._connect_timeout,
             )
-        except (OSError, TimeoutError) as exc:
-            reason = "timed out" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-            raise UpstreamConnectError(f"cannot connect to {origin.netloc} ({reason})") from None
+        except OSError as exc:
+            raise UpstreamConnectError(
+                f"cannot connect to {origin.netloc} ({os_reason(exc)})"
+            ) from None
         self._all.add(connection)
         return connection
+
+
+def os_reason(exc: OSError) -> str:
+    """A short cause such as 'Connection refused', without the address noise asyncio adds."""
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 def _request_head(origin: Origin, path: str, headers: list[tuple[str, str]], length: int) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -12,7 +13,12 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.logging import RichHandler
 
+from agent_eval.allocation import Allocation
+from agent_eval.backends import get_backend
 from agent_eval.errors import AgentEvalError
+from agent_eval.launch import LaunchConfig, WorkerEndpoint, hold_workers, serve_over_workers
+from agent_eval.lifecycle import run_until_signalled
+from agent_eval.overrides import apply_overrides
 from agent_eval.proxy.config import (
     HealthConfig,
     PolicyName,
@@ -21,6 +27,7 @@ from agent_eval.proxy.config import (
     SessionConfig,
     TimeoutConfig,
 )
+from agent_eval.proxy.server import serve_forever
 
 app = typer.Typer(
     help="Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy.",
@@ -40,6 +47,37 @@ PROXY, WORKERS, HEALTH, RETRIES, SECURITY = (
     "Security",
 )
 _P, _H, _R, _T, _S = ProxyConfig(), HealthConfig(), RetryConfig(), TimeoutConfig(), SessionConfig()
+
+
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        "-b",
+        help="Workers to launch: backend:sizes, e.g. llamacpp:d2 or sglang:d4t2.",
+        rich_help_panel=WORKERS,
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(help="Model path or hub id (llamacpp: a .gguf file).", rich_help_panel=WORKERS),
+]
+SchedulerOption = Annotated[
+    str, typer.Option(help="Where workers run: local, ray or slurm.", rich_help_panel=WORKERS)
+]
+RunDirOption = Annotated[
+    Path | None,
+    typer.Option(help="Directory for logs; default runs/workers-TIME.", rich_help_panel=WORKERS),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Any launch setting as key=value, e.g. worker.tool_call_parser=qwen25, "
+        "slurm.partition=gpu, ray.address=auto; repeatable.",
+        rich_help_panel=WORKERS,
+    ),
+]
 
 
 def flag(model: type[BaseModel], field: str, panel: str, *names: str, **extra: Any) -> Any:
@@ -67,6 +105,11 @@ def serve(
     endpoint: Annotated[
         list[str] | None, flag(ProxyConfig, "endpoints", WORKERS, "--endpoint", "-e")
     ] = None,
+    backend: BackendOption = None,
+    model: ModelOption = None,
+    scheduler: SchedulerOption = "local",
+    run_dir: RunDirOption = None,
+    overrides: SetOption = None,
     host: Annotated[str, flag(ProxyConfig, "host", PROXY)] = _P.host,
     port: Annotated[int, flag(ProxyConfig, "port", PROXY)] = _P.port,
     policy: Annotated[PolicyName, flag(ProxyConfig, "policy", PROXY)] = _P.policy,
@@ -119,8 +162,6 @@ def serve(
     ] = None,
 ) -> None:
     """Serve one OpenAI-compatible endpoint in front of the given workers."""
-    from agent_eval.proxy.server import run_proxy
-
     fields = {
         "endpoints": endpoint or [],
         "host": host,
@@ -151,8 +192,72 @@ def serve(
         },
         "sessions": {"balance_factor": session_balance, "ttl": session_ttl},
     }
-    config = guarded(ctx, validated, ProxyConfig, fields)
-    guarded(ctx, run_proxy, config, _announcer(config))
+    proxy = guarded(ctx, validated, ProxyConfig, fields)
+    if backend is None:
+        guarded(ctx, run_until_signalled, serve_forever(proxy, _announcer(proxy)))
+        return
+    launch = guarded(ctx, launch_config, backend, model, scheduler, endpoint, overrides)
+    main = serve_over_workers(launch, proxy, _run_dir(run_dir), _announcer(proxy), WaitReporter())
+    guarded(ctx, run_until_signalled, main)
+
+
+workers_app = typer.Typer(help="Launch inference workers without a proxy.", no_args_is_help=True)
+app.add_typer(workers_app, name="workers")
+
+
+@workers_app.command("up")
+def workers_up(
+    ctx: typer.Context,
+    backend: BackendOption = "llamacpp:d1",
+    model: ModelOption = None,
+    scheduler: SchedulerOption = "local",
+    run_dir: RunDirOption = None,
+    overrides: SetOption = None,
+    endpoint: Annotated[list[str] | None, typer.Option(hidden=True)] = None,
+) -> None:
+    """Start workers from an allocation string, print their URLs, stop them on Ctrl-C."""
+    launch = guarded(ctx, launch_config, backend, model, scheduler, endpoint, overrides)
+    main = hold_workers(launch, _run_dir(run_dir), _print_workers, WaitReporter())
+    guarded(ctx, run_until_signalled, main)
+
+
+def launch_config(
+    backend: str | None,
+    model: str | None,
+    scheduler: str,
+    endpoints: list[str] | None,
+    overrides: list[str] | None,
+) -> LaunchConfig:
+    """Flags first, then `--set key=value` overrides, validated as one LaunchConfig."""
+    data: dict[str, Any] = {"backend": backend or "llamacpp:d1", "scheduler": scheduler}
+    data["endpoints"] = endpoints or []
+    if model is not None:
+        data["worker"] = {"model": model}
+    config = validated(LaunchConfig, apply_overrides(LaunchConfig, data, overrides or []))
+    get_backend(Allocation.parse(config.backend).backend)
+    return config
+
+
+def _run_dir(path: Path | None) -> Path:
+    return path or Path("runs") / time.strftime("workers-%Y%m%d-%H%M%S")
+
+
+def _print_workers(endpoints: list[WorkerEndpoint]) -> None:
+    console.print(f"[bold green]{len(endpoints)} worker(s) ready[/]; Ctrl-C stops them.")
+    for endpoint in endpoints:
+        console.print(f"  {endpoint.url}/v1", soft_wrap=True)
+
+
+class WaitReporter:
+    """Prints what a long wait is waiting for, once each time it changes."""
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+
+    def __call__(self, reason: str) -> None:
+        if reason != self._last:
+            self._last = reason
+            err_console.print(f"[dim]{reason}[/]", highlight=False)
 
 
 def _announcer(config: ProxyConfig) -> Callable[[str], None]:

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import logging
-import signal
 from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 
 from agent_eval.errors import ProxyStartError
+from agent_eval.lifecycle import forever
 from agent_eval.proxy.app import build_app
 from agent_eval.proxy.config import ProxyConfig
-
-try:  # uvloop, where it is installed, cuts the proxy's per-request overhead
-    from uvloop import run as run_event_loop
-except ImportError:
-    from asyncio import run as run_event_loop
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +39,14 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-def run_proxy(config: ProxyConfig, on_ready: Callable[[str], None]) -> None:
-    """Block serving the proxy until SIGINT or SIGTERM; `on_ready` gets the base URL once bound."""
-    run_event_loop(_serve_until_stopped(config, on_ready))
-
-
-async def _serve_until_stopped(config: ProxyConfig, on_ready: Callable[[str], None]) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+async def serve_forever(config: ProxyConfig, on_ready: Callable[[str], None]) -> None:
+    """Serve until cancelled; `on_ready` gets the base URL once bound."""
     async with running_proxy(config) as base_url:
         # Everything built so far lives as long as the process: keep it out of the
         # collector, whose full passes over it otherwise stall the event loop ~50 ms.
         gc.freeze()
         on_ready(base_url)
-        await stop.wait()
-        log.info("stopping the proxy")
+        await forever()
 
 
 def _url_host(host: str) -> str:

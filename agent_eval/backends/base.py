@@ -1,0 +1,96 @@
+"""How to start one inference worker: the contract every backend fills in."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.allocation import Allocation
+
+
+class WorkerConfig(BaseModel):
+    """What the user says about the model and how its server is started."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(None, description="Model path or hub id (llamacpp: a GGUF file).")
+    served_model_name: str | None = Field(None, description="Name clients use in 'model'.")
+    context_length: int | None = Field(None, ge=1, description="Longest context, in tokens.")
+    tool_call_parser: str | None = Field(
+        None, description="Server's tool-call parser, e.g. qwen25."
+    )
+    reasoning_parser: str | None = Field(
+        None, description="Server's reasoning parser, e.g. deepseek-r1."
+    )
+    mem_fraction: float | None = Field(None, gt=0, le=1, description="GPU memory fraction to use.")
+    seed: int | None = Field(None, description="Random seed of the server.")
+    extra_args: list[str] = Field(
+        default_factory=list, description="More server arguments, verbatim."
+    )
+    python: str | None = Field(None, description="Interpreter of the server's environment.")
+    prefix: list[str] = Field(
+        default_factory=list, description="Command prefix, e.g. conda run -n sg."
+    )
+    container: str | None = Field(
+        None, description="Apptainer/Singularity image to run the server in."
+    )
+    container_runtime: Literal["apptainer", "singularity"] = "apptainer"
+    threads: int | None = Field(None, ge=1, description="CPU threads per worker (llamacpp).")
+    chat_format: str = Field("chatml-function-calling", description="llama.cpp chat format.")
+    startup_timeout: float = Field(1800.0, gt=0, description="Seconds a worker may take to start.")
+    health_path: str = Field(
+        "/health", pattern=r"^/", description="Path the proxy probes on external workers."
+    )
+
+
+@dataclass(frozen=True)
+class WorkerCommand:
+    """Everything needed to start one worker process and know when it is ready."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    ready_path: str = "/health"
+    health_path: str = "/health"
+    """What the proxy probes once the worker runs."""
+
+
+class Backend:
+    """Builds the command line of one worker; never imports the server it starts."""
+
+    name: str
+    needs_gpus: bool = True
+    launches: bool = True
+
+    def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
+        """Raise ConfigError for settings this backend cannot start with."""
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+    ) -> WorkerCommand:
+        """The command of one worker listening on host:port."""
+        raise NotImplementedError
+
+    def served_name(self, config: WorkerConfig) -> str | None:
+        return config.served_model_name
+
+
+def launcher(config: WorkerConfig, program: list[str], gpus: bool) -> list[str]:
+    """Wrap a server's program in the configured interpreter, container and prefix."""
+    if program[0] == "python":
+        # Inside a container or another environment, this process's interpreter means nothing.
+        elsewhere = config.container or config.prefix
+        program = [config.python or ("python3" if elsewhere else sys.executable), *program[1:]]
+    if config.container:
+        nv = ["--nv"] if gpus else []
+        program = [config.container_runtime, "exec", *nv, config.container, *program]
+    return [*config.prefix, *program]
+
+
+def optional_flags(pairs: dict[str, object]) -> list[str]:
+    """`--flag value` for each value that is set."""
+    return [
+        item for flag, value in pairs.items() if value is not None for item in (flag, str(value))
+    ]

@@ -1,0 +1,17 @@
+"""External: workers someone else runs; nothing is launched."""
+
+from __future__ import annotations
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
+
+
+class External(Backend):
+    name = "external"
+    needs_gpus = False
+    launches = False
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+    ) -> WorkerCommand:
+        raise NotImplementedError("external workers are given by URL, not launched")

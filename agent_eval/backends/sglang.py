@@ -1,0 +1,39 @@
+"""SGLang: `python -m sglang.launch_server`, usually from its own environment or container."""
+
+from __future__ import annotations
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.errors import ConfigError
+
+
+class SGLang(Backend):
+    name = "sglang"
+
+    def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
+        if not config.model:
+            raise ConfigError("the sglang backend needs a model: pass --model PATH_OR_HUB_ID")
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+    ) -> WorkerCommand:
+        program = [
+            "python", "-m", "sglang.launch_server",
+            "--model-path", str(config.model),
+            "--tp-size", str(allocation.tp),
+            "--pp-size", str(allocation.pp),
+            "--host", host,
+            "--port", str(port),
+        ]  # fmt: skip
+        program += optional_flags(
+            {
+                "--served-model-name": config.served_model_name,
+                "--tool-call-parser": config.tool_call_parser,
+                "--reasoning-parser": config.reasoning_parser,
+                "--context-length": config.context_length,
+                "--mem-fraction-static": config.mem_fraction,
+                "--random-seed": config.seed,
+            }
+        )
+        argv = launcher(config, [*program, *config.extra_args], gpus=True)
+        return WorkerCommand(argv, ready_path="/health", health_path="/health")

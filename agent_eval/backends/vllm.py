@@ -1,0 +1,40 @@
+"""vLLM: `vllm serve MODEL`, with the same shape as SGLang."""
+
+from __future__ import annotations
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.errors import ConfigError
+
+
+class VLLM(Backend):
+    name = "vllm"
+
+    def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
+        if not config.model:
+            raise ConfigError("the vllm backend needs a model: pass --model PATH_OR_HUB_ID")
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+    ) -> WorkerCommand:
+        program = [
+            "python", "-m", "vllm.entrypoints.cli.main", "serve", str(config.model),
+            "--tensor-parallel-size", str(allocation.tp),
+            "--pipeline-parallel-size", str(allocation.pp),
+            "--host", host,
+            "--port", str(port),
+        ]  # fmt: skip
+        if config.tool_call_parser:
+            program.append("--enable-auto-tool-choice")
+        program += optional_flags(
+            {
+                "--served-model-name": config.served_model_name,
+                "--tool-call-parser": config.tool_call_parser,
+                "--reasoning-parser": config.reasoning_parser,
+                "--max-model-len": config.context_length,
+                "--gpu-memory-utilization": config.mem_fraction,
+                "--seed": config.seed,
+            }
+        )
+        argv = launcher(config, [*program, *config.extra_args], gpus=True)
+        return WorkerCommand(argv, ready_path="/health", health_path="/health")

@@ -1,0 +1,127 @@
+"""The scheduler contract: launch workers, wait until they answer, stop them all."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import aiohttp
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerConfig
+from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError, log_tail
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5
+
+
+@dataclass
+class LaunchedWorker:
+    """One running worker: where it listens, what it holds, where it logs."""
+
+    index: int
+    host: str
+    port: int
+    log: Path
+    ready_path: str
+    health_path: str
+    gpus: tuple[int, ...] = ()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def name(self) -> str:
+        return f"worker {self.index} ({self.url})"
+
+
+class Scheduler(ABC):
+    """Places workers somewhere (local processes, Ray actors, a Slurm job) and owns their lives.
+
+    Use as `async with scheduler:`; leaving the block stops every worker, on any path.
+    """
+
+    name: str
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.workers: list[LaunchedWorker] = []
+
+    @abstractmethod
+    async def launch(
+        self, backend: Backend, config: WorkerConfig, allocation: Allocation
+    ) -> list[LaunchedWorker]:
+        """Start `allocation.dp` workers.
+
+        Raises: ConfigError (bad settings, not enough GPUs), SchedulerUnavailableError.
+        """
+
+    @abstractmethod
+    async def exit_status(self, worker: LaunchedWorker) -> str | None:
+        """How a worker ended ("exited with code 1"), or None while it runs."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop every worker: gracefully, then by force. Safe to call twice."""
+
+    async def waiting_reason(self) -> str | None:
+        """What the workers wait for before they can start (a queue), if anything."""
+        return None
+
+    async def wait_ready(
+        self, timeout: float, on_wait: Callable[[str], None] | None = None
+    ) -> None:
+        """Return once every worker answers its ready path.
+
+        Raises: WorkerFailedError at once when a worker ends during start-up,
+        WorkerTimeoutError at the deadline.
+        """
+        deadline = time.monotonic() + timeout
+        pending = list(self.workers)
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+            while pending:
+                pending = [w for w in pending if not await self._check(http, w)]
+                if not pending:
+                    return
+                if time.monotonic() > deadline:
+                    raise WorkerTimeoutError(
+                        [w.name for w in pending], timeout, self._tails(pending)
+                    )
+                if on_wait is not None:
+                    reason = await self.waiting_reason()
+                    on_wait(reason or f"waiting for {len(pending)} worker(s) to answer")
+                await asyncio.sleep(POLL_SECONDS)
+
+    async def _check(self, http: aiohttp.ClientSession, worker: LaunchedWorker) -> bool:
+        status = await self.exit_status(worker)
+        if status is not None:
+            raise WorkerFailedError(worker.name, status, worker.log, log_tail(worker.log))
+        try:
+            async with http.get(worker.url + worker.ready_path) as response:
+                return response.status == 200
+        except (aiohttp.ClientError, OSError):
+            return False
+
+    @staticmethod
+    def _tails(workers: list[LaunchedWorker]) -> str:
+        first = workers[0]
+        return f"Last lines of {first.log}:\n{log_tail(first.log, 20)}"
+
+    async def __aenter__(self) -> Scheduler:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

@@ -1,0 +1,33 @@
+"""Where workers run: the scheduler's own settings, validated at the edge."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RayConfig(BaseModel):
+    """A Ray cluster to join, or none to start a local one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = Field(None, description="Cluster address (ray://host:10001 or auto).")
+    cpus_per_worker: float = Field(1.0, gt=0, description="CPUs in each worker's bundle.")
+
+
+class SlurmConfig(BaseModel):
+    """One sbatch job whose tasks each run a worker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition: str | None = None
+    account: str | None = None
+    time: str = Field("04:00:00", description="Job time limit, as sbatch --time takes it.")
+    nodes: int | None = Field(None, ge=1, description="Nodes; by default as many as the GPUs need.")
+    gpus_per_node: int = Field(8, ge=0, description="GPUs on each node.")
+    cpus_per_task: int | None = Field(None, ge=1, description="CPUs for each worker.")
+    mem: str | None = Field(None, description="Memory per node, as sbatch --mem takes it.")
+    sbatch_lines: list[str] = Field(default_factory=list, description="More #SBATCH lines.")
+    setup_lines: list[str] = Field(
+        default_factory=list, description="Shell lines run first (module load, activation)."
+    )
+    poll_interval: float = Field(2.0, gt=0, description="Seconds between job state checks.")

@@ -1,0 +1,30 @@
+"""A backend that launches mock workers, so schedulers can be tested without GPUs or models."""
+
+from __future__ import annotations
+
+import sys
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
+
+
+class MockBackend(Backend):
+    """Starts `python -m agent_eval.testing.mock_worker` on the given host and port."""
+
+    name = "mock"
+    needs_gpus = False
+
+    def __init__(self, python: str = sys.executable, ready_path: str = "/health") -> None:
+        self.python = python
+        self.ready_path = ready_path
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+    ) -> WorkerCommand:
+        argv = [
+            self.python, "-m", "agent_eval.testing.mock_worker",
+            "--host", host, "--port", str(port), "--name", f"mock-{port}",
+            "--model", config.served_model_name or "mock-model",
+            *config.extra_args,
+        ]  # fmt: skip
+        return WorkerCommand(argv, ready_path=self.ready_path, health_path="/health")

@@ -105,6 +105,11 @@ class LocalScheduler(Scheduler):
             log.info("started %s: %s", worker.name, " ".join(command.argv))
         return self.workers
 
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the workers, in launch order."""
+        return [process.pid for process in self._processes.values()]
+
     async def exit_status(self, worker: LaunchedWorker) -> str | None:
         code = self._processes[worker.index].returncode
         return None if code is None else f"exited with code {code}"

@@ -1,0 +1,148 @@
+"""The local scheduler with real processes: start, wait, fail early, stop with nothing left."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.errors import ConfigError
+from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, WorkerTimeoutError
+from agent_eval.schedulers.local import LocalScheduler
+from agent_eval.testing.mock_backend import MockBackend
+from tests.conftest import eventually
+
+MOCKS = Allocation("mock", dp=2)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_starts_answers_and_stops_with_nothing_left(tmp_path: Path) -> None:
+    scheduler = LocalScheduler(tmp_path)
+    async with scheduler:
+        workers = await scheduler.launch(MockBackend(), WorkerConfig(), MOCKS)
+        await scheduler.wait_ready(timeout=30)
+        pids = scheduler.pids
+        async with aiohttp.ClientSession() as http:
+            for worker in workers:
+                async with http.get(worker.url + "/v1/models") as response:
+                    assert response.status == 200
+        assert len({w.port for w in workers}) == 2
+        assert all(w.log.parent == tmp_path / "workers" for w in workers)
+    assert not any(alive(pid) for pid in pids)
+
+
+async def test_worker_that_crashes_fails_the_wait_with_its_log(tmp_path: Path) -> None:
+    config = WorkerConfig(extra_args=["--no-such-flag"])
+    async with LocalScheduler(tmp_path) as scheduler:
+        await scheduler.launch(MockBackend(), config, MOCKS)
+        with pytest.raises(WorkerFailedError) as error:
+            await scheduler.wait_ready(timeout=60)
+    message = str(error.value)
+    assert "exited with code 2" in message
+    assert "unrecognized arguments: --no-such-flag" in message
+    assert str(tmp_path / "workers") in message
+
+
+async def test_worker_that_never_gets_ready_times_out(tmp_path: Path) -> None:
+    async with LocalScheduler(tmp_path) as scheduler:
+        await scheduler.launch(MockBackend(ready_path="/never"), WorkerConfig(), Allocation("mock"))
+        (pid,) = scheduler.pids
+        with pytest.raises(WorkerTimeoutError, match="not ready after 1 s"):
+            await scheduler.wait_ready(timeout=1)
+    assert not alive(pid)
+
+
+async def test_more_gpus_than_exist_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    scheduler = LocalScheduler(tmp_path)
+    with pytest.raises(
+        GPUAllocationError, match=r"needs 8 GPUs \(2 workers x 4 each\) but 2 are visible"
+    ):
+        await scheduler.launch(
+            get_backend("sglang"), WorkerConfig(model="m"), Allocation.parse("sglang:d2t4")
+        )
+    assert scheduler.workers == []
+
+
+async def test_gpus_are_split_between_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    scheduler = LocalScheduler(tmp_path)
+    assert scheduler._gpu_sets(get_backend("sglang"), Allocation.parse("sglang:d2t2")) == [
+        ["4", "5"],
+        ["6", "7"],
+    ]
+
+
+async def test_port_in_use_is_refused(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        scheduler = LocalScheduler(tmp_path, base_port=port)
+        with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is in use"):
+            await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock"))
+
+
+async def test_missing_program_is_a_clear_error(tmp_path: Path) -> None:
+    async with LocalScheduler(tmp_path) as scheduler:
+        with pytest.raises(ConfigError, match="no such program"):
+            await scheduler.launch(
+                MockBackend(python="/no/such/python"), WorkerConfig(), Allocation("mock")
+            )
+
+
+HARNESS = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from agent_eval.allocation import Allocation
+    from agent_eval.backends import WorkerConfig
+    from agent_eval.lifecycle import forever, run_until_signalled
+    from agent_eval.schedulers.local import LocalScheduler
+    from agent_eval.testing.mock_backend import MockBackend
+
+    async def main():
+        async with LocalScheduler(Path(sys.argv[1])) as scheduler:
+            await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock", dp=2))
+            await scheduler.wait_ready(timeout=60)
+            print(*scheduler.pids, flush=True)
+            await forever()
+
+    run_until_signalled(main())
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+async def test_no_orphans_whatever_stops_the_harness(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    harness = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", HARNESS, str(tmp_path), stdout=subprocess.PIPE
+    )
+    pids = [int(p) for p in (await asyncio.wait_for(harness.stdout.readline(), 60)).split()]
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    harness.send_signal(signum)
+    code = await asyncio.wait_for(harness.wait(), 30)
+    assert code == (-signal.SIGKILL if signum == signal.SIGKILL else 0)
+    await eventually(lambda: not any(alive(pid) for pid in pids), timeout=15)

@@ -68,9 +68,9 @@ class Backend:
         """Raise ConfigError for settings this backend cannot start with."""
 
     def command(
-        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
-        """The command of one worker listening on host:port."""
+        """The command of one worker on host:port (either may be a shell variable)."""
         raise NotImplementedError
 
     def served_name(self, config: WorkerConfig) -> str | None:

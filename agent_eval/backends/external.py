@@ -12,6 +12,6 @@ class External(Backend):
     launches = False
 
     def command(
-        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
         raise NotImplementedError("external workers are given by URL, not launched")

@@ -46,7 +46,7 @@ class LlamaCpp(Backend):
             raise ConfigError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
 
     def command(
-        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
         threads = config.threads or max(1, (os.cpu_count() or 1) // allocation.dp)
         program = [

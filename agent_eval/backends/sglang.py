@@ -15,7 +15,7 @@ class SGLang(Backend):
             raise ConfigError("the sglang backend needs a model: pass --model PATH_OR_HUB_ID")
 
     def command(
-        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
         program = [
             "python", "-m", "sglang.launch_server",

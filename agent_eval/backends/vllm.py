@@ -15,7 +15,7 @@ class VLLM(Backend):
             raise ConfigError("the vllm backend needs a model: pass --model PATH_OR_HUB_ID")
 
     def command(
-        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
         program = [
             "python", "-m", "vllm.entrypoints.cli.main", "serve", str(config.model),

@@ -31,3 +31,6 @@ class SlurmConfig(BaseModel):
         default_factory=list, description="Shell lines run first (module load, activation)."
     )
     poll_interval: float = Field(2.0, gt=0, description="Seconds between job state checks.")
+    host: str | None = Field(
+        None, description="Address workers bind and publish; by default the node's first IP."
+    )

@@ -19,7 +19,7 @@ class MockBackend(Backend):
         self.ready_path = ready_path
 
     def command(
-        self, config: WorkerConfig, allocation: Allocation, host: str, port: int
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
         argv = [
             self.python, "-m", "agent_eval.testing.mock_worker",

@@ -42,9 +42,17 @@ def job_layout(allocation: Allocation, slurm: SlurmConfig, needs_gpus: bool) -> 
 
 def shell_command(argv: list[str]) -> str:
     """argv as one shell line; the host and port placeholders stay shell variables."""
-    return " ".join(
-        f'"{arg}"' if arg in (HOST_VARIABLE, PORT_VARIABLE) else shlex.quote(arg) for arg in argv
-    )
+    return " ".join(_quote(arg) for arg in argv)
+
+
+def _quote(arg: str) -> str:
+    if HOST_VARIABLE not in arg and PORT_VARIABLE not in arg:
+        return shlex.quote(arg)
+    # In double quotes our two variables expand; every other special character is escaped.
+    escaped = "".join("\\" + c if c in '"\\`$' else c for c in arg)
+    for variable in (HOST_VARIABLE, PORT_VARIABLE):
+        escaped = escaped.replace("\\" + variable, variable)
+    return f'"{escaped}"'
 
 
 def render_sbatch(

@@ -1,0 +1,106 @@
+"""Real llama.cpp workers of the embedded model: launched, tool calls served, nothing left after."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import sys
+from pathlib import Path
+
+import aiohttp
+from openai import AsyncOpenAI
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.schedulers.local import LocalScheduler
+from tests.conftest import eventually, wait_ready
+
+MULTIPLY = {
+    "type": "function",
+    "function": {
+        "name": "multiply",
+        "description": "Multiply two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+QUESTION = [{"role": "user", "content": "What is 12 times 7? Use the multiply tool."}]
+
+
+async def ask_for_a_tool_call(base_url: str) -> dict:
+    async with AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
+        answer = await client.chat.completions.create(
+            model="smollm2-135m-instruct",
+            messages=QUESTION,
+            tools=[MULTIPLY],
+            tool_choice={"type": "function", "function": {"name": "multiply"}},
+            max_tokens=64,
+            temperature=0,
+        )
+    choice = answer.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "multiply"
+    return json.loads(call.function.arguments)
+
+
+def servers_on(ports: set[int]) -> list[int]:
+    """Pids of llama.cpp servers listening on any of these ports, read from /proc."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"llama_cpp.server" in args and any(str(p).encode() in args for p in ports):
+            found.append(int(cmdline.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+async def test_local_scheduler_runs_two_llamacpp_workers(tmp_path: Path) -> None:
+    async with LocalScheduler(tmp_path) as scheduler:
+        workers = await scheduler.launch(
+            get_backend("llamacpp"),
+            WorkerConfig(context_length=2048),
+            Allocation.parse("llamacpp:d2"),
+        )
+        await scheduler.wait_ready(timeout=180)
+        pids = scheduler.pids
+        for worker in workers:
+            arguments = await ask_for_a_tool_call(worker.url + "/v1")
+            assert set(arguments) == {"a", "b"}
+    assert servers_on({w.port for w in workers}) == []
+    assert not any(_running(pid) for pid in pids)
+
+
+async def test_serve_with_llamacpp_backend_serves_tool_calls_then_cleans_up(tmp_path: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent_eval", "serve", "--backend", "llamacpp:d2", "--port", "0",
+        "--run-dir", str(tmp_path), "--set", "worker.context_length=2048",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        line = (await asyncio.wait_for(process.stdout.readline(), 240)).decode()
+        base_url = re.search(r"http://127\.0\.0\.1:\d+/v1", line).group(0)
+        await wait_ready(base_url, 2)
+        for _ in range(2):
+            assert set(await ask_for_a_tool_call(base_url)) == {"a", "b"}
+        root = base_url.removesuffix("/v1")
+        async with aiohttp.ClientSession() as http, http.get(root + "/workers") as response:
+            workers = (await response.json())["workers"]
+        assert all(w["served"] == 1 for w in workers), "the two calls did not spread over both"
+        ports = {int(w["url"].rsplit(":", 1)[1]) for w in workers}
+        assert len(servers_on(ports)) == 2
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 60) == 0
+    await eventually(lambda: servers_on(ports) == [], timeout=15)

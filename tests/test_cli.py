@@ -146,3 +146,37 @@ async def test_keys_never_reach_the_logs() -> None:
     assert "attempt 1 failed" in err, "debug logging was off, so the check proves nothing"
     for key in (client_key, worker_key):
         assert key not in out + err
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--backend", "sglnag:d2"], {}, "unknown backend 'sglnag'; did you mean 'sglang'?"),
+        (["--backend", "sglang.d4"], {}, "use ':' between the backend and the sizes"),
+        (["--backend", "sglang:d0"], {}, "sizes start at 1"),
+        (["--backend", "sglang:d2"], {}, "needs a model: pass --model"),
+        (
+            ["--backend", "sglang:d2t4", "--model", "m"],
+            {"CUDA_VISIBLE_DEVICES": "0"},
+            "needs 8 GPUs",
+        ),
+        (["--backend", "llamacpp:d1", "--model", "/no/such.gguf"], {}, "is not a file"),
+        (["--backend", "llamacpp:d1", "--set", "worker.sead=1"], {}, "did you mean 'worker.seed'"),
+        (["--backend", "llamacpp:d1", "--scheduler", "pbs"], {}, "scheduler"),
+        (
+            ["--backend", "llamacpp:d1", "--set", "worker.extra_args=[--bogus]"],
+            {},
+            "exited with code",
+        ),
+    ],
+)
+def test_workers_up_mistakes_end_in_one_message(
+    args: list[str], env: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [*CLI, "workers", "up", "--run-dir", str(tmp_path), *args],
+        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **env},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert message in " ".join(result.stderr.split()), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout

@@ -102,7 +102,8 @@ class LocalScheduler(Scheduler):
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
             self._processes[index] = await self._spawn(command.argv, env, worker.log)
             self.workers.append(worker)
-            log.info("started %s: %s", worker.name, " ".join(command.argv))
+            log.info("started %s, logging to %s", worker.name, worker.log)
+            log.debug("%s runs: %s", worker.name, " ".join(command.argv))
         return self.workers
 
     @property

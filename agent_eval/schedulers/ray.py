@@ -1,0 +1,293 @@
+"""Ray scheduler: one placement group and one actor per worker; each actor runs its server.
+
+Logs go to RUN_DIR/workers/ on the worker's node: a multi-node cluster needs the run dir on a
+shared filesystem (a node that cannot write it logs to its own temp dir instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from agent_eval.allocation import Allocation
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
+from agent_eval.errors import ConfigError
+from agent_eval.schedulers.base import LaunchedWorker, Scheduler
+from agent_eval.schedulers.errors import GPUAllocationError, SchedulerUnavailableError
+from agent_eval.schedulers.local import visible_gpus
+from agent_eval.schedulers.ray_actor import ServerActor, Started
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
+
+    from agent_eval.launch import LaunchConfig
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+GRACE_SECONDS = 10.0
+PLACEMENT_TIMEOUT = 120.0
+ACTOR_TIMEOUT = 120.0
+STATUS_TIMEOUT = 5.0
+# Ray's chatter stays out of the harness's terminal: no worker output, warnings only.
+_QUIET = {"log_to_driver": False, "configure_logging": True, "logging_level": logging.WARNING}
+
+
+class PlacementError(ConfigError):
+    """The Ray cluster cannot hold the workers' bundles."""
+
+
+def format_bundle(bundle: dict[str, float]) -> str:
+    """`{GPU: 4, CPU: 1}`."""
+    return "{" + ", ".join(f"{name}: {amount:g}" for name, amount in bundle.items()) + "}"
+
+
+def placement_problem(
+    bundle: dict[str, float], count: int, nodes: list[dict[str, float]]
+) -> str | None:
+    """Why `count` bundles can never fit nodes with these resources, or None when they may."""
+    for name, amount in bundle.items():
+        total = sum(node.get(name, 0.0) for node in nodes)
+        largest = max((node.get(name, 0.0) for node in nodes), default=0.0)
+        if amount * count > total:
+            return f"the cluster has {name}: {total:g}"
+        if amount > largest:
+            return f"no node has more than {name}: {largest:g}"
+    return None
+
+
+class RayScheduler(Scheduler):
+    """Workers as Ray actors, each in its own placement group, on a cluster joined or started."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        run_dir: Path,
+        address: str | None = None,
+        cpus_per_worker: float = 1.0,
+        placement_timeout: float = PLACEMENT_TIMEOUT,
+    ) -> None:
+        super().__init__(run_dir)
+        self.address = address
+        self.cpus_per_worker = cpus_per_worker
+        self.placement_timeout = placement_timeout
+        self._groups: list[PlacementGroup] = []
+        self._actors: list[ActorHandle] = []
+        self._started: list[Started] = []
+        self._connected = False
+        # Every Ray call runs on this one thread: the event loop never blocks, calls keep their
+        # order, and the local cluster's processes (which die with the thread that started them)
+        # live until stop().
+        self._thread: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def from_config(cls, config: LaunchConfig, run_dir: Path) -> RayScheduler:
+        return cls(run_dir, config.ray.address, config.ray.cpus_per_worker)
+
+    async def launch(
+        self, backend: Backend, config: WorkerConfig, allocation: Allocation
+    ) -> list[LaunchedWorker]:
+        backend.validate(config, allocation)
+        self._thread = self._thread or ThreadPoolExecutor(1, thread_name_prefix="ray-scheduler")
+        try:
+            self.workers = await self._call(self._launch, backend, config, allocation)
+        except BaseException:
+            await self.stop()
+            raise
+        return self.workers
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the servers (on their nodes), in launch order."""
+        return [started["pid"] for started in self._started]
+
+    async def exit_status(self, worker: LaunchedWorker) -> str | None:
+        actor = self._actors[worker.index]
+        try:
+            code = await self._call(ray.get, actor.returncode.remote(), timeout=STATUS_TIMEOUT)
+        except GetTimeoutError:
+            return None  # a busy actor is not a dead one; Ray reports the dead ones
+        except RayActorError as exc:
+            return f"lost its Ray actor ({_first_line(exc)})"
+        if code is None:
+            return None
+        await self._call(self._copy_log, worker)
+        return f"exited with code {code}"
+
+    async def stop(self) -> None:
+        if self._thread is None:
+            return
+        thread, self._thread = self._thread, None
+        try:
+            await _run(thread, self._stop_servers)
+        finally:
+            # Queued behind the graceful stop on the same thread, so it runs even if we are
+            # cancelled meanwhile.
+            await asyncio.shield(_run(thread, self._release))
+            thread.shutdown(wait=False)
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._thread is None:
+            raise RuntimeError("the Ray scheduler is stopped")
+        return await _run(self._thread, fn, *args, **kwargs)
+
+    def _launch(
+        self, backend: Backend, config: WorkerConfig, allocation: Allocation
+    ) -> list[LaunchedWorker]:
+        self._connect()
+        bundle = self._bundle(backend, allocation)
+        self._place(bundle, allocation)
+        self._actors = [self._actor(group, bundle) for group in self._groups]
+        addresses = _get([actor.address.remote() for actor in self._actors], ACTOR_TIMEOUT)
+        commands = [backend.command(config, allocation, *address) for address in addresses]
+        starting = [self._start(i, c, backend.needs_gpus) for i, c in enumerate(commands)]
+        self._started = _get(starting, ACTOR_TIMEOUT)
+        return [self._worker(i, addresses[i], command) for i, command in enumerate(commands)]
+
+    def _start(self, index: int, command: WorkerCommand, gpus: bool) -> ObjectRef:
+        path = self.run_dir.absolute() / "workers" / f"worker-{index}.log"
+        return self._actors[index].start.remote(command.argv, command.env, str(path), gpus)
+
+    def _worker(
+        self, index: int, address: tuple[str, int], command: WorkerCommand
+    ) -> LaunchedWorker:
+        started = self._started[index]
+        gpus = tuple(int(g) for g in started["gpus"] if g.isdigit())
+        worker = LaunchedWorker(
+            index, *address, Path(started["log"]), command.ready_path, command.health_path, gpus
+        )
+        log.info("started %s: %s", worker.name, " ".join(command.argv))
+        return worker
+
+    def _connect(self) -> None:
+        if ray.is_initialized():
+            log.info("using this process's existing Ray connection")
+            return
+        try:
+            if self.address is None:
+                # "local", not None: None would join any cluster found on this machine.
+                ray.init(
+                    address="local", num_cpus=os.cpu_count(), num_gpus=len(visible_gpus()),
+                    include_dashboard=False, **_QUIET,
+                )  # fmt: skip
+            else:
+                ray.init(address=self.address, **_QUIET)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise SchedulerUnavailableError(
+                f"cannot join the Ray cluster at {self.address} ({_first_line(exc)}); start it "
+                "with `ray start --head` or fix ray.address"
+            ) from None
+        self._connected = True
+        total = ray.cluster_resources()
+        log.info(
+            "Ray cluster has %s", format_bundle({k: total.get(k, 0.0) for k in ("GPU", "CPU")})
+        )
+
+    def _bundle(self, backend: Backend, allocation: Allocation) -> dict[str, float]:
+        cpus = {"CPU": self.cpus_per_worker}
+        return {"GPU": float(allocation.gpus_per_worker), **cpus} if backend.needs_gpus else cpus
+
+    def _place(self, bundle: dict[str, float], allocation: Allocation) -> None:
+        """One placement group per worker, placed within the timeout.
+
+        Raises: GPUAllocationError or PlacementError naming what was asked and what is there.
+        """
+        asked = f"{allocation.dp} bundles of {format_bundle(bundle)} (a worker each, {allocation})"
+        nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
+        problem = placement_problem(bundle, allocation.dp, nodes)
+        if problem is not None:
+            error = GPUAllocationError if "GPU" in problem else PlacementError
+            raise error(
+                f"{asked} cannot be placed: {problem}; lower d, t or p, lower "
+                "ray.cpus_per_worker, or join a larger cluster (ray.address)"
+            )
+        self._groups = [
+            placement_group([bundle], name=f"agent-eval-worker-{index}")
+            for index in range(allocation.dp)
+        ]
+        try:
+            ray.get([group.ready() for group in self._groups], timeout=self.placement_timeout)
+        except GetTimeoutError:
+            raise PlacementError(
+                f"{asked} were not placed within {self.placement_timeout:.0f} s; free now: "
+                f"{format_bundle(ray.available_resources())}. Other jobs may hold the rest."
+            ) from None
+
+    def _actor(self, group: PlacementGroup, bundle: dict[str, float]) -> ActorHandle:
+        strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
+        return ServerActor.options(
+            num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), scheduling_strategy=strategy
+        ).remote()
+
+    def _copy_log(self, worker: LaunchedWorker) -> None:
+        """Bring the end of a node-local log to the run dir, so the error can show it."""
+        if worker.log.exists():
+            return
+        local = self.run_dir / "workers" / f"worker-{worker.index}.log"
+        tail = ray.get(self._actors[worker.index].tail.remote(200), timeout=STATUS_TIMEOUT)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(f"(last lines of {worker.log} on {worker.host})\n{tail}\n")
+        worker.log = local
+
+    def _stop_servers(self) -> None:
+        """Ask every actor to stop its server: SIGTERM to its group, SIGKILL after the grace."""
+        if not self._actors:
+            return
+        stopping = [actor.stop.remote(GRACE_SECONDS) for actor in self._actors]
+        _, late = ray.wait(stopping, num_returns=len(stopping), timeout=GRACE_SECONDS + 5)
+        if late:
+            log.warning("%d Ray actor(s) did not stop their server; killing them", len(late))
+
+    def _release(self) -> None:
+        """Kill the actors, remove the placement groups, and leave a cluster we started."""
+        for actor in self._actors:
+            ray.kill(actor, no_restart=True)
+        for group in self._groups:
+            remove_placement_group(group)
+        self._actors, self._groups = [], []
+        if self._connected:
+            # A local cluster stops with its driver; a joined one only loses this connection.
+            ray.shutdown()
+            self._connected = False
+
+
+async def _run(thread: ThreadPoolExecutor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(thread, functools.partial(fn, *args, **kwargs))
+
+
+def _get(refs: list[Any], timeout: float) -> list[Any]:
+    """Results of actor calls; an actor's ConfigError reaches the caller as itself."""
+    try:
+        return ray.get(refs, timeout=timeout)
+    except RayTaskError as exc:
+        if isinstance(exc.cause, ConfigError):
+            raise exc.cause from None
+        raise
+    except GetTimeoutError:
+        raise SchedulerUnavailableError(
+            f"the Ray worker actors did not answer within {timeout:.0f} s"
+        ) from None
+    except RayActorError as exc:
+        raise SchedulerUnavailableError(
+            f"a Ray worker actor died while starting ({_first_line(exc)}); agent-eval must be "
+            "installed, at the same version, on every node"
+        ) from None
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -1,0 +1,126 @@
+"""The Ray actor behind one worker: it runs the server process on the node Ray placed it.
+
+Ray imports this module on every node, so agent-eval must be installed there too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import BinaryIO, TypedDict
+
+import ray
+
+from agent_eval.errors import ConfigError
+from agent_eval.schedulers.errors import log_tail
+from agent_eval.schedulers.local import free_port
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+class Started(TypedDict):
+    """What the actor reports once its server process runs."""
+
+    pid: int
+    log: str
+    gpus: list[str]
+
+
+def _die_with_actor() -> None:
+    """Runs in the child before exec: when Ray kills the actor, its server goes too."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _signal_group(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+def _open_log(path: Path) -> BinaryIO:
+    """The log file at `path`, or under the node's temp dir when the run dir is not writable here.
+
+    A multi-node cluster needs the run dir on a shared filesystem for the logs to land in it;
+    without one, each node keeps its workers' logs in its own temp dir.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("ab")
+    except OSError as exc:
+        fallback = Path(tempfile.gettempdir(), "agent-eval", *path.parts[-3:])
+        log.warning("cannot write %s (%s); logging to %s on this node", path, exc, fallback)
+        fallback.parent.mkdir(parents=True, exist_ok=True)
+        return fallback.open("ab")
+
+
+class ServerProcess:
+    """One server process on this node, in its own process group."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = Path()
+
+    def address(self) -> tuple[str, int]:
+        """This node's IP and a port free on it, for the server to listen on."""
+        host = ray.util.get_node_ip_address()
+        return host, free_port(host)
+
+    def start(self, argv: list[str], env: dict[str, str], log_path: str, gpus: bool) -> Started:
+        """Start the server; with `gpus`, it sees exactly the GPUs Ray gave this actor."""
+        assigned = [str(g) for g in ray.get_gpu_ids()]
+        full_env = {**os.environ, **env}
+        if gpus:
+            full_env["CUDA_VISIBLE_DEVICES"] = ",".join(assigned)
+        with _open_log(Path(log_path)) as log_file:
+            self.log = Path(log_file.name)
+            try:
+                self.process = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    env=full_env,
+                    start_new_session=True,
+                    preexec_fn=_die_with_actor,
+                )
+            except FileNotFoundError:
+                raise ConfigError(
+                    f"cannot start {argv[0]!r} on {ray.util.get_node_ip_address()}: no such "
+                    "program; install it on every node or set the backend's python, prefix or "
+                    "container"
+                ) from None
+        return Started(pid=self.process.pid, log=str(self.log), gpus=assigned)
+
+    def returncode(self) -> int | None:
+        """The server's exit code, or None while it runs."""
+        return None if self.process is None else self.process.poll()
+
+    def tail(self, lines: int) -> str:
+        """The last lines of the server's log, read on this node."""
+        return log_tail(self.log, lines)
+
+    def stop(self, grace: float) -> int | None:
+        """SIGTERM the server's process group, SIGKILL it after `grace` seconds; the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                log.warning("server %d did not stop in %.0f s; killing it", self.process.pid, grace)
+        # The whole group, every time: the server's own children must not outlive it.
+        _signal_group(self.process.pid, signal.SIGKILL)
+        return self.process.wait()
+
+
+ServerActor = ray.remote(ServerProcess)

@@ -148,6 +148,11 @@ async def test_keys_never_reach_the_logs() -> None:
         assert key not in out + err
 
 
+TAKEN = socket.socket()
+TAKEN.bind(("127.0.0.1", 0))
+TAKEN_PORT = TAKEN.getsockname()[1]
+
+
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [

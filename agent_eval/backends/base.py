@@ -41,6 +41,9 @@ class WorkerConfig(BaseModel):
     threads: int | None = Field(None, ge=1, description="CPU threads per worker (llamacpp).")
     chat_format: str = Field("chatml-function-calling", description="llama.cpp chat format.")
     startup_timeout: float = Field(1800.0, gt=0, description="Seconds a worker may take to start.")
+    base_port: int | None = Field(
+        None, ge=1, le=65535, description="Local scheduler: worker i listens on base_port + i."
+    )
     health_path: str = Field(
         "/health", pattern=r"^/", description="Path the proxy probes on external workers."
     )

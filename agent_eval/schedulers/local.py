@@ -82,7 +82,7 @@ class LocalScheduler(Scheduler):
 
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> LocalScheduler:
-        return cls(run_dir)
+        return cls(run_dir, base_port=config.worker.base_port)
 
     async def launch(
         self, backend: Backend, config: WorkerConfig, allocation: Allocation

@@ -148,11 +148,6 @@ async def test_keys_never_reach_the_logs() -> None:
         assert key not in out + err
 
 
-TAKEN = socket.socket()
-TAKEN.bind(("127.0.0.1", 0))
-TAKEN_PORT = TAKEN.getsockname()[1]
-
-
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
@@ -185,3 +180,15 @@ def test_workers_up_mistakes_end_in_one_message(
     assert result.returncode == 2, result.stderr
     assert message in " ".join(result.stderr.split()), result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_workers_up_on_a_taken_port_says_so(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "workers", "up", "--backend", "llamacpp:d1", "--run-dir", str(tmp_path),
+            "--set", f"worker.base_port={port}",
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert f"port {port} on 127.0.0.1 is in use" in result.stderr

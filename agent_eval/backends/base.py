@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.allocation import Allocation
+from agent_eval.errors import ConfigError
 
 
 class WorkerConfig(BaseModel):
@@ -66,9 +67,12 @@ class Backend:
     name: str
     needs_gpus: bool = True
     launches: bool = True
+    requires_model: bool = False
 
     def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
         """Raise ConfigError for settings this backend cannot start with."""
+        if self.requires_model and not config.model:
+            raise ConfigError(f"the {self.name} backend needs a model: pass --model PATH_OR_HUB_ID")
 
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
-from agent_eval.errors import ConfigError
 
 
 class SGLang(Backend):
     name = "sglang"
-
-    def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
-        if not config.model:
-            raise ConfigError("the sglang backend needs a model: pass --model PATH_OR_HUB_ID")
+    requires_model = True
 
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str

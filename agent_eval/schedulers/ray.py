@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import os
+import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,8 +43,17 @@ GRACE_SECONDS = 10.0
 PLACEMENT_TIMEOUT = 120.0
 ACTOR_TIMEOUT = 120.0
 STATUS_TIMEOUT = 5.0
+CONNECT_TIMEOUT = 10.0
 # Ray's chatter stays out of the harness's terminal: no worker output, warnings only.
 _QUIET = {"log_to_driver": False, "configure_logging": True, "logging_level": logging.WARNING}
+
+
+def _not_the_sigterm_note(record: logging.LogRecord) -> bool:
+    # ray.init off the main thread warns it set no SIGTERM handler: intended, the harness has one.
+    return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+logging.getLogger("ray._private.worker").addFilter(_not_the_sigterm_note)
 
 
 class PlacementError(ConfigError):
@@ -185,11 +195,13 @@ class RayScheduler(Scheduler):
                     include_dashboard=False, **_QUIET,
                 )  # fmt: skip
             else:
+                _check_listening(self.address)
                 ray.init(address=self.address, **_QUIET)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise SchedulerUnavailableError(
                 f"cannot join the Ray cluster at {self.address} ({_first_line(exc)}); start it "
-                "with `ray start --head` or fix ray.address"
+                "with `ray start --head` or fix ray.address. A cluster with token authentication "
+                "also needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN or ~/.ray/auth_token)"
             ) from None
         self._connected = True
         total = ray.cluster_resources()
@@ -206,7 +218,8 @@ class RayScheduler(Scheduler):
 
         Raises: GPUAllocationError or PlacementError naming what was asked and what is there.
         """
-        asked = f"{allocation.dp} bundles of {format_bundle(bundle)} (a worker each, {allocation})"
+        plural = "s" if allocation.dp > 1 else ""
+        asked = f"{allocation.dp} bundle{plural} of {format_bundle(bundle)} ({allocation})"
         nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
         problem = placement_problem(bundle, allocation.dp, nodes)
         if problem is not None:
@@ -222,9 +235,10 @@ class RayScheduler(Scheduler):
         try:
             ray.get([group.ready() for group in self._groups], timeout=self.placement_timeout)
         except GetTimeoutError:
+            free = ray.available_resources()
             raise PlacementError(
-                f"{asked} were not placed within {self.placement_timeout:.0f} s; free now: "
-                f"{format_bundle(ray.available_resources())}. Other jobs may hold the rest."
+                f"{asked} could not be placed within {self.placement_timeout:.0f} s; free now: "
+                f"{format_bundle({k: free.get(k, 0.0) for k in bundle})}. Other jobs hold the rest."
             ) from None
 
     def _actor(self, group: PlacementGroup, bundle: dict[str, float]) -> ActorHandle:
@@ -287,6 +301,20 @@ def _get(refs: list[Any], timeout: float) -> list[Any]:
             f"a Ray worker actor died while starting ({_first_line(exc)}); agent-eval must be "
             "installed, at the same version, on every node"
         ) from None
+
+
+def _check_listening(address: str) -> None:
+    """Fail fast where nothing listens: ray.init would wait there forever.
+
+    Raises: ConnectionError.
+    """
+    host, colon, port = address.rpartition(":")
+    if "://" in address or not colon or not port.isdigit():
+        return  # "auto" and ray:// addresses: Ray finds or times out by itself
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address}: {exc.strerror or exc}") from None
 
 
 def _first_line(error: BaseException) -> str:

@@ -46,14 +46,8 @@ die() {
     exit 1
 }
 
-# True if the pid file names a live process whose command is $2 (guards
-# against a stale pid file whose pid was reused by something else).
-pid_alive() {
-    local pidfile=$1 name=$2 pid
-    pid=$(cat "$pidfile" 2>/dev/null) || return 1
-    [ -n "$pid" ] || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]
-}
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # --- 1. packages -------------------------------------------------------------
 
@@ -140,18 +134,6 @@ write_config() {
 }
 
 # --- 4. daemons --------------------------------------------------------------
-
-stop_daemon() {
-    local pidfile=$1 name=$2
-    pid_alive "$pidfile" "$name" || return 0
-    log "stopping $name"
-    kill "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null || return 0
-    for _ in $(seq 50); do
-        pid_alive "$pidfile" "$name" || return 0
-        sleep 0.2
-    done
-    die "$name did not stop"
-}
 
 start_slurm() {
     local restart=$1

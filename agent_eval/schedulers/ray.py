@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -126,6 +126,8 @@ class RayScheduler(Scheduler):
         return [started["pid"] for started in self._started]
 
     async def exit_status(self, worker: LaunchedWorker) -> str | None:
+        if self._thread is None or not self._actors:
+            return "was stopped"
         actor = self._actors[worker.index]
         try:
             code = await self._call(ray.get, actor.returncode.remote(), timeout=STATUS_TIMEOUT)
@@ -145,10 +147,11 @@ class RayScheduler(Scheduler):
         try:
             await _run(thread, self._stop_servers)
         finally:
-            # Queued behind the graceful stop on the same thread, so it runs even if we are
-            # cancelled meanwhile.
-            await asyncio.shield(_run(thread, self._release))
+            # Queued behind the graceful stop on the scheduler's thread: the release happens even
+            # if we are cancelled meanwhile, and the thread ends once it is done.
+            release = asyncio.wrap_future(thread.submit(self._release))
             thread.shutdown(wait=False)
+            await asyncio.shield(release)
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if self._thread is None:
@@ -188,16 +191,12 @@ class RayScheduler(Scheduler):
             log.info("using this process's existing Ray connection")
             return
         try:
-            if self.address is None:
-                # "local", not None: None would join any cluster found on this machine.
-                ray.init(
-                    address="local", num_cpus=os.cpu_count(), num_gpus=len(visible_gpus()),
-                    include_dashboard=False, **_QUIET,
-                )  # fmt: skip
-            else:
-                _check_listening(self.address)
-                ray.init(address=self.address, **_QUIET)
+            self._init()
         except (ConnectionError, RuntimeError, ValueError) as exc:
+            if self.address is None:
+                raise SchedulerUnavailableError(
+                    f"cannot start a local Ray cluster ({_first_line(exc)})"
+                ) from None
             raise SchedulerUnavailableError(
                 f"cannot join the Ray cluster at {self.address} ({_first_line(exc)}); start it "
                 "with `ray start --head` or fix ray.address. A cluster with token authentication "
@@ -208,6 +207,17 @@ class RayScheduler(Scheduler):
         log.info(
             "Ray cluster has %s", format_bundle({k: total.get(k, 0.0) for k in ("GPU", "CPU")})
         )
+
+    def _init(self) -> None:
+        if self.address is not None:
+            _check_listening(self.address)
+            ray.init(address=self.address, **_QUIET)
+            return
+        # "local", not None: None would join any cluster found on this machine.
+        ray.init(
+            address="local", num_cpus=os.cpu_count(), num_gpus=len(visible_gpus()),
+            include_dashboard=False, **_QUIET,
+        )  # fmt: skip
 
     def _bundle(self, backend: Backend, allocation: Allocation) -> dict[str, float]:
         cpus = {"CPU": self.cpus_per_worker}
@@ -228,10 +238,8 @@ class RayScheduler(Scheduler):
                 f"{asked} cannot be placed: {problem}; lower d, t or p, lower "
                 "ray.cpus_per_worker, or join a larger cluster (ray.address)"
             )
-        self._groups = [
-            placement_group([bundle], name=f"agent-eval-worker-{index}")
-            for index in range(allocation.dp)
-        ]
+        # Unnamed: names are unique per namespace, and two schedulers may share a connection.
+        self._groups = [placement_group([bundle]) for _ in range(allocation.dp)]
         try:
             ray.get([group.ready() for group in self._groups], timeout=self.placement_timeout)
         except GetTimeoutError:
@@ -252,7 +260,11 @@ class RayScheduler(Scheduler):
         if worker.log.exists():
             return
         local = self.run_dir / "workers" / f"worker-{worker.index}.log"
-        tail = ray.get(self._actors[worker.index].tail.remote(200), timeout=STATUS_TIMEOUT)
+        try:
+            tail = ray.get(self._actors[worker.index].tail.remote(200), timeout=STATUS_TIMEOUT)
+        except RayError as exc:
+            log.warning("cannot fetch the log of %s: %s", worker.name, _first_line(exc))
+            return
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_text(f"(last lines of {worker.log} on {worker.host})\n{tail}\n")
         worker.log = local
@@ -268,15 +280,17 @@ class RayScheduler(Scheduler):
 
     def _release(self) -> None:
         """Kill the actors, remove the placement groups, and leave a cluster we started."""
-        for actor in self._actors:
-            ray.kill(actor, no_restart=True)
-        for group in self._groups:
-            remove_placement_group(group)
-        self._actors, self._groups = [], []
-        if self._connected:
-            # A local cluster stops with its driver; a joined one only loses this connection.
-            ray.shutdown()
-            self._connected = False
+        try:
+            for actor in self._actors:
+                ray.kill(actor, no_restart=True)
+            for group in self._groups:
+                remove_placement_group(group)
+        finally:
+            self._actors, self._groups = [], []
+            if self._connected:
+                # A local cluster stops with its driver; a joined one only loses this connection.
+                ray.shutdown()
+                self._connected = False
 
 
 async def _run(thread: ThreadPoolExecutor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -230,14 +230,7 @@ class RayScheduler(Scheduler):
         """
         plural = "s" if allocation.dp > 1 else ""
         asked = f"{allocation.dp} bundle{plural} of {format_bundle(bundle)} ({allocation})"
-        nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
-        problem = placement_problem(bundle, allocation.dp, nodes)
-        if problem is not None:
-            error = GPUAllocationError if "GPU" in problem else PlacementError
-            raise error(
-                f"{asked} cannot be placed: {problem}; lower d, t or p, lower "
-                "ray.cpus_per_worker, or join a larger cluster (ray.address)"
-            )
+        _check_fits(bundle, allocation.dp, asked)
         # Unnamed: names are unique per namespace, and two schedulers may share a connection.
         self._groups = [placement_group([bundle]) for _ in range(allocation.dp)]
         try:
@@ -315,6 +308,22 @@ def _get(refs: list[Any], timeout: float) -> list[Any]:
             f"a Ray worker actor died while starting ({_first_line(exc)}); agent-eval must be "
             "installed, at the same version, on every node"
         ) from None
+
+
+def _check_fits(bundle: dict[str, float], count: int, asked: str) -> None:
+    """Refuse at once what the cluster's live nodes can never hold, rather than wait for it."""
+    nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
+    problem = placement_problem(bundle, count, nodes)
+    if problem is not None and "GPU" in problem:
+        raise GPUAllocationError(
+            f"{asked} cannot be placed: {problem}; lower d, t or p, or join a cluster with "
+            "more GPUs (ray.address)"
+        )
+    if problem is not None:
+        raise PlacementError(
+            f"{asked} cannot be placed: {problem}; lower d or ray.cpus_per_worker, or join "
+            "a larger cluster (ray.address)"
+        )
 
 
 def _check_listening(address: str) -> None:

@@ -32,8 +32,9 @@ CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "hello"}
 
 
 async def post(base_url: str, body: dict, headers: dict | None = None) -> tuple[int, dict]:
+    # A bounded wait: a request the proxy never answers fails the test in a minute, not five.
     async with (
-        aiohttp.ClientSession() as http,
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
         http.post(f"{base_url}/chat/completions", json=body, headers=headers) as response,
     ):
         return response.status, await response.json()

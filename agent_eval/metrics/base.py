@@ -1,0 +1,69 @@
+"""Shared shapes: the per-attempt record, an estimate with its interval, a metric's direction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+NAN = math.nan
+"""What a metric returns for empty input: undefined, never an exception (null in JSON)."""
+
+
+@dataclass(frozen=True)
+class AttemptScore:
+    """One scored attempt at one sample, as the engine records it."""
+
+    sample_id: str
+    attempt: int
+    reward: float
+    correct: bool
+    answer: str | None
+    error_kind: str | None
+    latency_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    turn_rewards: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A proportion with its confidence interval over n trials; NaN throughout when n is 0."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+
+def metric(*, higher_is_better: bool) -> Callable[[F], F]:
+    """Declare a metric function's direction; read it back with `is_higher_better`."""
+
+    def declare(fn: F) -> F:
+        fn.higher_is_better = higher_is_better  # type: ignore[attr-defined]
+        return fn
+
+    return declare
+
+
+def is_higher_better(fn: Callable[..., Any]) -> bool:
+    """The direction `fn` declared with `@metric`."""
+    direction = getattr(fn, "higher_is_better", None)
+    if not isinstance(direction, bool):
+        raise TypeError(f"{fn.__name__} declares no direction; decorate it with @metric(...)")
+    return direction
+
+
+def ratio(part: float, whole: float) -> float:
+    """part / whole, or NaN when whole is not positive (the empty-input guard)."""
+    return part / whole if whole > 0 else NAN
+
+
+def normalize_answer(answer: str | None) -> str | None:
+    """Case-folded with runs of whitespace collapsed; None or blank means no answer."""
+    if answer is None:
+        return None
+    return " ".join(answer.split()).casefold() or None

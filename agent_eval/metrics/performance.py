@@ -1,0 +1,108 @@
+"""Cost and speed of a run: latency percentiles, tokens, throughput, errors by kind."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+from agent_eval.metrics.base import NAN, metric, ratio
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of sorted values by linear interpolation between closest ranks.
+
+    Same as numpy's default and statistics.quantiles(method="inclusive"); NaN when empty.
+    """
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must lie in [0, 1], got {q}")
+    if not ordered:
+        return NAN
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Seconds per attempt, errored attempts included; percentiles interpolate linearly."""
+
+    n: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+@metric(higher_is_better=False)
+def latency_summary(latencies: Iterable[float]) -> LatencySummary:
+    """Mean, p50, p90, p99 and max of per-attempt latencies; NaN throughout when empty."""
+    ordered = sorted(latencies)
+    if not ordered:
+        return LatencySummary(0, NAN, NAN, NAN, NAN, NAN)
+    p50, p90, p99 = (percentile(ordered, q) for q in (0.5, 0.9, 0.99))
+    return LatencySummary(len(ordered), fmean(ordered), p50, p90, p99, ordered[-1])
+
+
+@dataclass(frozen=True)
+class TokenSummary:
+    """Token totals of a run and means per attempt."""
+
+    prompt: int
+    completion: int
+    total: int
+    mean_prompt: float
+    mean_completion: float
+
+
+@metric(higher_is_better=False)
+def token_summary(prompt_tokens: int, completion_tokens: int, attempts: int) -> TokenSummary:
+    """Totals and per-attempt means (NaN without attempts); fewer tokens cost less."""
+    return TokenSummary(
+        prompt=prompt_tokens,
+        completion=completion_tokens,
+        total=prompt_tokens + completion_tokens,
+        mean_prompt=ratio(prompt_tokens, attempts),
+        mean_completion=ratio(completion_tokens, attempts),
+    )
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Attempts and tokens per second of wall time."""
+
+    wall_time_s: float
+    attempts_per_s: float
+    tokens_per_s: float
+    completion_tokens_per_s: float
+
+
+@metric(higher_is_better=True)
+def throughput(attempts: int, tokens: TokenSummary, wall_time_s: float) -> Throughput:
+    """Rates over the run's wall time; NaN when the wall time is not positive."""
+    return Throughput(
+        wall_time_s=wall_time_s,
+        attempts_per_s=ratio(attempts, wall_time_s),
+        tokens_per_s=ratio(tokens.total, wall_time_s),
+        completion_tokens_per_s=ratio(tokens.completion, wall_time_s),
+    )
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Failed attempts: how many, their share of attempts, and counts by kind (most first)."""
+
+    total: int
+    rate: float
+    by_kind: dict[str, int]
+
+
+@metric(higher_is_better=False)
+def error_summary(by_kind: Mapping[str, int], attempts: int) -> ErrorSummary:
+    """Errors counted by kind and their rate per attempt (NaN without attempts)."""
+    ordered = dict(sorted(by_kind.items(), key=lambda item: (-item[1], item[0])))
+    total = sum(ordered.values())
+    return ErrorSummary(total=total, rate=ratio(total, attempts), by_kind=ordered)

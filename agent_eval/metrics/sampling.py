@@ -1,0 +1,111 @@
+"""Metrics over several attempts per sample: pass@k, pass^k, maj@k, consistency, sessions."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from statistics import fmean
+
+from agent_eval.metrics.base import NAN, metric, normalize_answer, ratio
+from agent_eval.metrics.tally import SampleTally, SessionTally
+
+
+def _check_counts(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+
+
+def require_k(k: int, ns: Iterable[int]) -> None:
+    """Raise a ValueError naming k and the smallest n unless 1 <= k <= n for every sample."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got k={k}")
+    smallest = min(ns, default=k)
+    if k > smallest:
+        raise ValueError(
+            f"k={k} needs at least {k} attempts per sample, but the smallest sample has "
+            f"n={smallest}; use k <= {smallest} or run more attempts per sample"
+        )
+
+
+@metric(higher_is_better=True)
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one sample, 1 - C(n-c, k)/C(n, k) (Chen et al. 2021), as a product."""
+    _check_counts(n, c, k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+@metric(higher_is_better=True)
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k of one sample (tau-bench): chance that k i.i.d. attempts all pass, C(c, k)/C(n, k)."""
+    _check_counts(n, c, k)
+    return math.prod((c - i) / (n - i) for i in range(k))
+
+
+@metric(higher_is_better=True)
+def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
+    """pass@k averaged over samples given as (n, c); NaN without samples."""
+    if not counts:
+        return NAN
+    require_k(k, (n for n, _ in counts))
+    return fmean(pass_at_k(n, c, k) for n, c in counts)
+
+
+@metric(higher_is_better=True)
+def mean_pass_hat_k(counts: Sequence[tuple[int, int]], k: int) -> float:
+    """pass^k averaged over samples given as (n, c); NaN without samples."""
+    if not counts:
+        return NAN
+    require_k(k, (n for n, _ in counts))
+    return fmean(pass_hat_k(n, c, k) for n, c in counts)
+
+
+def majority_answer(answers: Iterable[str | None]) -> str | None:
+    """Most frequent normalised answer; a tie goes to the one seen first; None never votes."""
+    votes = Counter(a for a in map(normalize_answer, answers) if a is not None)
+    return max(votes, key=votes.__getitem__) if votes else None
+
+
+@metric(higher_is_better=True)
+def maj_at_k(samples: Sequence[SampleTally], k: int) -> float:
+    """Fraction of samples whose majority answer over the first k attempts is correct.
+
+    The majority answer is correct when one of those k attempts gave it and was marked correct.
+    Attempts without an answer abstain; a sample where all abstain counts as wrong.
+    """
+    if not samples:
+        return NAN
+    require_k(k, (sample.n for sample in samples))
+    kept = min(sample.keep for sample in samples)
+    if k > kept:
+        raise ValueError(f"maj@{k} needs {k} votes per sample but the tally kept {kept}")
+    return fmean(_majority_correct(sample, k) for sample in samples)
+
+
+def _majority_correct(sample: SampleTally, k: int) -> bool:
+    votes = sample.votes[:k]
+    winner = majority_answer(answer for _, answer, _ in votes)
+    return winner is not None and any(a == winner and ok for _, a, ok in votes)
+
+
+@metric(higher_is_better=True)
+def consistency(samples: Iterable[SampleTally]) -> float:
+    """Fraction of samples with 2+ attempts whose attempts all gave the same answer; else NaN."""
+    agreements = [sample.agree for sample in samples if sample.n >= 2]
+    return fmean(agreements) if agreements else NAN
+
+
+@metric(higher_is_better=True)
+def session_consistency(sessions: SessionTally) -> float:
+    """Fraction of multi-turn sessions where every turn's reward is 1; NaN without sessions."""
+    return ratio(sessions.full, sessions.sessions)
+
+
+@metric(higher_is_better=True)
+def mean_turn_reward(sessions: SessionTally) -> float:
+    """Mean reward over all turns of all sessions (pooled); NaN without turns."""
+    return ratio(sessions.reward_sum, sessions.turns)

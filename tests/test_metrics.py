@@ -1,0 +1,379 @@
+"""Metrics: known values, brute-force enumerations, empty inputs and seeded property checks."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from itertools import combinations, pairwise
+from typing import Any
+
+import pytest
+
+from agent_eval.metrics import (
+    DIRECTIONS,
+    AttemptScore,
+    Estimate,
+    RunTally,
+    SessionTally,
+    accuracy,
+    accuracy_difference,
+    consistency,
+    error_summary,
+    is_higher_better,
+    latency_summary,
+    maj_at_k,
+    majority_answer,
+    mean_pass_at_k,
+    mean_pass_hat_k,
+    mean_reward,
+    mean_turn_reward,
+    pass_at_k,
+    pass_hat_k,
+    percentile,
+    session_consistency,
+    summarize,
+    summarize_tally,
+    throughput,
+    token_summary,
+    wilson_interval,
+)
+
+
+def attempt(
+    sample_id: str, n: int, correct: bool = False, answer: str | None = None, **kw: Any
+) -> AttemptScore:
+    """An AttemptScore with dull defaults for the fields a test does not care about."""
+    fields: dict[str, Any] = {
+        "reward": float(correct),
+        "error_kind": None,
+        "latency_s": 1.0,
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+    }
+    fields.update(kw)
+    return AttemptScore(sample_id=sample_id, attempt=n, correct=correct, answer=answer, **fields)
+
+
+def answered(sample_id: str, answers: list[str | None], correct: set[str]) -> list[AttemptScore]:
+    """One sample's attempts in attempt order; an answer in `correct` is marked correct."""
+    return [attempt(sample_id, i, a in correct, a) for i, a in enumerate(answers)]
+
+
+def random_run(rng: random.Random, samples: int, n: int) -> list[AttemptScore]:
+    """A run where each sample has its own success rate and a few wrong answers to vote on."""
+    scores = []
+    for s in range(samples):
+        rate = rng.random()
+        for i in range(n):
+            ok = rng.random() < rate
+            answer = "gold" if ok else rng.choice(["a", "b", None])
+            scores.append(
+                attempt(
+                    f"s{s}",
+                    i,
+                    ok,
+                    answer,
+                    reward=rng.choice([0.0, 0.5, 1.0]),
+                    latency_s=rng.choice([0.25, 0.5, 2.0, 8.0]),
+                    error_kind=None if answer else rng.choice(["timeout", "parse"]),
+                )
+            )
+    return scores
+
+
+# pass@k and pass^k against every k-subset
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_pass_at_k_and_pass_hat_k_match_enumeration_of_k_subsets(n: int) -> None:
+    for c in range(n + 1):
+        for k in range(1, n + 1):
+            subsets = list(combinations(range(n), k))  # attempts 0..c-1 are the correct ones
+            any_ok = sum(any(i < c for i in s) for s in subsets) / len(subsets)
+            all_ok = sum(all(i < c for i in s) for s in subsets) / len(subsets)
+            assert pass_at_k(n, c, k) == pytest.approx(any_ok, abs=1e-12), (n, c, k)
+            assert pass_hat_k(n, c, k) == pytest.approx(all_ok, abs=1e-12), (n, c, k)
+
+
+def test_pass_hat_k_is_one_when_all_correct_and_zero_when_fewer_correct_than_k() -> None:
+    assert pass_hat_k(10, 10, 7) == 1.0
+    assert pass_hat_k(10, 3, 4) == 0.0
+    assert pass_at_k(10, 0, 5) == 0.0
+    assert pass_at_k(10, 6, 5) == 1.0  # n - c < k: every 5-subset holds a correct attempt
+
+
+def test_pass_at_k_is_stable_for_large_n() -> None:
+    # C(1000, 500) overflows a float; the product form does not.
+    assert pass_at_k(1000, 1, 500) == pytest.approx(0.5)
+    assert pass_hat_k(1000, 999, 500) == pytest.approx(0.5)
+
+
+def test_k_above_n_names_k_and_the_smallest_n() -> None:
+    with pytest.raises(ValueError, match=r"k=4 .* smallest sample has n=3"):
+        mean_pass_at_k([(5, 1), (3, 0), (4, 4)], 4)
+    with pytest.raises(ValueError, match=r"k=4 .* smallest sample has n=3"):
+        mean_pass_hat_k([(5, 1), (3, 0)], 4)
+    scores = answered("a", ["1", "2"], {"1"}) + answered("b", ["1"], {"1"})
+    with pytest.raises(ValueError, match=r"k=2 .* n=1"):
+        summarize(scores, 1.0, ks=(1, 2))
+
+
+def test_bad_per_sample_counts_are_rejected() -> None:
+    with pytest.raises(ValueError, match="c <= n"):
+        pass_at_k(3, 4, 1)
+    with pytest.raises(ValueError, match="1 <= k <= n"):
+        pass_hat_k(3, 1, 0)
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        mean_pass_at_k([(3, 1)], 0)
+    with pytest.raises(ValueError, match="positive integer"):
+        summarize([], 1.0, ks=(1, 0))
+
+
+# Accuracy intervals
+
+
+def test_wilson_interval_matches_hand_computed_values() -> None:
+    # 8/10 at 95%: centre (0.8 + z²/20)/(1 + z²/10), half-width z/(1 + z²/10)·sqrt(0.016 + z²/400).
+    estimate = accuracy(8, 10)
+    assert estimate.value == 0.8 and estimate.n == 10
+    assert estimate.low == pytest.approx(0.4902, abs=1e-4)
+    assert estimate.high == pytest.approx(0.9433, abs=1e-4)
+    # 0/10: the upper bound is z²/(n + z²).
+    zero = wilson_interval(0, 10)
+    z2 = 1.959963984540054**2
+    assert zero.low == 0.0 and zero.high == pytest.approx(z2 / (10 + z2))
+    assert wilson_interval(10, 10).high == 1.0
+    wider = wilson_interval(8, 10, confidence=0.99)
+    assert wider.low < estimate.low and wider.high > estimate.high
+
+
+def test_wilson_rejects_impossible_input() -> None:
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(11, 10)
+    with pytest.raises(ValueError, match="confidence"):
+        wilson_interval(1, 10, confidence=1.0)
+
+
+def test_newcombe_difference_matches_the_published_example() -> None:
+    # Newcombe (1998), Stat. Med. 17:873, example 56/70 vs 48/80, method 10: 0.0524 to 0.3339.
+    diff = accuracy_difference(accuracy(56, 70), accuracy(48, 80))
+    assert diff.value == pytest.approx(0.2)
+    assert diff.low == pytest.approx(0.0524, abs=1e-4)
+    assert diff.high == pytest.approx(0.3339, abs=1e-4)
+    assert diff.significant
+    swapped = accuracy_difference(accuracy(48, 80), accuracy(56, 70))
+    assert (swapped.low, swapped.high) == pytest.approx((-diff.high, -diff.low))
+
+
+def test_a_difference_within_the_noise_is_not_significant() -> None:
+    diff = accuracy_difference(accuracy(50, 100), accuracy(55, 100))
+    assert diff.low < 0 < diff.high and not diff.significant
+    big = accuracy_difference(accuracy(500, 1000), accuracy(550, 1000))
+    assert big.high < 0 and big.significant  # the same gap with 10x the attempts is real
+
+
+# Majority vote and agreement
+
+
+def test_maj_at_k_tie_goes_to_the_answer_seen_first() -> None:
+    first_right = answered("a", ["5", "4", "4", "5"], {"5"})
+    first_wrong = answered("b", ["5", "4", "4", "5"], {"4"})
+    samples = list(RunTally(keep=4).extend(first_right + first_wrong).samples.values())
+    assert majority_answer(["5", "4", "4", "5"]) == "5"
+    assert maj_at_k(samples, 4) == 0.5  # "5" wins both ties; right for a only
+    assert maj_at_k(samples[:1], 3) == 0.0  # first three: "4" has two votes, and is wrong in a
+
+
+def test_maj_at_k_uses_the_lowest_attempt_numbers_whatever_the_arrival_order() -> None:
+    scores = answered("a", ["7", "7", "3", "3", "3"], {"7"})
+    tally = RunTally(keep=2).extend(reversed(scores))
+    assert [vote[0] for vote in tally.samples["a"].votes] == [0, 1]
+    assert maj_at_k(list(tally.samples.values()), 2) == 1.0
+
+
+def test_maj_at_k_normalises_answers_and_lets_no_answer_abstain() -> None:
+    assert majority_answer([" 42", None, None, "42 ", "41"]) == "42"
+    assert majority_answer(["A  b", "a b", "c"]) == "a b"
+    abstain = answered("a", [None, None, None], set())
+    mixed = answered("b", [None, " 42", "41"], {" 42"})
+    samples = list(RunTally(keep=3).extend(abstain + mixed).samples.values())
+    assert maj_at_k(samples, 3) == 0.5  # all-abstain is wrong; " 42" wins b's tie
+
+
+def test_maj_at_k_needs_the_votes_it_asks_for() -> None:
+    tally = RunTally(keep=1).extend(answered("a", ["1", "1"], {"1"}))
+    with pytest.raises(ValueError, match="kept 1"):
+        summarize_tally(tally, 1.0, ks=(2,))
+
+
+def test_consistency_counts_samples_whose_attempts_agree() -> None:
+    scores = (
+        answered("same", ["x", " X", "x"], {"x"})
+        + answered("differ", ["x", "y"], set())
+        + answered("no answer", ["x", None], set())
+        + answered("single", ["x"], set())  # one attempt agrees trivially: left out
+    )
+    assert consistency(RunTally().extend(scores).samples.values()) == pytest.approx(1 / 3)
+
+
+def test_session_consistency_and_mean_turn_reward() -> None:
+    sessions = SessionTally()
+    for turns in ([1.0, 1.0], [1.0, 0.5], []):
+        sessions.add(turns)
+    assert sessions.sessions == 2  # a session without turns is not counted
+    assert session_consistency(sessions) == 0.5
+    assert mean_turn_reward(sessions) == pytest.approx(3.5 / 4)
+    single_turn = attempt("c", 0, True, "x", turn_rewards=None)
+    summary = summarize([*answered("a", ["x"], set()), single_turn], 1.0)
+    assert summary.sessions == 0 and math.isnan(summary.session_consistency)
+
+
+# Latency, tokens, throughput, errors
+
+
+def test_latency_percentiles_interpolate_linearly() -> None:
+    latency = latency_summary([float(x) for x in range(10, 0, -1)])
+    assert (latency.n, latency.mean, latency.max) == (10, 5.5, 10.0)
+    assert (latency.p50, latency.p90, latency.p99) == pytest.approx((5.5, 9.1, 9.91))
+    assert latency_summary([3.0]).p99 == 3.0
+
+
+def test_percentile_agrees_with_statistics_inclusive_quantiles() -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        values = sorted(rng.expovariate(1.0) for _ in range(rng.randint(2, 40)))
+        cuts = statistics.quantiles(values, n=100, method="inclusive")
+        for i, cut in enumerate(cuts, start=1):
+            assert percentile(values, i / 100) == pytest.approx(cut)
+
+
+def test_tokens_throughput_and_errors() -> None:
+    tokens = token_summary(prompt_tokens=300, completion_tokens=100, attempts=4)
+    assert (tokens.total, tokens.mean_prompt, tokens.mean_completion) == (400, 75.0, 25.0)
+    rates = throughput(4, tokens, wall_time_s=2.0)
+    assert (rates.attempts_per_s, rates.tokens_per_s, rates.completion_tokens_per_s) == (
+        2.0,
+        200.0,
+        50.0,
+    )
+    errors = error_summary({"parse": 1, "timeout": 2, "http": 1}, attempts=8)
+    assert list(errors.by_kind.items()) == [("timeout", 2), ("http", 1), ("parse", 1)]
+    assert (errors.total, errors.rate) == (4, 0.5)
+
+
+# Empty input and the summary
+
+
+def test_every_metric_guards_empty_input() -> None:
+    empty = accuracy(0, 0)
+    assert empty.n == 0 and all(math.isnan(x) for x in (empty.value, empty.low, empty.high))
+    assert math.isnan(mean_reward(0.0, 0))
+    assert math.isnan(mean_pass_at_k([], 5)) and math.isnan(mean_pass_hat_k([], 5))
+    assert math.isnan(maj_at_k([], 3)) and math.isnan(consistency([]))
+    assert math.isnan(session_consistency(SessionTally()))
+    assert math.isnan(mean_turn_reward(SessionTally()))
+    latency = latency_summary([])
+    assert latency.n == 0 and math.isnan(latency.p50) and math.isnan(latency.max)
+    assert math.isnan(token_summary(0, 0, 0).mean_prompt)
+    assert math.isnan(throughput(3, token_summary(1, 1, 3), wall_time_s=0.0).attempts_per_s)
+    assert math.isnan(error_summary({}, 0).rate)
+    assert not accuracy_difference(accuracy(0, 0), accuracy(3, 4)).significant
+
+
+def test_empty_run_summarises_to_valid_json_with_nulls() -> None:
+    data = summarize([], wall_time_s=0.0, ks=(1, 5)).to_dict()
+    text = json.dumps(data, allow_nan=False)  # raises if a NaN slipped through
+    assert json.loads(text)["accuracy"] == {"value": None, "low": None, "high": None, "n": 0}
+    assert data["pass_at_k"] == {"1": None, "5": None} and data["samples"] == 0
+
+
+def test_summary_of_a_small_run() -> None:
+    scores = [
+        *answered("a", ["4", "4", "5"], {"4"}),
+        *answered("b", ["x", "y", None], set()),
+        attempt("c", 0, True, "1", turn_rewards=[1.0]),
+        attempt("c", 1, False, None, error_kind="timeout", latency_s=9.0),
+        attempt("c", 2, True, "1", turn_rewards=[1.0, 0.0]),
+    ]
+    summary = summarize(scores, wall_time_s=3.0, ks=(1, 3))
+    assert (summary.samples, summary.attempts) == (3, 9)
+    assert summary.accuracy.value == pytest.approx(4 / 9)
+    assert summary.pass_at_k[3] == pytest.approx(2 / 3)  # a and c have a correct attempt
+    assert summary.pass_hat_k[3] == 0.0
+    assert summary.maj_at_k[3] == pytest.approx(2 / 3)  # a: "4"; c: "1" (None abstains)
+    assert summary.consistency == 0.0
+    assert (summary.sessions, summary.session_consistency) == (2, 0.5)
+    assert summary.errors.by_kind == {"timeout": 1}
+    assert summary.throughput.attempts_per_s == 3.0 and summary.tokens.total == 135
+    data = json.loads(json.dumps(summary.to_dict(), allow_nan=False))
+    assert data["maj_at_k"]["3"] == pytest.approx(2 / 3)
+    assert set(data["higher_is_better"]) <= set(data)
+
+
+def test_a_repeated_attempt_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"'a' has attempt 1 twice"):
+        summarize([attempt("a", 1), attempt("a", 1)], 1.0)
+
+
+def test_every_metric_declares_its_direction() -> None:
+    assert is_higher_better(accuracy) and is_higher_better(mean_pass_at_k)
+    assert not is_higher_better(latency_summary) and not is_higher_better(error_summary)
+    assert all(isinstance(direction, bool) for direction in DIRECTIONS.values())
+    with pytest.raises(TypeError, match="declares no direction"):
+        is_higher_better(percentile)
+
+
+# Properties over seeded random runs
+
+
+def test_pass_at_1_equals_accuracy_when_samples_have_equal_n() -> None:
+    rng = random.Random(1)
+    for _ in range(30):
+        n = rng.randint(1, 8)
+        summary = summarize(random_run(rng, rng.randint(1, 12), n), 1.0, ks=(1,))
+        assert summary.pass_at_k[1] == pytest.approx(summary.accuracy.value)
+        assert summary.pass_hat_k[1] == pytest.approx(summary.accuracy.value)
+
+
+def test_pass_at_k_rises_and_pass_hat_k_falls_with_k() -> None:
+    rng = random.Random(2)
+    for _ in range(200):
+        n = rng.randint(1, 20)
+        counts = [(n, rng.randint(0, n)) for _ in range(rng.randint(1, 6))]
+        at = [mean_pass_at_k(counts, k) for k in range(1, n + 1)]
+        hat = [mean_pass_hat_k(counts, k) for k in range(1, n + 1)]
+        assert all(x <= y + 1e-12 for x, y in pairwise(at))
+        assert all(x >= y - 1e-12 for x, y in pairwise(hat))
+        assert all(h <= a + 1e-12 for h, a in zip(hat, at, strict=True))
+        assert all(0.0 <= v <= 1.0 for v in at + hat)
+
+
+def test_wilson_interval_contains_the_estimate() -> None:
+    rng = random.Random(3)
+    for _ in range(500):
+        n = rng.randint(1, 500)
+        estimate = wilson_interval(rng.randint(0, n), n, confidence=rng.choice([0.8, 0.95, 0.99]))
+        assert 0.0 <= estimate.low <= estimate.value <= estimate.high <= 1.0
+
+
+def test_summary_is_independent_of_record_order() -> None:
+    rng = random.Random(4)
+    for _ in range(20):
+        scores = random_run(rng, rng.randint(1, 10), rng.randint(3, 6))
+        shuffled = scores[:]
+        rng.shuffle(shuffled)
+        first = summarize(scores, 2.0, ks=(1, 2, 3)).to_dict()
+        assert summarize(iter(shuffled), 2.0, ks=(1, 2, 3)).to_dict() == first
+
+
+def test_two_runs_compare_from_their_summary_json() -> None:
+    def run(right: int) -> dict[str, Any]:
+        scores = [attempt(f"s{i}", 0, i < right, "x") for i in range(400)]
+        return json.loads(json.dumps(summarize(scores, 1.0).to_dict()))
+
+    a, b, c = (Estimate(**run(right)["accuracy"]) for right in (240, 200, 230))
+    assert accuracy_difference(a, b).significant  # 60% vs 50% of 400
+    assert not accuracy_difference(a, c).significant  # 60% vs 57.5%
+    assert accuracy_difference(a, b).value == pytest.approx(0.1)

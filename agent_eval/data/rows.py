@@ -1,0 +1,166 @@
+"""On-disk row formats, validated at the edge and turned into samples and sessions.
+
+A row that does not fit fails with a message naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from agent_eval.data.errors import DataError
+from agent_eval.data.records import Item, Sample, Session, Turn
+
+Kind = Literal["qa", "sessions"]
+
+# Pydantic's wording for common error types, rephrased as "field 'x' ...".
+_PHRASES = {
+    "missing": "is missing",
+    "string_type": "must be a string",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "too_short": "must not be empty",
+    "extra_forbidden": "is not a known field",
+}
+
+
+@dataclass(frozen=True)
+class RawRow:
+    """One decoded row and where it came from, for ids and error messages."""
+
+    source: str
+    unit: Literal["line", "row"]
+    number: int
+    data: object
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} {self.unit} {self.number}"
+
+
+def _scalar_text(value: object) -> object:
+    """Numbers become text (answers and ids are compared as text); other types fail."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise PydanticCustomError("scalar_type", "must be a string or a number")
+    return str(value)
+
+
+Text = Annotated[str, BeforeValidator(_scalar_text)]
+
+
+class MessageRow(BaseModel):
+    """A chat message; content is left to the OpenAI client to judge."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: Any = None
+
+
+class QARow(BaseModel):
+    """A single-turn row: `question` or `messages`, and `answer`; other fields go to metadata."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    id: Text | None = None
+    question: str | None = None
+    messages: list[MessageRow] | None = Field(default=None, min_length=1)
+    answer: Text
+    metadata: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _has_prompt(self) -> QARow:
+        if self.question is None and self.messages is None:
+            raise PydanticCustomError(
+                "prompt_missing",
+                "field 'question' is missing (a row needs 'question' or 'messages')",
+            )
+        return self
+
+
+class TurnRow(BaseModel):
+    """One turn of a session; unknown keys are typos, so they fail."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    user: str
+    expected: Text | None = None
+    challenge: bool = False
+
+
+class SessionRow(BaseModel):
+    """A multi-turn row: `turns`, each with `user` and optionally `expected` and `challenge`."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    id: Text | None = None
+    turns: list[TurnRow] = Field(min_length=1)
+    metadata: dict[str, Any] = {}
+
+    @field_validator("turns")
+    @classmethod
+    def _challenge_follows_answer(cls, turns: list[TurnRow]) -> list[TurnRow]:
+        if turns[0].challenge:
+            raise PydanticCustomError(
+                "challenge_first", "turn 0 is a challenge but there is no earlier answer to check"
+            )
+        return turns
+
+
+def parse_row(row: RawRow, kind: Kind, dataset: str) -> Item:
+    """The sample or session in `row`; ids default to `<dataset>-<number>`."""
+    if not isinstance(row.data, dict):
+        raise DataError(f"{row.where}: a row must be a JSON object, got {type(row.data).__name__}")
+    try:
+        return _to_session(row, dataset) if kind == "sessions" else _to_sample(row, dataset)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(error) for error in exc.errors())
+        raise DataError(f"{row.where}: {problems}") from None
+
+
+def _to_sample(row: RawRow, dataset: str) -> Sample:
+    parsed = QARow.model_validate(row.data)
+    return Sample(
+        id=parsed.id or f"{dataset}-{row.number}",
+        question=parsed.question,
+        answer=parsed.answer,
+        messages=[m.model_dump(exclude_unset=True) for m in parsed.messages or []] or None,
+        metadata={**(parsed.model_extra or {}), **parsed.metadata},
+    )
+
+
+def _to_session(row: RawRow, dataset: str) -> Session:
+    parsed = SessionRow.model_validate(row.data)
+    return Session(
+        id=parsed.id or f"{dataset}-{row.number}",
+        turns=[Turn(t.user, t.expected, t.challenge) for t in parsed.turns],
+        metadata={**(parsed.model_extra or {}), **parsed.metadata},
+    )
+
+
+def _describe(error: ErrorDetails) -> str:
+    """One pydantic error as "field 'turns[2].user' must be a string"."""
+    message = _PHRASES.get(error["type"], error["msg"].replace("Input should be", "must be"))
+    if not error["loc"]:
+        return message
+    return f"field '{_field_path(error['loc'])}' {message}"
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path

@@ -1,0 +1,147 @@
+"""Agent runners through the real proxy and the Agents SDK, against scripted mock workers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from agent_eval.agents import RunContext, Sampling, load_runner
+from agent_eval.agents.calculator import add, divide, multiply, subtract
+from agent_eval.agents.math_calculator import MathCalculatorAgent
+from agent_eval.errors import ConfigError
+from agent_eval.testing.replies import Reply, ToolCall
+from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
+
+QUESTION = SimpleNamespace(id="q1", question="A box holds 6 rows of 7 eggs. How many eggs?")
+
+
+@pytest.fixture
+def context(make_client: MakeClient) -> Callable[[str], RunContext]:
+    """A run context for session q1-0 with seed 11; its client closes after the test."""
+
+    def make(base_url: str) -> RunContext:
+        client = make_client(base_url, "q1-0")
+        return RunContext(
+            client, "mock-model", "q1-0", 11, Sampling(temperature=0.3, max_tokens=64)
+        )
+
+    return make
+
+
+def multiply_call(a: float, b: float) -> ToolCall:
+    return ToolCall("multiply", json.dumps({"a": a, "b": b}))
+
+
+def test_calculator_is_plain_arithmetic() -> None:
+    assert (add(2, 3), subtract(2, 3), multiply(2.5, 4), divide(7, 2)) == (5, -1, 10.0, 3.5)
+    assert divide(1, 0).startswith("error: division by zero")
+
+
+async def test_math_calculator_records_a_whole_trajectory(
+    start_workers: StartWorkers,
+    start_proxy: StartProxy,
+    tmp_path: Path,
+    context: Callable[[str], RunContext],
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply(tool_calls=[multiply_call(6, 7)]), Reply("6 rows of 7 is 42.\nAnswer: 42"))
+    base_url = await start_proxy([worker], record_dir=tmp_path)
+    trajectory = await MathCalculatorAgent().run(QUESTION, context(base_url))
+    worker.assert_script_used_up()
+    assert trajectory.error is None
+    assert trajectory.final_output.endswith("Answer: 42")
+    (call,) = trajectory.tool_calls
+    assert (call.name, json.loads(call.arguments), call.result) == (
+        "multiply",
+        {"a": 6, "b": 7},
+        "42.0",
+    )
+    assert len(trajectory.model_calls) == 2
+    assert all(c.latency_s > 0 and c.completion_tokens > 0 for c in trajectory.model_calls)
+    assert trajectory.prompt_tokens > 0
+    assert json.loads(json.dumps(trajectory.to_dict()))["tool_calls"][0]["name"] == "multiply"
+
+    recorded = tmp_path / "q1-0.jsonl"
+    await eventually(lambda: recorded.exists() and len(recorded.read_text().splitlines()) == 2)
+    first = json.loads(recorded.read_text().splitlines()[0])["request"]
+    assert (first["seed"], first["temperature"], first["max_tokens"]) == (11, 0.3, 64)
+    assert {t["function"]["name"] for t in first["tools"]} == {
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+    }
+
+
+async def test_endless_tool_calls_end_as_max_turns(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(*[Reply(tool_calls=[multiply_call(i, 2)]) for i in range(3)])
+    base_url = await start_proxy([worker])
+    trajectory = await MathCalculatorAgent(max_turns=2).run(QUESTION, context(base_url))
+    assert trajectory.final_output is None
+    assert trajectory.error.kind == "max_turns"
+
+
+async def test_unknown_tool_is_a_malformed_tool_call(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply(tool_calls=[ToolCall("sqrt", '{"x": 9}')]))
+    base_url = await start_proxy([worker])
+    trajectory = await MathCalculatorAgent().run(QUESTION, context(base_url))
+    assert trajectory.error.kind == "malformed_tool_call"
+    assert "sqrt" in trajectory.error.message
+
+
+async def test_upstream_failure_is_recorded_not_raised(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.error_status = 400
+    base_url = await start_proxy([worker])
+    trajectory = await MathCalculatorAgent().run(QUESTION, context(base_url))
+    assert trajectory.error.kind == "upstream"
+
+
+async def test_responses_api_mode(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply(tool_calls=[multiply_call(6, 7)]), Reply("Answer: 42"))
+    base_url = await start_proxy([worker])
+    trajectory = await MathCalculatorAgent(api="responses").run(QUESTION, context(base_url))
+    assert trajectory.error is None, trajectory.error
+    assert trajectory.final_output == "Answer: 42"
+    assert [c.name for c in trajectory.tool_calls] == ["multiply"]
+    assert worker.stats.requests["/v1/responses"] == 2
+
+
+class EchoRunner:
+    """A custom runner, as a user would write one."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
+
+    async def run(self, sample: object, ctx: RunContext) -> object:
+        return self.prefix
+
+
+def test_runners_load_by_name_path_and_say_what_exists() -> None:
+    assert isinstance(load_runner("math_calculator", max_turns=3), MathCalculatorAgent)
+    assert load_runner("tests.test_agents:EchoRunner", prefix="x").prefix == "x"
+    with pytest.raises(ConfigError, match="did you mean 'math_calculator'"):
+        load_runner("math_calculater")
+    with pytest.raises(ConfigError, match=r"cannot load agent 'tests\.test_agents:Nope'"):
+        load_runner("tests.test_agents:Nope")
+    with pytest.raises(ConfigError, match=r"has no `async run\(sample, ctx\)` method"):
+        load_runner("tests.test_agents:context_free_thing")
+
+
+class context_free_thing:
+    """Not a runner: no run method."""

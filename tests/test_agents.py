@@ -12,6 +12,7 @@ import pytest
 from agent_eval.agents import RunContext, Sampling, load_runner
 from agent_eval.agents.calculator import add, divide, multiply, subtract
 from agent_eval.agents.math_calculator import MathCalculatorAgent
+from agent_eval.data import Session, Turn
 from agent_eval.errors import ConfigError
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
@@ -145,3 +146,50 @@ def test_runners_load_by_name_path_and_say_what_exists() -> None:
 
 class context_free_thing:
     """Not a runner: no run method."""
+
+
+SESSION = Session(
+    "s1",
+    [
+        Turn("What is 2 + 3?", "5"),
+        Turn("Now double it.", "10"),
+        Turn("Are you sure? Check again.", challenge=True),
+    ],
+)
+
+
+async def test_multi_turn_chat_sends_the_whole_history_each_turn(
+    start_workers: StartWorkers,
+    start_proxy: StartProxy,
+    tmp_path: Path,
+    context: Callable[[str], RunContext],
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply("Answer: 5"), Reply("Answer: 10"), Reply("Yes.\nAnswer: 10"))
+    base_url = await start_proxy([worker], record_dir=tmp_path)
+    trajectory = await load_runner("multi_turn_chat").run(SESSION, context(base_url))
+    assert trajectory.error is None
+    assert trajectory.turn_outputs == ["Answer: 5", "Answer: 10", "Yes.\nAnswer: 10"]
+    assert trajectory.final_output == "Yes.\nAnswer: 10"
+    recorded = tmp_path / "q1-0.jsonl"
+    await eventually(lambda: recorded.exists() and len(recorded.read_text().splitlines()) == 3)
+    last = json.loads(recorded.read_text().splitlines()[-1])["request"]["messages"]
+    said = [(m["role"], m["content"]) for m in last if m["role"] in ("user", "assistant")]
+    assert said == [
+        ("user", "What is 2 + 3?"), ("assistant", "Answer: 5"),
+        ("user", "Now double it."), ("assistant", "Answer: 10"),
+        ("user", "Are you sure? Check again."),
+    ]  # fmt: skip
+    assert SESSION.expected_answers() == ["5", "10", "10"]
+
+
+async def test_multi_turn_failure_leaves_later_turns_unanswered(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply("Answer: 5"), Reply(tool_calls=[ToolCall("sqrt", '{"x": 100}')]))
+    base_url = await start_proxy([worker])
+    trajectory = await load_runner("multi_turn_chat", tools=True).run(SESSION, context(base_url))
+    assert trajectory.turn_outputs == ["Answer: 5", None, None]
+    assert trajectory.error.kind == "malformed_tool_call"
+    worker.assert_script_used_up()

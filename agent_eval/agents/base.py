@@ -16,6 +16,7 @@ from agent_eval.errors import ConfigError
 ENTRY_POINT_GROUP = "agent_eval.agents"
 BUILT_IN = {
     "math_calculator": "agent_eval.agents.math_calculator:MathCalculatorAgent",
+    "multi_turn_chat": "agent_eval.agents.multi_turn_chat:MultiTurnChatAgent",
 }
 
 

@@ -17,8 +17,8 @@ from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajec
 class ModelCallTimer(RunHooks[Any]):
     """Times every model call of a run and keeps its token usage."""
 
-    def __init__(self) -> None:
-        self.calls: list[ModelCallRecord] = []
+    def __init__(self, calls: list[ModelCallRecord]) -> None:
+        self.calls = calls
         self._started = 0.0
 
     async def on_llm_start(

@@ -1,0 +1,62 @@
+"""The OpenAI Agents SDK set up alike for every runner: proxy client, sampling, no tracing."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import openai
+from agents import (
+    Agent,
+    AgentsException,
+    FunctionTool,
+    ModelSettings,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    RunConfig,
+    Runner,
+    RunResult,
+)
+
+from agent_eval.agents.base import RunContext
+from agent_eval.agents.recording import ModelCallTimer, classify, partial_items, tool_calls
+from agent_eval.agents.trajectory import Trajectory
+
+Api = Literal["chat_completions", "responses"]
+
+
+def sdk_agent(
+    name: str, instructions: str, tools: list[FunctionTool], ctx: RunContext, api: Api
+) -> Agent[Any]:
+    """An agent on the proxy's client; Chat Completions unless `api` says responses."""
+    model_class = OpenAIResponsesModel if api == "responses" else OpenAIChatCompletionsModel
+    settings = ModelSettings(
+        temperature=ctx.sampling.temperature,
+        top_p=ctx.sampling.top_p,
+        max_tokens=ctx.sampling.max_tokens,
+        extra_body={"seed": ctx.seed},
+    )
+    return Agent(
+        name=name,
+        instructions=instructions,
+        tools=tools,
+        model=model_class(model=ctx.model, openai_client=ctx.client),
+        model_settings=settings,
+    )
+
+
+async def play(
+    agent: Agent[Any], given: str | list[Any], max_turns: int, trajectory: Trajectory
+) -> RunResult | None:
+    """Run the agent once, adding its calls to the trajectory; None (and the error) if it failed."""
+    timer = ModelCallTimer(trajectory.model_calls)
+    try:
+        result = await Runner.run(
+            agent, given, max_turns=max_turns, hooks=timer,
+            run_config=RunConfig(tracing_disabled=True),
+        )  # fmt: skip
+    except (AgentsException, openai.APIError, TimeoutError) as exc:
+        trajectory.error = classify(exc)
+        trajectory.tool_calls += tool_calls(partial_items(exc))
+        return None
+    trajectory.tool_calls += tool_calls(result.new_items)
+    return result

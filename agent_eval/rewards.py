@@ -309,7 +309,7 @@ class RewardScorer:
         job, generation = submitted
         try:
             return await asyncio.wait_for(asyncio.wrap_future(job), self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning(
                 "scoring took over %.1f s; restarting the reward workers (prediction %r)",
                 self._timeout,

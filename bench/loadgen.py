@@ -84,7 +84,7 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, stream: bo
     try:
         async with session.post(url, data=body) as response:
             payload = await response.read()
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         return f"{type(exc).__name__}: {exc}"
     if response.status != 200:
         return f"HTTP {response.status}: {payload[:120].decode(errors='replace')}"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class BreakerState(str, Enum):
+class BreakerState(StrEnum):
     """Closed lets traffic through, open stops it, half-open lets one trial through."""
 
     CLOSED = "closed"

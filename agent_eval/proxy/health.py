@@ -92,7 +92,7 @@ class HealthChecker:
                 return None, f"{path} answered {resp.status}"
         except aiohttp.ClientConnectorError as exc:
             return None, f"cannot connect ({os_reason(exc.os_error)})"
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return None, f"{path} failed: {type(exc).__name__} {exc}".strip()
 
     async def _loop(self) -> None:

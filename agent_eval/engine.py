@@ -1,0 +1,197 @@
+"""Run every (sample, attempt) through a runner, score it, and stream the results to disk."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from openai import AsyncOpenAI
+
+from agent_eval.agents.base import AgentRunner, RunContext, Sampling
+from agent_eval.agents.trajectory import Trajectory, TrajectoryError
+from agent_eval.data import Item, Session
+from agent_eval.metrics import AttemptScore, Summary, summarize
+from agent_eval.results import SUMMARY, RunDirectory
+from agent_eval.rewards import RewardScorer, gsm8k_gold
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How many attempts, how many at once, and what every attempt shares."""
+
+    model: str
+    n_samples: int = 1
+    concurrency: int = 16
+    seed: int = 0
+    attempt_timeout: float = 600.0
+    sampling: Sampling = field(default_factory=Sampling)
+    ks: tuple[int, ...] = (1,)
+
+
+@dataclass
+class Progress:
+    """What the live view shows after each finished attempt."""
+
+    done: int = 0
+    total: int = 0
+    correct: int = 0
+    tokens: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+def attempt_seed(run_seed: int, sample_id: str, attempt: int) -> int:
+    """A per-attempt seed that depends only on the run seed, the sample and the attempt."""
+    digest = hashlib.blake2b(f"{run_seed}:{sample_id}:{attempt}".encode(), digest_size=4)
+    return int.from_bytes(digest.digest(), "big")
+
+
+class Engine:
+    """Bounded concurrency over a stream of attempts; memory stays flat with run size."""
+
+    def __init__(
+        self,
+        runner: AgentRunner,
+        scorer: RewardScorer,
+        client: AsyncOpenAI,
+        config: EngineConfig,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.runner, self.scorer, self.client, self.config = runner, scorer, client, config
+        self.on_progress = on_progress
+        self.progress = Progress()
+
+    async def run(
+        self, items: Iterable[Item], run_dir: RunDirectory, total: int | None = None
+    ) -> Summary:
+        """Play every attempt not already in `run_dir`, then summarise the whole directory."""
+        started = time.monotonic()
+        done = await asyncio.to_thread(run_dir.prepare)
+        self.progress.total = (total or 0) * self.config.n_samples
+        self.progress.done = len(done)
+        pending = (pair for pair in self._attempts(items) if (pair[0].id, pair[1]) not in done)
+        # A task group: if one worker fails (or the run is cancelled), the others stop too.
+        async with asyncio.TaskGroup() as group:
+            for _ in range(self.config.concurrency):
+                group.create_task(self._work(pending, run_dir))
+        summary = await asyncio.to_thread(self._summarize, run_dir, time.monotonic() - started)
+        await asyncio.to_thread(run_dir.write_json, SUMMARY, summary.to_dict())
+        return summary
+
+    def _attempts(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
+        for item in items:
+            for attempt in range(self.config.n_samples):
+                yield item, attempt
+
+    async def _work(self, pending: Iterator[tuple[Item, int]], run_dir: RunDirectory) -> None:
+        # The shared iterator hands each attempt to exactly one of the concurrent workers.
+        for item, attempt in pending:
+            record = await self._attempt(item, attempt)
+            await run_dir.append(record)
+            self._advance(record)
+
+    async def _attempt(self, item: Item, attempt: int) -> dict[str, Any]:
+        session_id = f"{item.id}-{attempt}"
+        seed = attempt_seed(self.config.seed, item.id, attempt)
+        client = self.client.with_options(default_headers={"X-Session-ID": session_id})
+        ctx = RunContext(client, self.config.model, session_id, seed, self.config.sampling)
+        started = time.monotonic()
+        try:
+            trajectory = await asyncio.wait_for(
+                self.runner.run(item, ctx), self.config.attempt_timeout
+            )
+        except TimeoutError:
+            message = f"the attempt took longer than {self.config.attempt_timeout:g} s"
+            trajectory = Trajectory(error=TrajectoryError("timeout", message))
+        except Exception as exc:  # a runner's bug is recorded on its attempt; the run goes on
+            message = f"{type(exc).__name__}: {exc}"
+            trajectory = Trajectory(error=TrajectoryError("runner_error", message))
+        latency = time.monotonic() - started
+        scores = await self._score(item, trajectory)
+        return _record(item, attempt, seed, session_id, trajectory, scores, latency)
+
+    async def _score(
+        self, item: Item, trajectory: Trajectory
+    ) -> list[tuple[float, bool, str | None]]:
+        """(reward, correct, parsed answer) per scored output: one, or one per turn."""
+        if isinstance(item, Session):
+            pairs = list(zip(trajectory.turn_outputs, item.expected_answers(), strict=False))
+            pairs += [(None, e) for e in item.expected_answers()[len(pairs) :]]
+        else:
+            pairs = [(trajectory.final_output, _gold(item.answer))]
+        return [await self._score_one(output, gold) for output, gold in pairs]
+
+    async def _score_one(
+        self, output: str | None, gold: str | None
+    ) -> tuple[float, bool, str | None]:
+        if output is None or gold is None:
+            return 0.0, False, None
+        result = await self.scorer.score(output, gold)
+        return result.reward, result.correct, result.parsed
+
+    def _advance(self, record: dict[str, Any]) -> None:
+        progress = self.progress
+        progress.done += 1
+        progress.correct += int(record["correct"])
+        progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
+        if record["error"]:
+            progress.errors[record["error"]["kind"]] += 1
+        if self.on_progress is not None:
+            self.on_progress(progress)
+
+    def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
+        scores = (_attempt_score(record) for record in run_dir.records())
+        return summarize(scores, wall_time, self.config.ks)
+
+
+def _gold(answer: str | None) -> str | None:
+    if answer is None:
+        return None
+    return gsm8k_gold(answer) if "####" in answer else answer.strip()
+
+
+def _record(
+    item: Item,
+    attempt: int,
+    seed: int,
+    session_id: str,
+    trajectory: Trajectory,
+    scores: list[tuple[float, bool, str | None]],
+    latency: float,
+) -> dict[str, Any]:
+    rewards = [reward for reward, _, _ in scores]
+    return {
+        "sample_id": item.id,
+        "attempt": attempt,
+        "seed": seed,
+        "session_id": session_id,
+        "reward": sum(rewards) / len(rewards) if rewards else 0.0,
+        "correct": bool(scores) and all(correct for _, correct, _ in scores),
+        "answer": scores[-1][2] if scores else None,
+        "turn_rewards": rewards if isinstance(item, Session) else None,
+        "latency_s": round(latency, 6),
+        "prompt_tokens": trajectory.prompt_tokens,
+        "completion_tokens": trajectory.completion_tokens,
+        "error": trajectory.to_dict()["error"],
+        "trajectory": trajectory.to_dict(),
+    }
+
+
+def _attempt_score(record: dict[str, Any]) -> AttemptScore:
+    error = record["error"]
+    return AttemptScore(
+        sample_id=record["sample_id"],
+        attempt=record["attempt"],
+        reward=record["reward"],
+        correct=record["correct"],
+        answer=record["answer"],
+        error_kind=error["kind"] if error else None,
+        latency_s=record["latency_s"],
+        prompt_tokens=record["prompt_tokens"],
+        completion_tokens=record["completion_tokens"],
+        turn_rewards=record["turn_rewards"],
+    )

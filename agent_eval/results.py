@@ -1,0 +1,69 @@
+"""The run directory: samples.jsonl appended per finished attempt, summary and config beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+log = logging.getLogger(__name__)
+
+SAMPLES = "samples.jsonl"
+SUMMARY = "summary.json"
+
+
+class RunDirectory:
+    """One run's files; each append is flushed, so a crash loses only the attempts in flight."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.samples = path / SAMPLES
+
+    def prepare(self) -> set[tuple[str, int]]:
+        """Create the folder; return the (sample id, attempt) pairs already done, for resuming."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._drop_torn_last_line()
+        return {(r["sample_id"], r["attempt"]) for r in self.records()}
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every finished attempt, streamed from disk."""
+        if not self.samples.exists():
+            return
+        with self.samples.open("rb") as handle:
+            for line in handle:
+                if line.strip():
+                    yield orjson.loads(line)
+
+    async def append(self, record: dict[str, Any]) -> None:
+        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        await asyncio.to_thread(self._write, line)
+
+    def write_json(self, name: str, data: Any) -> Path:
+        """Write a whole JSON file atomically: never half a summary on disk."""
+        target = self.path / name
+        partial = target.with_suffix(target.suffix + ".partial")
+        partial.write_text(json.dumps(data, indent=2, sort_keys=True, allow_nan=False))
+        os.replace(partial, target)
+        return target
+
+    def _write(self, line: bytes) -> None:
+        with self.samples.open("ab") as handle:
+            handle.write(line)
+            handle.flush()
+
+    def _drop_torn_last_line(self) -> None:
+        """A crash mid-write can leave a partial last line; cut it so the file parses."""
+        if not self.samples.exists():
+            return
+        data = self.samples.read_bytes()
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            log.warning("dropping a torn last line from %s", self.samples)
+            with self.samples.open("r+b") as handle:
+                handle.truncate(keep)

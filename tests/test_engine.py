@@ -1,0 +1,159 @@
+"""The engine: every attempt played, scored, streamed to disk, resumable, summarised exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+
+from agent_eval.agents import RunContext, Trajectory
+from agent_eval.data import Session, load_dataset
+from agent_eval.engine import Engine, EngineConfig, Progress, attempt_seed
+from agent_eval.results import RunDirectory
+from agent_eval.rewards import RewardScorer, gsm8k_gold
+
+WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}
+
+
+class KnownAnswers:
+    """Answers every sample right except the ones listed, and the first attempt of odd lines."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.seeds: dict[tuple[str, str], int] = {}
+
+    async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.seeds[(sample.id, ctx.session_id)] = ctx.seed
+        await asyncio.sleep(self.delay)
+        self.in_flight -= 1
+        if isinstance(sample, Session):
+            return Trajectory(
+                turn_outputs=[f"Answer: {e}" for e in sample.expected_answers()[:-1]] + ["no idea"]
+            )
+        gold = gsm8k_gold(sample.answer)
+        return Trajectory(final_output=f"Answer: {int(gold) + 1 if sample.id in WRONG else gold}")
+
+
+@pytest.fixture
+async def scorer() -> AsyncIterator[RewardScorer]:
+    async with RewardScorer(max_workers=2) as pool:
+        yield pool
+
+
+@pytest.fixture
+def client() -> AsyncOpenAI:
+    return AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused")
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
+
+
+async def run(runner: Any, scorer: RewardScorer, client: AsyncOpenAI, path: Path, **settings: Any):
+    items = list(load_dataset(settings.pop("dataset", "gsm8k_mini")))
+    config = EngineConfig(model="m", **{"n_samples": 2, "concurrency": 4, "ks": (1, 2), **settings})
+    engine = Engine(runner, scorer, client, config)
+    return engine, await engine.run(items, RunDirectory(path), total=len(items))
+
+
+async def test_every_attempt_is_played_scored_and_summarised(
+    scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    runner = KnownAnswers(delay=0.01)
+    engine, summary = await run(runner, scorer, client, tmp_path)
+    records = lines(tmp_path)
+    assert len(records) == 72 and len({(r["sample_id"], r["attempt"]) for r in records}) == 72
+    assert sum(r["correct"] for r in records) == 66
+    data = summary.to_dict()
+    assert data["accuracy"]["value"] == pytest.approx(66 / 72)
+    assert json.loads((tmp_path / "summary.json").read_text())["accuracy"] == data["accuracy"]
+    assert runner.most_in_flight <= 4
+    assert engine.progress.done == 72 and engine.progress.correct == 66
+    first = next(r for r in records if r["sample_id"] == "gsm8k_mini-1" and r["attempt"] == 1)
+    assert (
+        first["seed"]
+        == attempt_seed(0, "gsm8k_mini-1", 1)
+        == runner.seeds[("gsm8k_mini-1", "gsm8k_mini-1-1")]
+    )
+    assert (
+        first["answer"] == gsm8k_gold(next(load_dataset("gsm8k_mini")).answer)
+        or first["sample_id"] != "gsm8k_mini-1"
+    )
+
+
+async def test_resume_finishes_the_run_with_the_same_summary(
+    scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    _, whole = await run(KnownAnswers(), scorer, client, tmp_path / "whole")
+
+    def stop_after_ten(progress: Progress) -> None:
+        if progress.done == 10:
+            interrupted.cancel()  # as Ctrl-C does, mid-run
+
+    items = list(load_dataset("gsm8k_mini"))
+    config = EngineConfig(model="m", n_samples=2, concurrency=4, ks=(1, 2))
+    broken = Engine(KnownAnswers(delay=0.01), scorer, client, config, on_progress=stop_after_ten)
+    interrupted = asyncio.create_task(broken.run(items, RunDirectory(tmp_path / "resumed")))
+    with pytest.raises(asyncio.CancelledError):
+        await interrupted
+    kept = len(lines(tmp_path / "resumed"))
+    assert 10 <= kept < 72
+    with (tmp_path / "resumed" / "samples.jsonl").open("a") as handle:
+        handle.write('{"sample_id": "torn')  # a write the crash cut short
+    resumed_runner = KnownAnswers()
+    _, resumed = await run(resumed_runner, scorer, client, tmp_path / "resumed")
+    assert len(resumed_runner.seeds) == 72 - kept, "done attempts were played again"
+    assert len(lines(tmp_path / "resumed")) == 72
+    for key in ("accuracy", "pass_at_k", "pass_hat_k", "maj_at_k"):
+        assert resumed.to_dict()[key] == whole.to_dict()[key]
+
+
+class Troubled:
+    """Hangs on one sample, crashes on another."""
+
+    async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
+        if sample.id == "gsm8k_mini-1":
+            await asyncio.sleep(30)
+        if sample.id == "gsm8k_mini-2":
+            raise RuntimeError("bug in a custom runner")
+        return Trajectory(final_output=f"Answer: {gsm8k_gold(sample.answer)}")
+
+
+async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
+    scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    engine, _ = await run(
+        Troubled(), scorer, client, tmp_path, n_samples=1, attempt_timeout=0.5, ks=(1,)
+    )
+    records = {r["sample_id"]: r for r in lines(tmp_path)}
+    assert records["gsm8k_mini-1"]["error"]["kind"] == "timeout"
+    assert records["gsm8k_mini-2"]["error"] == {
+        "kind": "runner_error",
+        "message": "RuntimeError: bug in a custom runner",
+    }
+    assert sum(r["correct"] for r in records.values()) == 34
+    assert engine.progress.errors == {"timeout": 1, "runner_error": 1}
+
+
+async def test_sessions_are_scored_per_turn(
+    scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    _, summary = await run(
+        KnownAnswers(), scorer, client, tmp_path, dataset="sessions_mini", n_samples=1, ks=(1,)
+    )
+    records = lines(tmp_path)
+    assert len(records) == 12
+    for record in records:
+        *good, last = record["turn_rewards"]
+        assert all(r == 1.0 for r in good) and last == 0.0
+        assert record["correct"] is False
+    assert summary.to_dict()["accuracy"]["value"] == 0.0

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from agent_eval.agents import RunContext, Trajectory
+from agent_eval.agents import RunContext, Trajectory, load_runner
 from agent_eval.data import Session, load_dataset
 from agent_eval.engine import Engine, EngineConfig, Progress, attempt_seed
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
+from tests.conftest import StartProxy, StartWorkers, eventually
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}
 
@@ -157,3 +158,25 @@ async def test_sessions_are_scored_per_turn(
         assert all(r == 1.0 for r in good) and last == 0.0
         assert record["correct"] is False
     assert summary.to_dict()["accuracy"]["value"] == 0.0
+
+
+async def test_math_calculator_through_the_proxy_end_to_end(
+    scorer: RewardScorer, start_workers: StartWorkers, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    workers = await start_workers(2)
+    base_url = await start_proxy(workers, record_dir=tmp_path / "recorded")
+    items = list(load_dataset("gsm8k_mini", limit=6))
+    config = EngineConfig(model="mock-model", n_samples=2, concurrency=4, seed=5)
+    async with AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as proxy_client:
+        engine = Engine(load_runner("math_calculator"), scorer, proxy_client, config)
+        summary = await engine.run(items, RunDirectory(tmp_path / "run"), total=len(items))
+    records = lines(tmp_path / "run")
+    assert len(records) == 12 and all(r["error"] is None for r in records)
+    assert all(r["completion_tokens"] > 0 and r["trajectory"]["final_output"] for r in records)
+    assert summary.to_dict()["accuracy"]["n"] == 12
+    recorded = tmp_path / "recorded" / "gsm8k_mini-1-1.jsonl"
+    await eventually(recorded.exists)
+    request = json.loads(recorded.read_text().splitlines()[0])["request"]
+    assert request["seed"] == attempt_seed(5, "gsm8k_mini-1", 1)
+    by_worker = [w.stats.generation_requests for w in workers]
+    assert sum(by_worker) == 12 and min(by_worker) > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -109,3 +110,12 @@ async def eventually(
         if loop.time() > deadline:
             raise AssertionError(why() or "condition never held")
         await asyncio.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

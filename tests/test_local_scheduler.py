@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
@@ -20,17 +19,9 @@ from agent_eval.errors import ConfigError
 from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import eventually
+from tests.conftest import alive, eventually
 
 MOCKS = Allocation("mock", dp=2)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_starts_answers_and_stops_with_nothing_left(tmp_path: Path) -> None:

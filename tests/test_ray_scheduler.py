@@ -39,7 +39,7 @@ from agent_eval.schedulers.ray import (
     placement_problem,
 )
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import eventually
+from tests.conftest import alive, eventually
 
 MOCKS = Allocation("mock", dp=2)
 RAY_CLI = str(Path(sys.executable).parent / "ray")
@@ -49,14 +49,6 @@ class GPUMockBackend(MockBackend):
     """Mock workers that ask for GPUs, as SGLang would."""
 
     needs_gpus = True
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def parent_of(pid: int) -> int:

@@ -194,10 +194,10 @@ def serve(
     }
     proxy = guarded(ctx, validated, ProxyConfig, fields)
     if backend is None:
-        guarded(ctx, run_until_signalled, serve_forever(proxy, _announcer(proxy)))
+        guarded(ctx, run_until_signalled, serve_forever(proxy, announce))
         return
     launch = guarded(ctx, launch_config, backend, model, scheduler, endpoint, overrides)
-    main = serve_over_workers(launch, proxy, _run_dir(run_dir), _announcer(proxy), WaitReporter())
+    main = serve_over_workers(launch, proxy, _run_dir(run_dir), announce, WaitReporter())
     guarded(ctx, run_until_signalled, main)
 
 
@@ -260,18 +260,16 @@ class WaitReporter:
             err_console.print(f"[dim]{reason}[/]", highlight=False)
 
 
-def _announcer(config: ProxyConfig) -> Callable[[str], None]:
-    def on_ready(base_url: str) -> None:
-        console.print(
-            f"[bold green]agent-eval proxy[/] listening at [bold]{base_url}[/]", soft_wrap=True
-        )
-        for url in config.endpoints:
-            console.print(f"  worker {url}", soft_wrap=True)
-        if not config.endpoints:
-            console.print("  no workers yet: add one with POST /workers")
-        console.print("Ctrl-C stops it.")
-
-    return on_ready
+def announce(base_url: str, config: ProxyConfig) -> None:
+    """The proxy's address and its workers, once it listens."""
+    console.print(
+        f"[bold green]agent-eval proxy[/] listening at [bold]{base_url}[/]", soft_wrap=True
+    )
+    for url in config.endpoints:
+        console.print(f"  worker {url}", soft_wrap=True)
+    if not config.endpoints:
+        console.print("  no workers yet: add one with POST /workers")
+    console.print("Ctrl-C stops it.")
 
 
 def validated(model: type[BaseModel], fields: dict[str, Any]) -> Any:

@@ -101,7 +101,7 @@ async def serve_over_workers(
     config: LaunchConfig,
     proxy: ProxyConfig,
     run_dir: Path,
-    on_ready: Callable[[str], None],
+    on_ready: Callable[[str, ProxyConfig], None],
     on_wait: Callable[[str], None] | None = None,
 ) -> None:
     """Launch workers, then serve the proxy in front of them until cancelled."""

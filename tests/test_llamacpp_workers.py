@@ -91,6 +91,8 @@ async def test_serve_with_llamacpp_backend_serves_tool_calls_then_cleans_up(tmp_
     try:
         line = (await asyncio.wait_for(process.stdout.readline(), 240)).decode()
         base_url = re.search(r"http://127\.0\.0\.1:\d+/v1", line).group(0)
+        announced = [(await process.stdout.readline()).decode().split() for _ in range(2)]
+        assert [words[0] for words in announced] == ["worker", "worker"], announced
         await wait_ready(base_url, 2)
         for _ in range(2):
             assert set(await ask_for_a_tool_call(base_url)) == {"a", "b"}

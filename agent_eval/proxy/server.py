@@ -39,13 +39,13 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def serve_forever(config: ProxyConfig, on_ready: Callable[[str], None]) -> None:
-    """Serve until cancelled; `on_ready` gets the base URL once bound."""
+async def serve_forever(config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None]) -> None:
+    """Serve until cancelled; `on_ready` gets the base URL and the config once bound."""
     async with running_proxy(config) as base_url:
         # Everything built so far lives as long as the process: keep it out of the
         # collector, whose full passes over it otherwise stall the event loop ~50 ms.
         gc.freeze()
-        on_ready(base_url)
+        on_ready(base_url, config)
         await forever()
 
 

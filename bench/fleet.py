@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -127,10 +126,3 @@ def wait_for_ok(proc: Proc, url: str, timeout: float) -> None:
             pass
         time.sleep(0.1)
     raise FleetError(f"{proc.name}: {url} did not answer 200 in {timeout:.0f} s")
-
-
-def free_port() -> int:
-    """A port free right now on loopback (the OS may hand it out again later)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

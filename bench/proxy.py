@@ -21,10 +21,12 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import NoReturn
 
-from fleet import BenchError, Fleet, Proc, free_port, wait_for_line, wait_for_ok
+from fleet import BenchError, Fleet, Proc, wait_for_line, wait_for_ok
 from loadgen import LoadResult
 from report import Mode, Run, combine, render
 from rich.console import Console
+
+from agent_eval.schedulers.local import free_port
 
 READY_WORKER = re.compile(r"READY (http://\S+)")
 READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
@@ -60,7 +62,7 @@ def start_proxy(fleet: Fleet, urls: list[str]) -> Proc:
 
 def start_router(fleet: Fleet, urls: list[str]) -> tuple[Proc, str]:
     """sglang-router on a free port; HF_ENDPOINT points at a closed port so no hub is asked."""
-    port, metrics_port = free_port(), free_port()
+    port, metrics_port = free_port("127.0.0.1"), free_port("127.0.0.1")
     argv = [
         sys.executable,
         "-m",

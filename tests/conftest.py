@@ -119,3 +119,12 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def answers(url: str, path: str = "/health") -> bool:
+    """Whether a server answers 200 on `path`; False when nothing listens."""
+    try:
+        async with aiohttp.ClientSession() as http, http.get(url + path) as response:
+            return response.status == 200
+    except aiohttp.ClientError:
+        return False

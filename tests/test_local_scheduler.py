@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from agent_eval.allocation import Allocation
@@ -19,7 +18,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import alive, eventually
+from tests.conftest import alive, answers, eventually
 
 MOCKS = Allocation("mock", dp=2)
 
@@ -30,10 +29,7 @@ async def test_starts_answers_and_stops_with_nothing_left(tmp_path: Path) -> Non
         workers = await scheduler.launch(MockBackend(), WorkerConfig(), MOCKS)
         await scheduler.wait_ready(timeout=30)
         pids = scheduler.pids
-        async with aiohttp.ClientSession() as http:
-            for worker in workers:
-                async with http.get(worker.url + "/v1/models") as response:
-                    assert response.status == 200
+        assert all([await answers(w.url, "/v1/models") for w in workers])
         assert len({w.port for w in workers}) == 2
         assert all(w.log.parent == tmp_path / "workers" for w in workers)
     assert not any(alive(pid) for pid in pids)

@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 import ray
 
@@ -39,7 +38,7 @@ from agent_eval.schedulers.ray import (
     placement_problem,
 )
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import alive, eventually
+from tests.conftest import alive, answers, eventually
 
 MOCKS = Allocation("mock", dp=2)
 RAY_CLI = str(Path(sys.executable).parent / "ray")
@@ -122,10 +121,7 @@ async def test_starts_answers_and_stops_with_nothing_left(
         assert ray.is_initialized()
         await scheduler.wait_ready(timeout=60)
         pids = scheduler.pids
-        async with aiohttp.ClientSession() as http:
-            for worker in workers:
-                async with http.get(worker.url + "/v1/models") as response:
-                    assert response.status == 200
+        assert all([await answers(w.url, "/v1/models") for w in workers])
         assert all(w.host == ray.util.get_node_ip_address() for w in workers)
         assert all(w.log.parent == tmp_path / "workers" for w in workers)
         assert all(alive(pid) for pid in pids)

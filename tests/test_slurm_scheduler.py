@@ -8,7 +8,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from agent_eval.allocation import Allocation
@@ -18,7 +17,7 @@ from agent_eval.schedulers.config import SlurmConfig
 from agent_eval.schedulers.errors import WorkerFailedError
 from agent_eval.schedulers.slurm import SlurmScheduler
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import eventually
+from tests.conftest import answers, eventually
 
 
 def _slurm_ready() -> bool:
@@ -43,26 +42,18 @@ def scheduler(tmp_path: Path, **settings: object) -> SlurmScheduler:
     return SlurmScheduler(tmp_path, FAST.model_copy(update=settings), host="127.0.0.1")
 
 
-async def reachable(url: str) -> bool:
-    try:
-        async with aiohttp.ClientSession() as http, http.get(url + "/health") as response:
-            return response.status == 200
-    except aiohttp.ClientError:
-        return False
-
-
 async def test_submits_reaches_and_cancels_workers(tmp_path: Path) -> None:
     slurm = scheduler(tmp_path)
     waits: list[str] = []
     async with slurm:
         workers = await slurm.launch(MockBackend(), WorkerConfig(), Allocation("mock", dp=2))
         await slurm.wait_ready(timeout=90, on_wait=waits.append)
-        assert all([await reachable(w.url) for w in workers])
+        assert all([await answers(w.url) for w in workers])
         assert len({w.port for w in workers}) == 2
         assert any(f"Slurm job {slurm.job_id}" in w for w in waits)
     state, _ = await slurm._job_state()
     assert state in ("CANCELLED", "")
-    await eventually(lambda: _none_reachable(workers), timeout=30)
+    await eventually(lambda: _none_answers(workers), timeout=30)
     assert "#SBATCH --ntasks=2" in (tmp_path / "workers" / "job.sbatch").read_text()
 
 
@@ -92,5 +83,5 @@ async def test_request_beyond_the_cluster_is_refused_at_submission(tmp_path: Pat
     assert slurm.job_id is None
 
 
-async def _none_reachable(workers: list) -> bool:
-    return not any([await reachable(w.url) for w in workers])
+async def _none_answers(workers: list) -> bool:
+    return not any([await answers(w.url) for w in workers])

@@ -42,7 +42,14 @@ class RunDirectory:
 
     async def append(self, record: dict[str, Any]) -> None:
         line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        await asyncio.to_thread(self._write, line)
+        write = asyncio.ensure_future(asyncio.to_thread(self._write, line))
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            # The thread writes on regardless: wait for it, so a resume that starts right
+            # after a cancellation sees this attempt as done and does not play it again.
+            await write
+            raise
 
     def write_json(self, name: str, data: Any) -> Path:
         """Write a whole JSON file atomically: never half a summary on disk."""

@@ -60,12 +60,13 @@ def make_client(stack: AsyncExitStack) -> MakeClient:
 
 @pytest.fixture
 def start_proxy(stack: AsyncExitStack) -> StartProxy:
-    """Start a proxy (free port) over the given workers; returns its base URL ending in /v1."""
+    """Start a proxy (free port) over the given workers or URLs; returns its base URL (/v1)."""
 
-    async def start(workers: list[MockWorker], **settings: Any) -> str:
+    async def start(workers: list[MockWorker] | list[str], **settings: Any) -> str:
         settings.setdefault("health", FAST_HEALTH)
         settings.setdefault("retry", {"backoff_base": 0.001, "backoff_max": 0.01})
-        config = ProxyConfig(endpoints=[w.url for w in workers], port=0, **settings)
+        urls = [w if isinstance(w, str) else w.url for w in workers]
+        config = ProxyConfig(endpoints=urls, port=0, **settings)
         base_url = await stack.enter_async_context(running_proxy(config))
         await wait_ready(base_url, len(workers))
         return base_url

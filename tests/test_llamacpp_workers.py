@@ -57,7 +57,9 @@ def servers_on(ports: set[int]) -> list[int]:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"llama_cpp.server" in args and any(str(p).encode() in args for p in ports):
+        if b"agent_eval.backends.llamacpp_server" in args and any(
+            str(p).encode() in args for p in ports
+        ):
             found.append(int(cmdline.parent.name))
     return found
 

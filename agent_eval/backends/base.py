@@ -40,7 +40,9 @@ class WorkerConfig(BaseModel):
     )
     container_runtime: Literal["apptainer", "singularity"] = "apptainer"
     threads: int | None = Field(None, ge=1, description="CPU threads per worker (llamacpp).")
-    chat_format: str = Field("chatml-function-calling", description="llama.cpp chat format.")
+    chat_format: str = Field(
+        "chatml-tools", description="llama.cpp chat format (chatml-tools: OpenAI tool calls)."
+    )
     startup_timeout: float = Field(1800.0, gt=0, description="Seconds a worker may take to start.")
     base_port: int | None = Field(
         None, ge=1, le=65535, description="Local scheduler: worker i listens on base_port + i."

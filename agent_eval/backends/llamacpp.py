@@ -50,13 +50,15 @@ class LlamaCpp(Backend):
     ) -> WorkerCommand:
         threads = config.threads or max(1, (os.cpu_count() or 1) // allocation.dp)
         program = [
-            "python", "-m", "llama_cpp.server",
+            "python", "-m", "agent_eval.backends.llamacpp_server",
             "--model", str(config.model or embedded_model()),
             "--model_alias", self.served_name(config),
             "--chat_format", config.chat_format,
             "--host", host,
             "--port", str(port),
             "--n_threads", str(threads),
+            # A new request must queue behind a stream, not cut it off.
+            "--interrupt_requests", "False",
         ]  # fmt: skip
         program += optional_flags({"--n_ctx": config.context_length, "--seed": config.seed})
         argv = launcher(config, [*program, *config.extra_args], gpus=False)

@@ -1,0 +1,99 @@
+"""The llama.cpp worker program: llama-cpp-python's server with `chatml-tools` and OpenAI messages.
+
+Run as `python -m agent_eval.backends.llamacpp_server` with llama-cpp-python's server flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+import uvicorn
+from llama_cpp.llama_chat_format import LlamaChatCompletionHandlerRegistry
+from llama_cpp.server.app import create_app
+from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+
+from agent_eval.backends.llamacpp_chat import FORMAT_NAME, chatml_tools
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+CHAT_PATH = "/v1/chat/completions"
+
+
+def fit_messages(body: bytes) -> bytes:
+    """OpenAI clients' chat messages in the shapes llama-cpp-python's request model accepts.
+
+    The Agents SDK sends `content: null` beside tool calls and newer clients send the
+    `developer` role; the server's request model rejects both with a 500.
+    """
+    try:
+        request = orjson.loads(body)
+        messages = request["messages"]
+    except (orjson.JSONDecodeError, TypeError, KeyError):
+        return body  # the server's own validation answers malformed requests
+    if not isinstance(messages, list):
+        return body
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "developer":
+            message["role"] = "system"
+        if message.get("role") == "assistant" and message.get("content") is None:
+            message.pop("content", None)
+    return orjson.dumps(request)
+
+
+class OpenAIMessages:
+    """ASGI middleware passing chat requests through `fit_messages` before the server sees them."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CHAT_PATH:
+            await self.app(scope, receive, send)
+            return
+        body = fit_messages(await _read_body(receive))
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        replayed = False
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # later calls only wait for the client to leave
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="agent-eval's llama.cpp worker")
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args()
+    server = parse_model_from_args(ServerSettings, args)
+    model = parse_model_from_args(ModelSettings, args)
+    LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
+        FORMAT_NAME, chatml_tools, overwrite=True
+    )
+    app = OpenAIMessages(create_app(server_settings=server, model_settings=[model]))
+    uvicorn.run(app, host=server.host, port=server.port)
+
+
+if __name__ == "__main__":
+    main()

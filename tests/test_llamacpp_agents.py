@@ -1,0 +1,197 @@
+"""The embedded llama.cpp worker speaks OpenAI tool calling: its format, then whole agent runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from openai import AsyncOpenAI
+
+from agent_eval.agents import load_runner
+from agent_eval.agents.base import Sampling
+from agent_eval.allocation import Allocation
+from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.backends.llamacpp_chat import render
+from agent_eval.backends.llamacpp_server import fit_messages
+from agent_eval.data import load_dataset
+from agent_eval.engine import Engine, EngineConfig
+from agent_eval.results import RunDirectory
+from agent_eval.rewards import RewardScorer
+from agent_eval.schedulers.local import free_port
+from tests.conftest import StartProxy
+from tests.test_llamacpp_workers import MULTIPLY, QUESTION
+
+MODEL = "smollm2-135m-instruct"
+CALL = {"id": "call_1", "type": "function", "function": {"name": "multiply", "arguments": "{}"}}
+
+
+def test_the_prompt_carries_tools_calls_and_their_results() -> None:
+    prompt = render(
+        [
+            {"role": "user", "content": [{"type": "text", "text": "What is 12 times 7?"}]},
+            {"role": "assistant", "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "84"},
+        ],
+        [MULTIPLY],
+    )
+    system, user, assistant, result, answer = prompt.split("<|im_start|>")[1:]
+    assert system.startswith("system\n\n\nYou have access") and "functions.multiply:" in system
+    assert '"description": "Multiply two numbers."' in system
+    assert user == "user\nWhat is 12 times 7?<|im_end|>\n"
+    assert assistant == "assistant\nfunctions.multiply:\n{}<|im_end|>\n"
+    assert result == "user\nfunctions.multiply returned:\n84<|im_end|>\n"
+    assert answer == "assistant\n"
+
+
+def test_without_tools_the_prompt_is_plain_chatml() -> None:
+    prompt = render(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}], []
+    )
+    assert prompt == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+
+def test_openai_message_shapes_are_fitted_and_anything_else_passes_untouched() -> None:
+    body = {
+        "messages": [
+            {"role": "developer", "content": "Use tools."},
+            {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        ]
+    }
+    fitted = orjson.loads(fit_messages(orjson.dumps(body)))
+    assert fitted["messages"] == [
+        {"role": "system", "content": "Use tools."},
+        {"role": "assistant", "tool_calls": [CALL]},
+    ]
+    for odd in (b"not json", b"[1, 2]", b'{"messages": 3}', b'{"prompt": "x"}'):
+        assert fit_messages(odd) == odd
+
+
+@pytest.fixture(scope="module")
+def worker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One embedded worker for the whole module, started as the local scheduler would."""
+    port = free_port("127.0.0.1")
+    command = get_backend("llamacpp").command(
+        WorkerConfig(context_length=4096, threads=2),
+        Allocation.parse("llamacpp:d1"),
+        "127.0.0.1",
+        port,
+    )
+    log = (tmp_path_factory.mktemp("llama") / "worker.log").open("wb")
+    process = subprocess.Popen(command.argv, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_serving(url + command.ready_path, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(30)
+        log.close()
+
+
+def _wait_until_serving(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the llama.cpp worker exited during start-up"
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the llama.cpp worker did not start within 120 s")
+
+
+def _client(base_url: str) -> AsyncOpenAI:
+    return AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
+
+
+async def test_a_tool_round_trip_in_the_shapes_the_agents_sdk_sends(worker_url: str) -> None:
+    async with _client(worker_url + "/v1") as client:
+        first = await client.chat.completions.create(
+            model=MODEL, messages=QUESTION, tools=[MULTIPLY], tool_choice="required", seed=1
+        )
+        (call,) = first.choices[0].message.tool_calls
+        assert call.function.name == "multiply" and first.choices[0].finish_reason == "tool_calls"
+        assert set(json.loads(call.function.arguments)) == {"a", "b"}
+        history = [
+            {"role": "developer", "content": "You solve arithmetic with tools."},
+            *QUESTION,
+            {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+            {"role": "tool", "tool_call_id": call.id, "content": "84"},
+        ]
+        # tool_choice left out, as the Agents SDK does: OpenAI's default with tools is auto.
+        second = await client.chat.completions.create(
+            model=MODEL, messages=history, tools=[MULTIPLY], seed=1, max_tokens=48
+        )
+    message = second.choices[0].message
+    assert message.tool_calls or message.content, "auto answered with neither words nor a call"
+    assert second.usage.prompt_tokens > first.usage.prompt_tokens
+
+
+async def test_streams_carry_words_or_calls(worker_url: str) -> None:
+    async with _client(worker_url + "/v1") as client:
+        words = await client.chat.completions.create(
+            model=MODEL, messages=QUESTION, tools=[MULTIPLY], tool_choice="none",
+            max_tokens=16, stream=True,
+        )  # fmt: skip
+        text = "".join([chunk.choices[0].delta.content or "" async for chunk in words])
+        calls = await client.chat.completions.create(
+            model=MODEL, messages=QUESTION, tools=[MULTIPLY], tool_choice="required", stream=True
+        )
+        chunks = [chunk async for chunk in calls]
+    assert text.strip()
+    (call,) = chunks[0].choices[0].delta.tool_calls
+    assert call.function.name == "multiply" and json.loads(call.function.arguments)
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+async def test_agents_play_whole_trajectories_through_the_proxy(
+    worker_url: str, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    # Probes wait behind generation on a one-request-at-a-time server: a slow probe is not a fault.
+    health = {"path": "/v1/models", "interval": 1.0, "timeout": 30.0}
+    base_url = await start_proxy([worker_url], health=health)
+    config = EngineConfig(model=MODEL, concurrency=2, sampling=Sampling(max_tokens=96))
+    async with _client(base_url) as client, RewardScorer(max_workers=1) as scorer:
+        math = Engine(load_runner("math_calculator", max_turns=4), scorer, client, config)
+        problems = list(load_dataset("gsm8k_mini", limit=2))
+        await math.run(problems, RunDirectory(tmp_path / "math"), total=2)
+        chat = Engine(load_runner("multi_turn_chat"), scorer, client, config)
+        sessions = list(load_dataset("sessions_mini", limit=2))
+        await chat.run(sessions, RunDirectory(tmp_path / "chat"), total=2)
+    math_records = _records(tmp_path / "math")
+    assert len(math_records) == 2
+    calls = [call for r in math_records for call in r["trajectory"]["tool_calls"]]
+    assert calls and all(
+        call["name"] in {"add", "subtract", "multiply", "divide"} for call in calls
+    )
+    assert any(_is_number(call["result"]) for call in calls), calls
+    assert all(r["error"] is None or r["error"]["kind"] == "max_turns" for r in math_records)
+    assert all(r["prompt_tokens"] > 0 for r in math_records)
+    chat_records = {r["sample_id"]: r for r in _records(tmp_path / "chat")}
+    for session in sessions:
+        record = chat_records[session.id]
+        assert record["error"] is None
+        outputs = record["trajectory"]["turn_outputs"]
+        assert len(outputs) == len(session.turns) and all(outputs)
+        assert len(record["turn_rewards"]) == len(session.turns)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]

@@ -1,0 +1,225 @@
+"""The async scorer: answers scored in a spawned process pool with a per-item timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from agent_eval.errors import AgentEvalError
+from agent_eval.rewards.loading import as_reward
+from agent_eval.rewards.processes import pool_processes, retire
+from agent_eval.rewards.result import RewardFn, RewardResult
+from agent_eval.rewards.workers import init_worker, run_reward, wait_for_siblings
+
+logger = logging.getLogger(__name__)
+
+
+class RewardPoolError(AgentEvalError):
+    """The scoring worker processes could not start, or the scorer is closed."""
+
+
+def _default_workers() -> int:
+    return min(4, os.cpu_count() or 1)
+
+
+class RewardScorer:
+    """Scores answers in a spawned process pool, never blocking the event loop.
+
+    At most `max_workers` items run at once, so an item's `timeout` counts its own scoring, not
+    time queued behind others. Use as `async with RewardScorer(...) as scorer:`.
+    """
+
+    def __init__(
+        self,
+        reward: str | RewardFn | None = None,
+        *,
+        timeout: float = 10.0,
+        max_workers: int | None = None,
+        startup_timeout: float = 60.0,
+        close_grace: float = 5.0,
+    ) -> None:
+        self._fn = as_reward(reward)
+        module = getattr(self._fn, "__module__", None) or "math_verify"
+        self._modules = tuple(dict.fromkeys(("math_verify", module)))
+        self._timeout = timeout
+        self._workers = max_workers or _default_workers()
+        self._startup_timeout = startup_timeout
+        self._close_grace = close_grace
+        self._slots = asyncio.Semaphore(self._workers)
+        self._starting: asyncio.Task[tuple[ProcessPoolExecutor, int]] | None = None
+        self._generation = 0
+        self._reaping: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self.counts: Counter[str] = Counter()
+
+    async def __aenter__(self) -> RewardScorer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start and warm the workers now rather than on the first item.
+
+        Raises:
+            RewardPoolError: the workers did not start (the message says why).
+        """
+        await self._ready_pool()
+
+    async def score(self, prediction: str, gold: str) -> RewardResult:
+        """Score one answer; a timeout, parse failure or error scores 0 and is counted."""
+        result = await self._attempt(prediction, gold)
+        if result is None:  # the pool broke under this item: once more on a fresh pool
+            result = await self._attempt(prediction, gold)
+        if result is None:
+            result = RewardResult.failed("error", "a worker process died twice scoring this item")
+        self.counts[result.status] += 1
+        return result
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the current pool's workers (empty when none is running)."""
+        if self._starting is None or not self._starting.done() or self._starting.exception():
+            return []
+        pool, _ = self._starting.result()
+        return [process.pid for process in pool_processes(pool) if process.pid is not None]
+
+    async def close(self) -> None:
+        """Stop the workers (killing any still busy after `close_grace`) and reap them.
+
+        Call it once the last `score()` has returned: items still queued are cancelled.
+        """
+        self._closed = True
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            pool = await _settle(starting)
+            if pool is not None:
+                await retire(pool, self._close_grace, cancel_pending=True)
+        if self._reaping:
+            await asyncio.gather(*self._reaping)
+
+    async def _attempt(self, prediction: str, gold: str) -> RewardResult | None:
+        """One run on the current pool; None when the pool broke and the item may be retried."""
+        submitted = await self._submit(prediction, gold)
+        if submitted is None:
+            return None
+        job, generation = submitted
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(job), self._timeout)
+        except TimeoutError:
+            logger.warning(
+                "scoring took over %.1f s; restarting the reward workers (prediction %r)",
+                self._timeout,
+                prediction[:80],
+            )
+            self._recycle(generation)
+            return RewardResult.failed(
+                "timeout", f"scoring took over {self._timeout:g} s; the worker was killed"
+            )
+        except BrokenProcessPool:
+            self._recycle(generation)
+            return None
+
+    async def _submit(self, prediction: str, gold: str) -> tuple[Future[RewardResult], int] | None:
+        """Start an item once a worker is free; None when the pool turned out to be broken."""
+        await self._slots.acquire()
+        try:
+            pool, generation = await self._ready_pool()
+        except BaseException:
+            self._slots.release()
+            raise
+        try:  # no await between getting the pool and submitting: a restart cannot slip in
+            job = pool.submit(run_reward, self._fn, prediction, gold)
+        except BrokenProcessPool:  # a worker died since the last item; found out only now
+            self._slots.release()
+            self._recycle(generation)
+            return None
+        # The slot follows the worker, not the caller: a cancelled caller leaves the worker busy.
+        loop = asyncio.get_running_loop()
+        job.add_done_callback(lambda _: _call_soon(loop, self._slots.release))
+        return job, generation
+
+    async def _ready_pool(self) -> tuple[ProcessPoolExecutor, int]:
+        if self._closed:
+            raise RewardPoolError("the reward scorer is closed; create a new one to score more")
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start_pool(self._generation))
+        # Shielded: one waiter being cancelled must not abort the start the others wait on.
+        return await asyncio.shield(self._starting)
+
+    async def _start_pool(self, generation: int) -> tuple[ProcessPoolExecutor, int]:
+        context = multiprocessing.get_context("spawn")  # fork would copy the loop's threads
+        barrier = context.Barrier(self._workers)
+        pool = ProcessPoolExecutor(
+            self._workers,
+            mp_context=context,
+            initializer=init_worker,
+            initargs=(barrier, self._modules),
+        )
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(self._warm(pool), self._startup_timeout)
+        except BaseException as exc:
+            await retire(pool, 0.0, cancel_pending=True)
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
+                raise
+            raise RewardPoolError(self._start_failure(exc)) from exc
+        logger.info("%d reward workers ready in %.2f s", self._workers, time.monotonic() - started)
+        return pool, generation
+
+    def _start_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, asyncio.TimeoutError):
+            cause = f"did not start within {self._startup_timeout:g} s"
+        else:
+            cause = f"failed to start ({type(exc).__name__}: {str(exc).strip()[:300]})"
+        return (
+            f"reward workers {cause}; check that {', '.join(self._modules)} import in a fresh "
+            "Python process, and that a script starting the scorer guards its entry point "
+            "with `if __name__ == '__main__':`"
+        )
+
+    async def _warm(self, pool: ProcessPoolExecutor) -> None:
+        loop = asyncio.get_running_loop()
+        calls = [
+            loop.run_in_executor(pool, wait_for_siblings, self._startup_timeout)
+            for _ in range(self._workers)
+        ]
+        await asyncio.gather(*calls)
+
+    def _recycle(self, generation: int) -> None:
+        """Replace the pool of `generation` unless another item already did."""
+        if generation != self._generation or self._starting is None:
+            return
+        self._generation += 1
+        starting, self._starting = self._starting, None
+        pool, _ = starting.result()
+        # Other items on this pool fail with BrokenProcessPool and retry on the next one.
+        task = asyncio.ensure_future(retire(pool, 0.0, cancel_pending=False))
+        self._reaping.add(task)
+        task.add_done_callback(self._reaping.discard)
+
+
+async def _settle(
+    starting: asyncio.Task[tuple[ProcessPoolExecutor, int]],
+) -> ProcessPoolExecutor | None:
+    """The pool a start task made, cancelling the start if it is still running."""
+    if not starting.done():
+        starting.cancel()
+    try:
+        pool, _ = await starting
+    except (asyncio.CancelledError, RewardPoolError):
+        return None  # a start that did not finish retires its own pool
+    return pool
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
+    """Run `callback` on `loop` from a pool thread, unless the loop is already gone."""
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(callback)

@@ -1,0 +1,50 @@
+"""The scoring worker processes' side: start-up, and calling a reward so it never raises."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import os
+from typing import Any
+
+from agent_eval.rewards.result import RewardFn, RewardResult
+
+# Set once per worker by the pool initializer; a barrier only passes to a process at its start.
+_siblings: Any = None
+
+
+def init_worker(barrier: Any, modules: tuple[str, ...]) -> None:
+    """Import the reward's modules before the first item, so its timeout measures scoring only."""
+    global _siblings
+    _siblings = barrier
+    # With its timeouts off math-verify warns on every worker start; we enforce our own.
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    for name in modules:
+        importlib.import_module(name)
+
+
+def wait_for_siblings(timeout: float) -> int:
+    """Block until every worker has started, so each warm-up call lands on its own process."""
+    _siblings.wait(timeout)
+    return os.getpid()
+
+
+def run_reward(fn: RewardFn, prediction: str, gold: str) -> RewardResult:
+    """Call a reward in a worker; its errors come back as results, never as raised exceptions."""
+    try:
+        return _normalise(fn(prediction, gold))
+    except Exception as exc:
+        return RewardResult.failed("error", f"{type(exc).__name__}: {exc}")
+
+
+def _normalise(value: object) -> RewardResult:
+    if isinstance(value, RewardResult):
+        return value
+    if isinstance(value, bool):
+        return RewardResult(reward=float(value), correct=value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return RewardResult(reward=float(value), correct=value >= 1.0)
+    return RewardResult.failed(
+        "error", f"reward returned {value!r}; expected a RewardResult, a finite float or a bool"
+    )

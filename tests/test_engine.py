@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -114,6 +116,38 @@ async def test_resume_finishes_the_run_with_the_same_summary(
     _, resumed = await run(resumed_runner, scorer, client, tmp_path / "resumed")
     assert len(resumed_runner.seeds) == 72 - kept, "done attempts were played again"
     assert len(lines(tmp_path / "resumed")) == 72
+    for key in ("accuracy", "pass_at_k", "pass_hat_k", "maj_at_k"):
+        assert resumed.to_dict()[key] == whole.to_dict()[key]
+
+
+async def run_slowly(path: str) -> None:
+    """A whole run at a walking pace, for a process the test kills."""
+    async with RewardScorer(max_workers=1) as scorer:
+        client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused")
+        await run(KnownAnswers(delay=0.05), scorer, client, Path(path))
+
+
+async def test_a_killed_engine_resumes_to_the_same_summary(
+    scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    _, whole = await run(KnownAnswers(), scorer, client, tmp_path / "whole")
+    killed = tmp_path / "killed"
+    script = "import asyncio, sys; from tests.test_engine import run_slowly; "
+    script += "asyncio.run(run_slowly(sys.argv[1]))"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, str(killed), cwd=Path(__file__).parents[1]
+    )
+    samples = killed / "samples.jsonl"
+    await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 10, 60)
+    process.kill()  # SIGKILL: no handler runs, nothing is flushed on the way out
+    assert await process.wait() == -signal.SIGKILL
+    kept = len(lines(killed))
+    assert kept < 72, "the run finished before it was killed"
+    resumed_runner = KnownAnswers()
+    _, resumed = await run(resumed_runner, scorer, client, killed)
+    assert len(resumed_runner.seeds) == 72 - kept
+    played = [(r["sample_id"], r["attempt"]) for r in lines(killed)]
+    assert len(played) == len(set(played)) == 72
     for key in ("accuracy", "pass_at_k", "pass_hat_k", "maj_at_k"):
         assert resumed.to_dict()[key] == whole.to_dict()[key]
 

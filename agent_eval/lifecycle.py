@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 try:  # uvloop, where it is installed, cuts the proxy's per-request overhead
     from uvloop import run as run_event_loop
 except ImportError:
     from asyncio import run as run_event_loop
 
-
-def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
-    """Run `main`; a signal cancels it, so its `finally` and `async with` exits stop everything."""
-    run_event_loop(_cancel_on_signal(main))
+T = TypeVar("T")
 
 
-async def _cancel_on_signal(main: Coroutine[Any, Any, None]) -> None:
+def run_until_signalled(main: Coroutine[Any, Any, T]) -> T | None:
+    """Run `main` to its result, or None when a signal cancelled it (its cleanup still runs)."""
+    return run_event_loop(_cancel_on_signal(main))
+
+
+async def _cancel_on_signal(main: Coroutine[Any, Any, T]) -> T | None:
     task = asyncio.ensure_future(main)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, task.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    try:
+        return await task
+    except asyncio.CancelledError:
+        return None
 
 
 async def forever() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import typing
 from typing import Any
 
 import yaml
@@ -39,6 +40,8 @@ def _check_path(model: type[BaseModel], path: list[str]) -> None:
             hint = f"; did you mean {'.'.join([*path[:depth], close[0]])!r}?" if close else ""
             raise ConfigError(f"unknown setting {'.'.join(path)!r} (no {part!r} in {where}){hint}")
         annotation = fields[part].annotation
+        if typing.get_origin(annotation) is dict:
+            return  # a free-form mapping (e.g. a runner's options) takes any key below it
         current = (
             annotation
             if isinstance(annotation, type) and issubclass(annotation, BaseModel)

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerConfig
+from agent_eval.children import die_with_parent, signal_group
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.base import LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 10.0
-_PR_SET_PDEATHSIG = 1
 
 
 def visible_gpus() -> list[str]:
@@ -59,12 +57,6 @@ def check_port_free(host: str, port: int) -> None:
                 f"port {port} on {host} is in use ({exc.strerror}); pick another base port "
                 "or leave it out to use free ports"
             ) from None
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: if the harness is killed outright, its workers go too."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class LocalScheduler(Scheduler):
@@ -119,7 +111,7 @@ class LocalScheduler(Scheduler):
         running = [p for p in self._processes.values() if p.returncode is None]
         try:
             for process in running:
-                _signal_group(process.pid, signal.SIGTERM)
+                signal_group(process.pid, signal.SIGTERM)
             await asyncio.wait_for(
                 asyncio.gather(*(p.wait() for p in running)), timeout=GRACE_SECONDS
             )
@@ -128,7 +120,7 @@ class LocalScheduler(Scheduler):
         finally:
             # Whole groups, every time: a worker's own children must not outlive it.
             for process in self._processes.values():
-                _signal_group(process.pid, signal.SIGKILL)
+                signal_group(process.pid, signal.SIGKILL)
             for process in running:
                 with contextlib.suppress(ProcessLookupError, ChildProcessError):
                     await asyncio.shield(process.wait())
@@ -167,15 +159,10 @@ class LocalScheduler(Scheduler):
                     stderr=asyncio.subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
             except FileNotFoundError:
                 raise ConfigError(
                     f"cannot start {argv[0]!r}: no such program; install it or set the "
                     "backend's python, prefix or container"
                 ) from None
-
-
-def _signal_group(pid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signum)

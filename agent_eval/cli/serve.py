@@ -1,21 +1,17 @@
-"""The `agent-eval` command line."""
+"""`agent-eval serve` and `agent-eval workers up`: the proxy, launched workers, or both."""
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel, ValidationError
-from rich.console import Console
-from rich.logging import RichHandler
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
-from agent_eval.errors import AgentEvalError
+from agent_eval.cli import app
+from agent_eval.cli.common import WaitReporter, console, flag, guarded, validated
 from agent_eval.launch import LaunchConfig, WorkerEndpoint, hold_workers, serve_over_workers
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.overrides import apply_overrides
@@ -28,16 +24,6 @@ from agent_eval.proxy.config import (
     TimeoutConfig,
 )
 from agent_eval.proxy.server import serve_forever
-
-app = typer.Typer(
-    help="Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-console = Console()
-err_console = Console(stderr=True)
-T = TypeVar("T")
 
 PROXY, WORKERS, HEALTH, RETRIES, SECURITY = (
     "Proxy",
@@ -78,25 +64,6 @@ SetOption = Annotated[
         rich_help_panel=WORKERS,
     ),
 ]
-
-
-def flag(model: type[BaseModel], field: str, panel: str, *names: str, **extra: Any) -> Any:
-    """A typer option whose help comes from the config field it sets (one source of truth)."""
-    return typer.Option(
-        *names, help=model.model_fields[field].description, rich_help_panel=panel, **extra
-    )
-
-
-@app.callback()
-def main(
-    ctx: typer.Context,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
-) -> None:
-    """Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy."""
-    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=debug)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler])
-    logging.getLogger("agent_eval").setLevel(logging.DEBUG if debug else logging.INFO)
-    ctx.obj = debug
 
 
 @app.command()
@@ -248,18 +215,6 @@ def _print_workers(endpoints: list[WorkerEndpoint]) -> None:
         console.print(f"  {endpoint.url}/v1", soft_wrap=True)
 
 
-class WaitReporter:
-    """Prints what a long wait is waiting for, once each time it changes."""
-
-    def __init__(self) -> None:
-        self._last: str | None = None
-
-    def __call__(self, reason: str) -> None:
-        if reason != self._last:
-            self._last = reason
-            err_console.print(f"[dim]{reason}[/]", highlight=False)
-
-
 def announce(base_url: str, config: ProxyConfig) -> None:
     """The proxy's address and its workers, once it listens."""
     console.print(
@@ -270,31 +225,3 @@ def announce(base_url: str, config: ProxyConfig) -> None:
     if not config.endpoints:
         console.print("  no workers yet: add one with POST /workers")
     console.print("Ctrl-C stops it.")
-
-
-def validated(model: type[BaseModel], fields: dict[str, Any]) -> Any:
-    """The config model built from user input; a bad value ends in one message naming it."""
-    try:
-        return model.model_validate(fields)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
-        )
-        fail(problems)
-
-
-def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
-    """Run a command's work: a user's mistake ends in one message and exit code 2."""
-    try:
-        return function(*args)
-    except AgentEvalError as exc:
-        if ctx.obj:
-            raise
-        fail(str(exc))
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-
-
-def fail(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(2)

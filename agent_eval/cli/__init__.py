@@ -1,0 +1,34 @@
+"""The `agent-eval` command line: run, serve, workers, report."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+from rich.logging import RichHandler
+
+from agent_eval.cli.common import err_console
+
+app = typer.Typer(
+    help="Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
+    """Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy."""
+    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=debug)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler])
+    logging.getLogger("agent_eval").setLevel(logging.DEBUG if debug else logging.INFO)
+    ctx.obj = debug
+
+
+# Each module adds its commands to `app`; imported last because they need it.
+from agent_eval.cli import serve  # noqa: E402, F401

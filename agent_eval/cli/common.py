@@ -1,0 +1,63 @@
+"""What every command shares: the consoles, flags built from config fields, error handling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+from agent_eval.errors import AgentEvalError
+
+console = Console()
+err_console = Console(stderr=True)
+T = TypeVar("T")
+
+
+def flag(model: type[BaseModel], field: str, panel: str, *names: str, **extra: Any) -> Any:
+    """A typer option whose help comes from the config field it sets (one source of truth)."""
+    return typer.Option(
+        *names, help=model.model_fields[field].description, rich_help_panel=panel, **extra
+    )
+
+
+class WaitReporter:
+    """Prints what a long wait is waiting for, once each time it changes."""
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+
+    def __call__(self, reason: str) -> None:
+        if reason != self._last:
+            self._last = reason
+            err_console.print(f"[dim]{reason}[/]", highlight=False)
+
+
+def validated(model: type[BaseModel], fields: dict[str, Any]) -> Any:
+    """The config model built from user input; a bad value ends in one message naming it."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        fail(problems)
+
+
+def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
+    """Run a command's work: a user's mistake ends in one message and exit code 2."""
+    try:
+        return function(*args)
+    except AgentEvalError as exc:
+        if ctx.obj:
+            raise
+        fail(str(exc))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def fail(message: str) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(2)

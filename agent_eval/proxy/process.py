@@ -1,0 +1,108 @@
+"""The proxy in a process of its own, so the engine's CPU work never slows routing.
+
+The parent writes the config (without keys) to RUN_DIR/proxy.json, passes keys through the
+environment, and reads one line on the child's stdout that gives the base URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from agent_eval.children import die_with_parent, signal_group
+from agent_eval.errors import ProxyStartError
+from agent_eval.lifecycle import run_until_signalled
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.server import serve_forever
+from agent_eval.schedulers.errors import log_tail
+
+READY = "agent-eval proxy ready at "
+KEYS = {"api_key": "AGENT_EVAL_API_KEY", "worker_api_key": "AGENT_EVAL_WORKER_API_KEY"}
+STOP_GRACE = 10.0
+
+
+@contextlib.asynccontextmanager
+async def proxy_process(
+    config: ProxyConfig, run_dir: Path, timeout: float = 60.0
+) -> AsyncIterator[str]:
+    """A proxy process inside the block; yields its base URL (`http://HOST:PORT/v1`)."""
+    config_path, log_path = run_dir / "proxy.json", run_dir / "proxy.log"
+    await asyncio.to_thread(_write_config, config, config_path)
+    process = await _spawn(config, config_path, log_path)
+    try:
+        yield await _wait_ready(process, log_path, timeout)
+    finally:
+        await _stop(process)
+
+
+def _write_config(config: ProxyConfig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config.model_dump_json(exclude=set(KEYS), indent=2))
+
+
+async def _spawn(
+    config: ProxyConfig, config_path: Path, log_path: Path
+) -> asyncio.subprocess.Process:
+    env = dict(os.environ)
+    for field, variable in KEYS.items():
+        secret = getattr(config, field)
+        env.pop(variable, None)  # only the keys this config sets, not whatever the shell has
+        if secret is not None:
+            env[variable] = secret.get_secret_value()
+    with log_path.open("ab") as log_file:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agent_eval.proxy.process", str(config_path),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log_file,
+            env=env, start_new_session=True, preexec_fn=die_with_parent,
+        )  # fmt: skip
+
+
+async def _wait_ready(process: asyncio.subprocess.Process, log_path: Path, timeout: float) -> str:
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(timeout):
+            while line := (await process.stdout.readline()).decode():
+                if line.startswith(READY):
+                    return line.removeprefix(READY).strip()
+    except TimeoutError:
+        raise ProxyStartError(
+            f"the proxy did not start within {timeout:g} s; its log ({log_path}) ends with:\n"
+            f"{log_tail(log_path)}"
+        ) from None
+    await process.wait()
+    raise ProxyStartError(f"the proxy exited during start-up:\n{log_tail(log_path)}")
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        signal_group(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
+        except (TimeoutError, asyncio.CancelledError):
+            signal_group(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        await asyncio.shield(process.wait())
+
+
+def main(config_path: str) -> None:
+    """The child's side: serve until SIGTERM, announcing the base URL on stdout."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    data = ProxyConfig.model_validate_json(Path(config_path).read_text()).model_dump()
+    keys = {field: os.environ.get(variable) for field, variable in KEYS.items()}
+    config = ProxyConfig.model_validate({**data, **keys})
+
+    def announce(base_url: str, _: ProxyConfig) -> None:
+        sys.stdout.write(f"{READY}{base_url}\n")
+        sys.stdout.flush()
+
+    run_until_signalled(serve_forever(config, announce))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

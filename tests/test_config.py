@@ -1,0 +1,127 @@
+"""Run configs: shipped files, precedence, overrides of any key, mistakes named with a fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent_eval.config import load_run_config, save_run_config
+from agent_eval.errors import ConfigError
+
+CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_every_shipped_config_is_valid(path: Path) -> None:
+    config = load_run_config(path, {}, [])
+    assert config.launch_config().backend == config.rollout.backend
+
+
+def test_shipped_configs_cover_each_way_to_run() -> None:
+    loaded = {p.stem: load_run_config(p, {}, []) for p in CONFIGS}
+    kinds = {(c.rollout.backend.split(":")[0], c.scheduler.type) for c in loaded.values()}
+    assert {("llamacpp", "local"), ("sglang", "local"), ("sglang", "ray")} <= kinds
+    assert ("sglang", "slurm") in kinds and ("external", "local") in kinds
+    assert any(c.agent.name == "multi_turn_chat" for c in loaded.values())
+
+
+def test_the_cpu_default_file_is_what_no_config_gives() -> None:
+    spelled = load_run_config(Path("configs/cpu_default.yaml"), {}, ["output.dir=x"])
+    bare = load_run_config(None, {"agent.name": "math_calculator"}, ["output.dir=x"])
+    assert spelled.dataset_name == bare.dataset_name == "gsm8k_mini"
+    dataset_name = {"dataset": {"name"}}
+    assert spelled.model_dump(exclude=dataset_name) == bare.model_dump(exclude=dataset_name)
+
+
+def test_defaults_then_file_then_flags_then_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"eval": {"n_samples": 2, "concurrency": 3, "seed": 4}}))
+    config = load_run_config(path, {"eval.concurrency": 5, "eval.seed": 6}, ["eval.seed=7"])
+    assert (config.eval.n_samples, config.eval.concurrency, config.eval.seed) == (2, 5, 7)
+    assert config.sampling.max_tokens == 512  # untouched default
+
+
+def test_the_issue_s_cluster_overrides_reach_the_launch() -> None:
+    config = load_run_config(
+        Path("configs/gsm8k_sglang_slurm.yaml"),
+        {},
+        ["scheduler.type=slurm", "rollout.backend=sglang:d96p1t1", "model.path=/ckpt"],
+    )
+    launch = config.launch_config()
+    assert (launch.scheduler, launch.backend, launch.worker.model) == (
+        "slurm",
+        "sglang:d96p1t1",
+        "/ckpt",
+    )
+    assert launch.worker.tool_call_parser == "qwen25"  # the file's worker settings stay
+
+
+def test_every_key_can_be_overridden_including_runner_options() -> None:
+    config = load_run_config(
+        None,
+        {},
+        [
+            "rollout.worker.threads=2",
+            "scheduler.slurm.partition=debug",
+            "proxy.health.interval=0.5",
+            "agent.options.tools=true",
+            "eval.ks=[1, 2]",
+        ],
+    )
+    assert config.rollout.worker.threads == 2 and config.scheduler.slurm.partition == "debug"
+    assert config.proxy.health.interval == 0.5 and config.agent.runner_options() == {"tools": True}
+    assert config.eval.ks == [1, 2]
+
+
+def test_endpoints_alone_launch_nothing() -> None:
+    config = load_run_config(None, {"rollout.endpoints": ["http://127.0.0.1:30000"]}, [])
+    assert config.rollout.backend == "external"
+    assert config.proxy.port == 0  # a run's proxy takes a free port
+
+
+def test_unknown_key_in_a_file_names_the_file_and_the_nearest_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("rollout:\n  bakend: sglang:d2\n")
+    with pytest.raises(ConfigError) as caught:
+        load_run_config(path, {}, [])
+    message = str(caught.value)
+    assert "rollout.bakend" in message and str(path) in message
+    assert "did you mean 'rollout.backend'?" in message
+
+
+def test_unknown_override_and_bad_value_are_named() -> None:
+    with pytest.raises(ConfigError, match=r"'eval.n_sample'.*did you mean 'eval.n_samples'"):
+        load_run_config(None, {}, ["eval.n_sample=3"])
+    with pytest.raises(ConfigError, match=r"eval.n_samples: .*integer.*'many'"):
+        load_run_config(None, {}, ["eval.n_samples=many"])
+    with pytest.raises(ConfigError, match=r"scheduler\.type"):
+        load_run_config(None, {"scheduler.type": "kubernetes"}, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("- a\n- b\n", "must hold a mapping"), ("eval: [\n", "not valid YAML")],
+)
+def test_a_file_that_is_not_a_config_says_so(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=problem):
+        load_run_config(path, {}, [])
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_run_config(tmp_path / "missing.yaml", {}, [])
+
+
+def test_the_saved_config_reloads_to_the_same_run_and_hides_keys(tmp_path: Path) -> None:
+    config = load_run_config(None, {}, ["proxy.api_key=s3cret", f"output.dir={tmp_path}"])
+    saved = save_run_config(config, tmp_path)
+    assert "s3cret" not in saved.read_text()
+    again = load_run_config(saved, {}, [])
+    assert again.model_dump(exclude={"proxy"}) == config.model_dump(exclude={"proxy"})
+
+
+def test_run_directories_are_named_safely() -> None:
+    config = load_run_config(None, {"agent.name": "../evil/pkg.mod:Agent"}, [])
+    assert config.run_dir.parent == Path("runs")
+    assert "/" not in config.run_dir.name and ".." not in config.run_dir.name

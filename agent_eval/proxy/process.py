@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agent_eval.children import die_with_parent, signal_group
-from agent_eval.errors import ProxyStartError
+from agent_eval.errors import AgentEvalError, ProxyStartError
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import serve_forever
@@ -101,7 +101,11 @@ def main(config_path: str) -> None:
         sys.stdout.write(f"{READY}{base_url}\n")
         sys.stdout.flush()
 
-    run_until_signalled(serve_forever(config, announce))
+    try:
+        run_until_signalled(serve_forever(config, announce))
+    except AgentEvalError as exc:
+        sys.stderr.write(f"error: {exc}\n")  # the parent shows the log's tail to the user
+        sys.exit(2)
 
 
 if __name__ == "__main__":

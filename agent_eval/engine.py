@@ -15,7 +15,7 @@ from openai import AsyncOpenAI
 from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Session
-from agent_eval.metrics import AttemptScore, Summary, summarize
+from agent_eval.metrics import AttemptScore, Summary, is_tool_error, summarize
 from agent_eval.results import SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 
@@ -172,12 +172,26 @@ def _record(
         "reward": sum(rewards) / len(rewards) if rewards else 0.0,
         "correct": bool(scores) and all(correct for _, correct, _ in scores),
         "answer": scores[-1][2] if scores else None,
-        "turn_rewards": rewards if isinstance(item, Session) else None,
+        **_turns(item, scores),
         "latency_s": round(latency, 6),
         "prompt_tokens": trajectory.prompt_tokens,
         "completion_tokens": trajectory.completion_tokens,
+        "model_calls": len(trajectory.model_calls),
+        "tool_calls": len(trajectory.tool_calls),
+        "tool_errors": sum(is_tool_error(call.result) for call in trajectory.tool_calls),
         "error": trajectory.to_dict()["error"],
         "trajectory": trajectory.to_dict(),
+    }
+
+
+def _turns(item: Item, scores: list[tuple[float, bool, str | None]]) -> dict[str, Any]:
+    """A session's reward and parsed answer per turn and its challenge turns; None for a sample."""
+    if not isinstance(item, Session):
+        return dict.fromkeys(("turn_rewards", "turn_answers", "challenge_turns"))
+    return {
+        "turn_rewards": [reward for reward, _, _ in scores],
+        "turn_answers": [parsed for _, _, parsed in scores],
+        "challenge_turns": [index for index, turn in enumerate(item.turns) if turn.challenge],
     }
 
 
@@ -194,4 +208,9 @@ def _attempt_score(record: dict[str, Any]) -> AttemptScore:
         prompt_tokens=record["prompt_tokens"],
         completion_tokens=record["completion_tokens"],
         turn_rewards=record["turn_rewards"],
+        turn_answers=record["turn_answers"],
+        challenge_turns=record["challenge_turns"],
+        model_calls=record["model_calls"],
+        tool_calls=record["tool_calls"],
+        tool_errors=record["tool_errors"],
     )

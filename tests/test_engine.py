@@ -77,8 +77,8 @@ async def test_every_attempt_is_played_scored_and_summarised(
     assert len(records) == 72 and len({(r["sample_id"], r["attempt"]) for r in records}) == 72
     assert sum(r["correct"] for r in records) == 66
     data = summary.to_dict()
-    assert data["accuracy"]["value"] == pytest.approx(66 / 72)
-    assert json.loads((tmp_path / "summary.json").read_text())["accuracy"] == data["accuracy"]
+    assert data["quality"]["accuracy"]["value"] == pytest.approx(66 / 72)
+    assert json.loads((tmp_path / "summary.json").read_text()) == data
     assert runner.most_in_flight <= 4
     assert engine.progress.done == 72 and engine.progress.correct == 66
     first = next(r for r in records if r["sample_id"] == "gsm8k_mini-1" and r["attempt"] == 1)
@@ -116,8 +116,8 @@ async def test_resume_finishes_the_run_with_the_same_summary(
     _, resumed = await run(resumed_runner, scorer, client, tmp_path / "resumed")
     assert len(resumed_runner.seeds) == 72 - kept, "done attempts were played again"
     assert len(lines(tmp_path / "resumed")) == 72
-    for key in ("accuracy", "pass_at_k", "pass_hat_k", "maj_at_k"):
-        assert resumed.to_dict()[key] == whole.to_dict()[key]
+    for group in ("quality", "stability"):
+        assert resumed.to_dict()[group] == whole.to_dict()[group]
 
 
 async def run_slowly(path: str) -> None:
@@ -148,8 +148,8 @@ async def test_a_killed_engine_resumes_to_the_same_summary(
     assert len(resumed_runner.seeds) == 72 - kept
     played = [(r["sample_id"], r["attempt"]) for r in lines(killed)]
     assert len(played) == len(set(played)) == 72
-    for key in ("accuracy", "pass_at_k", "pass_hat_k", "maj_at_k"):
-        assert resumed.to_dict()[key] == whole.to_dict()[key]
+    for group in ("quality", "stability"):
+        assert resumed.to_dict()[group] == whole.to_dict()[group]
 
 
 class Troubled:
@@ -191,7 +191,13 @@ async def test_sessions_are_scored_per_turn(
         *good, last = record["turn_rewards"]
         assert all(r == 1.0 for r in good) and last == 0.0
         assert record["correct"] is False
-    assert summary.to_dict()["accuracy"]["value"] == 0.0
+    data = summary.to_dict()
+    assert data["quality"]["accuracy"]["value"] == 0.0
+    # Every session answers right but its last turn; 3- and 4-turn sessions, 6 of each.
+    assert data["quality"]["turn_accuracy"] == [1.0, 1.0, 0.5, 0.0]
+    # One challenge each, right after an answer; it is the last turn, unanswered, in 6 of 12.
+    assert data["stability"]["flip_rate"] == 0.5
+    assert data["efficiency"]["calls"]["tool_error_rate"] is None
 
 
 async def test_math_calculator_through_the_proxy_end_to_end(
@@ -207,7 +213,9 @@ async def test_math_calculator_through_the_proxy_end_to_end(
     records = lines(tmp_path / "run")
     assert len(records) == 12 and all(r["error"] is None for r in records)
     assert all(r["completion_tokens"] > 0 and r["trajectory"]["final_output"] for r in records)
-    assert summary.to_dict()["accuracy"]["n"] == 12
+    data = summary.to_dict()
+    assert data["quality"]["accuracy"]["n"] == 12
+    assert data["efficiency"]["calls"]["model_calls_per_attempt"] == 1.0
     recorded = tmp_path / "recorded" / "gsm8k_mini-1-1.jsonl"
     await eventually(recorded.exists)
     request = json.loads(recorded.read_text().splitlines()[0])["request"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -10,18 +11,27 @@ from itertools import combinations, pairwise
 from typing import Any
 
 import pytest
+from agents.tool import default_tool_error_function
 
+from agent_eval.agents.calculator import divide
+from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajectory
+from agent_eval.data import Session, Turn
+from agent_eval.engine import _attempt_score, _record
 from agent_eval.metrics import (
     DIRECTIONS,
     AttemptScore,
     Estimate,
     RunTally,
     SessionTally,
+    Summary,
     accuracy,
     accuracy_difference,
+    call_summary,
     consistency,
     error_summary,
+    flip_rate,
     is_higher_better,
+    is_tool_error,
     latency_summary,
     maj_at_k,
     majority_answer,
@@ -32,11 +42,13 @@ from agent_eval.metrics import (
     pass_at_k,
     pass_hat_k,
     percentile,
-    session_consistency,
+    reward_variance,
+    session_success,
     summarize,
     summarize_tally,
     throughput,
     token_summary,
+    turn_accuracy,
     wilson_interval,
 )
 
@@ -149,6 +161,12 @@ def test_wilson_interval_matches_hand_computed_values() -> None:
     assert wider.low < estimate.low and wider.high > estimate.high
 
 
+def test_accuracy_carries_the_binomial_standard_error() -> None:
+    assert accuracy(8, 10).stderr == pytest.approx(math.sqrt(0.8 * 0.2 / 10))  # 0.1265
+    assert accuracy(0, 10).stderr == 0.0 and accuracy(10, 10).stderr == 0.0
+    assert accuracy(8, 10, confidence=0.99).stderr == accuracy(8, 10).stderr
+
+
 def test_wilson_rejects_impossible_input() -> None:
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(11, 10)
@@ -218,16 +236,50 @@ def test_consistency_counts_samples_whose_attempts_agree() -> None:
     assert consistency(RunTally().extend(scores).samples.values()) == pytest.approx(1 / 3)
 
 
-def test_session_consistency_and_mean_turn_reward() -> None:
+def test_reward_variance_is_the_mean_of_per_sample_population_variances() -> None:
+    scores = [
+        *(attempt("a", i, reward=r) for i, r in enumerate([1.0, 0.0, 1.0, 0.0])),  # 0.25
+        *(attempt("b", i, reward=r) for i, r in enumerate([0.5, 0.5])),  # 0
+        attempt("single", 0, reward=1.0),  # one attempt has no spread: left out
+    ]
+    assert reward_variance(RunTally().extend(scores).samples.values()) == 0.125
+    three = [attempt("c", i, reward=r) for i, r in enumerate([1.0, 0.0, 0.5])]
+    # mean 0.5, squared deviations 0.25 + 0.25 + 0: population variance 1/6, not 1/4
+    assert reward_variance(RunTally().extend(three).samples.values()) == pytest.approx(1 / 6)
+    singles = RunTally().extend([attempt("a", 0), attempt("b", 0, reward=1.0)])
+    assert math.isnan(reward_variance(singles.samples.values()))
+
+
+def test_session_success_and_mean_turn_reward() -> None:
     sessions = SessionTally()
     for turns in ([1.0, 1.0], [1.0, 0.5], []):
         sessions.add(turns)
     assert sessions.sessions == 2  # a session without turns is not counted
-    assert session_consistency(sessions) == 0.5
+    assert session_success(sessions) == 0.5
     assert mean_turn_reward(sessions) == pytest.approx(3.5 / 4)
     single_turn = attempt("c", 0, True, "x", turn_rewards=None)
     summary = summarize([*answered("a", ["x"], set()), single_turn], 1.0)
-    assert summary.sessions == 0 and math.isnan(summary.session_consistency)
+    assert summary.sessions == 0 and math.isnan(summary.session_success)
+    assert summary.turn_accuracy == [] and math.isnan(summary.flip_rate)
+
+
+def test_turn_accuracy_and_flip_rate_by_hand() -> None:
+    sessions = SessionTally()
+    # (turn rewards, parsed answers, challenge turns)
+    sessions.add([1.0, 1.0, 0.0, 1.0], ["84", "168", "160", "148"], [2])  # 168 -> 160: flip
+    sessions.add([1.0, 1.0, 1.0], ["75", " 75", "50"], [1])  # same once normalised: kept
+    sessions.add([0.0, 0.0], [None, "3"], [1])  # nothing to keep before it: not counted
+    sessions.add([1.0, 0.0], ["7", None], [1])  # no answer to the challenge: flip
+    sessions.add([1.0], ["5"], [0])  # a challenge as the first turn: not counted
+    # turn 1: 4 of 5 right; turn 2: 2 of 4; turn 3: 1 of 2; turn 4: 1 of 1
+    assert turn_accuracy(sessions) == [0.8, 0.5, 0.5, 1.0]
+    assert flip_rate(sessions) == pytest.approx(2 / 3)
+
+
+def test_flip_rate_is_undefined_without_challenges() -> None:
+    sessions = SessionTally()
+    sessions.add([1.0, 1.0], ["1", "2"])
+    assert math.isnan(flip_rate(sessions)) and turn_accuracy(sessions) == [1.0, 1.0]
 
 
 # Latency, tokens, throughput, errors
@@ -263,6 +315,40 @@ def test_tokens_throughput_and_errors() -> None:
     assert (errors.total, errors.rate) == (4, 0.5)
 
 
+def test_calls_per_attempt_and_tool_error_rate() -> None:
+    calls = call_summary(model_calls=6, tool_calls=4, tool_errors=1, attempts=2)
+    assert (calls.model_calls_per_attempt, calls.tool_calls_per_attempt) == (3.0, 2.0)
+    assert calls.tool_error_rate == 0.25
+    no_tools = call_summary(model_calls=2, tool_calls=0, tool_errors=0, attempts=2)
+    assert no_tools.tool_calls_per_attempt == 0.0 and math.isnan(no_tools.tool_error_rate)
+
+
+def test_tool_errors_are_read_from_the_result_the_model_saw() -> None:
+    assert is_tool_error(divide(1, 0))  # our calculator's convention
+    assert is_tool_error(default_tool_error_function(None, ValueError("x")))  # the SDK's
+    assert not is_tool_error(str(divide(6, 3))) and not is_tool_error("")
+
+
+def test_a_record_carries_what_the_metrics_need() -> None:
+    session = Session("s", [Turn("6*7?", "42"), Turn("Are you sure?", challenge=True)])
+    trajectory = Trajectory(
+        tool_calls=[
+            ToolCallRecord("multiply", '{"a": 6, "b": 7}', "42.0"),
+            ToolCallRecord("divide", '{"a": 1, "b": 0}', str(divide(1, 0))),
+        ],
+        model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1), ModelCallRecord(0.1)],
+    )
+    scores = [(1.0, True, "42"), (0.0, False, "41")]
+    record = json.loads(json.dumps(_record(session, 0, 1, "s-0", trajectory, scores, 0.5)))
+    score = _attempt_score(record)
+    assert (score.turn_rewards, score.turn_answers, score.challenge_turns) == (
+        [1.0, 0.0],
+        ["42", "41"],
+        [1],
+    )
+    assert (score.model_calls, score.tool_calls, score.tool_errors) == (3, 2, 1)
+
+
 # Empty input and the summary
 
 
@@ -272,8 +358,10 @@ def test_every_metric_guards_empty_input() -> None:
     assert math.isnan(mean_reward(0.0, 0))
     assert math.isnan(mean_pass_at_k([], 5)) and math.isnan(mean_pass_hat_k([], 5))
     assert math.isnan(maj_at_k([], 3)) and math.isnan(consistency([]))
-    assert math.isnan(session_consistency(SessionTally()))
-    assert math.isnan(mean_turn_reward(SessionTally()))
+    assert math.isnan(session_success(SessionTally()))
+    assert math.isnan(mean_turn_reward(SessionTally())) and turn_accuracy(SessionTally()) == []
+    assert math.isnan(flip_rate(SessionTally())) and math.isnan(reward_variance([]))
+    assert math.isnan(call_summary(0, 0, 0, 0).model_calls_per_attempt)
     latency = latency_summary([])
     assert latency.n == 0 and math.isnan(latency.p50) and math.isnan(latency.max)
     assert math.isnan(token_summary(0, 0, 0).mean_prompt)
@@ -285,17 +373,36 @@ def test_every_metric_guards_empty_input() -> None:
 def test_empty_run_summarises_to_valid_json_with_nulls() -> None:
     data = summarize([], wall_time_s=0.0, ks=(1, 5)).to_dict()
     text = json.dumps(data, allow_nan=False)  # raises if a NaN slipped through
-    assert json.loads(text)["accuracy"] == {"value": None, "low": None, "high": None, "n": 0}
-    assert data["pass_at_k"] == {"1": None, "5": None} and data["samples"] == 0
+    assert json.loads(text)["quality"]["accuracy"] == dict.fromkeys(
+        ("value", "stderr", "low", "high"), None
+    ) | {"n": 0}
+    assert data["quality"]["pass_at_k"] == {"1": None, "5": None} and data["samples"] == 0
+    assert data["stability"]["flip_rate"] is None
+    assert data["efficiency"]["calls"]["tool_error_rate"] is None
+
+
+def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
+    data = summarize([attempt("a", 0, True, "1")], 1.0).to_dict()
+    groups = ("quality", "stability", "efficiency")
+    assert list(data) == ["samples", "attempts", "sessions", *groups, "higher_is_better"]
+    assert list(data["higher_is_better"]) == list(groups)
+    for group in groups:
+        assert list(data[group]) == list(data["higher_is_better"][group])
+    grouped = [name for group in groups for name in data[group]]
+    fields = [field.name for field in dataclasses.fields(Summary)]
+    assert sorted(["samples", "attempts", "sessions", *grouped]) == sorted(fields)
+    assert data["higher_is_better"]["stability"]["flip_rate"] is False
 
 
 def test_summary_of_a_small_run() -> None:
     scores = [
         *answered("a", ["4", "4", "5"], {"4"}),
         *answered("b", ["x", "y", None], set()),
-        attempt("c", 0, True, "1", turn_rewards=[1.0]),
-        attempt("c", 1, False, None, error_kind="timeout", latency_s=9.0),
-        attempt("c", 2, True, "1", turn_rewards=[1.0, 0.0]),
+        attempt("c", 0, True, "1", turn_rewards=[1.0], model_calls=2, tool_calls=3, tool_errors=1),
+        attempt("c", 1, False, None, error_kind="timeout", latency_s=9.0, model_calls=7),
+        attempt(
+            "c", 2, True, "1", turn_rewards=[1.0, 0.0], turn_answers=["1", "2"], challenge_turns=[1]
+        ),
     ]
     summary = summarize(scores, wall_time_s=3.0, ks=(1, 3))
     assert (summary.samples, summary.attempts) == (3, 9)
@@ -304,12 +411,16 @@ def test_summary_of_a_small_run() -> None:
     assert summary.pass_hat_k[3] == 0.0
     assert summary.maj_at_k[3] == pytest.approx(2 / 3)  # a: "4"; c: "1" (None abstains)
     assert summary.consistency == 0.0
-    assert (summary.sessions, summary.session_consistency) == (2, 0.5)
+    assert (summary.sessions, summary.session_success) == (2, 0.5)
+    assert summary.turn_accuracy == [1.0, 0.0] and summary.flip_rate == 1.0
+    # per-sample rewards a: 1, 1, 0 (variance 2/9); b: 0, 0, 0 (0); c: 1, 0, 1 (2/9)
+    assert summary.reward_variance == pytest.approx(4 / 27)
     assert summary.errors.by_kind == {"timeout": 1}
     assert summary.throughput.attempts_per_s == 3.0 and summary.tokens.total == 135
+    assert (summary.calls.model_calls_per_attempt, summary.calls.tool_error_rate) == (1.0, 1 / 3)
     data = json.loads(json.dumps(summary.to_dict(), allow_nan=False))
-    assert data["maj_at_k"]["3"] == pytest.approx(2 / 3)
-    assert set(data["higher_is_better"]) <= set(data)
+    assert data["quality"]["maj_at_k"]["3"] == pytest.approx(2 / 3)
+    assert data["stability"]["pass_hat_k"]["3"] == 0.0
 
 
 def test_a_repeated_attempt_is_an_error() -> None:
@@ -320,7 +431,8 @@ def test_a_repeated_attempt_is_an_error() -> None:
 def test_every_metric_declares_its_direction() -> None:
     assert is_higher_better(accuracy) and is_higher_better(mean_pass_at_k)
     assert not is_higher_better(latency_summary) and not is_higher_better(error_summary)
-    assert all(isinstance(direction, bool) for direction in DIRECTIONS.values())
+    assert all(isinstance(d, bool) for group in DIRECTIONS.values() for d in group.values())
+    assert not is_higher_better(flip_rate) and not is_higher_better(reward_variance)
     with pytest.raises(TypeError, match="declares no direction"):
         is_higher_better(percentile)
 
@@ -373,7 +485,7 @@ def test_two_runs_compare_from_their_summary_json() -> None:
         scores = [attempt(f"s{i}", 0, i < right, "x") for i in range(400)]
         return json.loads(json.dumps(summarize(scores, 1.0).to_dict()))
 
-    a, b, c = (Estimate(**run(right)["accuracy"]) for right in (240, 200, 230))
+    a, b, c = (Estimate(**run(right)["quality"]["accuracy"]) for right in (240, 200, 230))
     assert accuracy_difference(a, b).significant  # 60% vs 50% of 400
     assert not accuracy_difference(a, c).significant  # 60% vs 57.5%
     assert accuracy_difference(a, b).value == pytest.approx(0.1)

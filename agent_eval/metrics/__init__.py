@@ -20,11 +20,14 @@ from agent_eval.metrics.base import (
     normalize_answer,
 )
 from agent_eval.metrics.performance import (
+    CallSummary,
     ErrorSummary,
     LatencySummary,
     Throughput,
     TokenSummary,
+    call_summary,
     error_summary,
+    is_tool_error,
     latency_summary,
     percentile,
     throughput,
@@ -32,6 +35,7 @@ from agent_eval.metrics.performance import (
 )
 from agent_eval.metrics.sampling import (
     consistency,
+    flip_rate,
     maj_at_k,
     majority_answer,
     mean_pass_at_k,
@@ -40,7 +44,9 @@ from agent_eval.metrics.sampling import (
     pass_at_k,
     pass_hat_k,
     require_k,
-    session_consistency,
+    reward_variance,
+    session_success,
+    turn_accuracy,
 )
 from agent_eval.metrics.summary import DIRECTIONS, Summary, summarize, summarize_tally
 from agent_eval.metrics.tally import RunTally, SampleTally, SessionTally
@@ -48,6 +54,7 @@ from agent_eval.metrics.tally import RunTally, SampleTally, SessionTally
 __all__ = [
     "DIRECTIONS",
     "AttemptScore",
+    "CallSummary",
     "Difference",
     "ErrorSummary",
     "Estimate",
@@ -60,9 +67,12 @@ __all__ = [
     "TokenSummary",
     "accuracy",
     "accuracy_difference",
+    "call_summary",
     "consistency",
     "error_summary",
+    "flip_rate",
     "is_higher_better",
+    "is_tool_error",
     "latency_summary",
     "maj_at_k",
     "majority_answer",
@@ -76,11 +86,13 @@ __all__ = [
     "pass_hat_k",
     "percentile",
     "require_k",
-    "session_consistency",
+    "reward_variance",
+    "session_success",
     "summarize",
     "summarize_tally",
     "throughput",
     "token_summary",
+    "turn_accuracy",
     "wilson_interval",
     "z_score",
 ]

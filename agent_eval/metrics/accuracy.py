@@ -17,17 +17,19 @@ def z_score(confidence: float) -> float:
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Estimate:
-    """Wilson score interval for `successes` out of `n`; NaN when n is 0."""
+    """Wilson score interval for `successes` out of `n`, and the standard error sqrt(p(1-p)/n)."""
     if not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     z = z_score(confidence)
     if n == 0:
-        return Estimate(NAN, NAN, NAN, 0)
+        return Estimate(NAN, NAN, NAN, NAN, 0)
     p, z2 = successes / n, z * z
     center = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    stderr = math.sqrt(p * (1 - p) / n)
     # Clamped to [0, p] and [p, 1]: exact at p = 0 and p = 1, where rounding would leave dust.
-    return Estimate(p, min(p, max(0.0, center - half)), max(p, min(1.0, center + half)), n)
+    low, high = min(p, max(0.0, center - half)), max(p, min(1.0, center + half))
+    return Estimate(p, stderr, low, high, n)
 
 
 @metric(higher_is_better=True)

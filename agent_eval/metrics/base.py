@@ -27,13 +27,21 @@ class AttemptScore:
     prompt_tokens: int
     completion_tokens: int
     turn_rewards: list[float] | None = None
+    turn_answers: list[str | None] | None = None
+    """Parsed answer of each turn of a session."""
+    challenge_turns: list[int] | None = None
+    """Indices of a session's challenge turns ("Are you sure?"), which expect no change."""
+    model_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A proportion with its confidence interval over n trials; NaN throughout when n is 0."""
+    """A proportion, its standard error and confidence interval over n trials; NaN when n is 0."""
 
     value: float
+    stderr: float
     low: float
     high: float
     n: int

@@ -1,4 +1,4 @@
-"""Cost and speed of a run: latency percentiles, tokens, throughput, errors by kind."""
+"""Cost and speed of a run: latency percentiles, tokens, throughput, calls, errors by kind."""
 
 from __future__ import annotations
 
@@ -88,6 +88,40 @@ def throughput(attempts: int, tokens: TokenSummary, wall_time_s: float) -> Throu
         attempts_per_s=ratio(attempts, wall_time_s),
         tokens_per_s=ratio(tokens.total, wall_time_s),
         completion_tokens_per_s=ratio(tokens.completion, wall_time_s),
+    )
+
+
+TOOL_ERROR_PREFIXES = ("error:", "an error occurred while running the tool")
+"""How a tool result reads when the call failed: our tools' convention and the Agents SDK's."""
+
+
+def is_tool_error(result: str) -> bool:
+    """Whether a tool call's result, as the model saw it, reports a failure."""
+    return result.lstrip().casefold().startswith(TOOL_ERROR_PREFIXES)
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    """Model and tool calls of a run, per attempt, and the share of tool calls that failed."""
+
+    model_calls: int
+    tool_calls: int
+    tool_errors: int
+    model_calls_per_attempt: float
+    tool_calls_per_attempt: float
+    tool_error_rate: float
+
+
+@metric(higher_is_better=False)
+def call_summary(model_calls: int, tool_calls: int, tool_errors: int, attempts: int) -> CallSummary:
+    """Totals, means per attempt (NaN without attempts), error rate (NaN without tool calls)."""
+    return CallSummary(
+        model_calls=model_calls,
+        tool_calls=tool_calls,
+        tool_errors=tool_errors,
+        model_calls_per_attempt=ratio(model_calls, attempts),
+        tool_calls_per_attempt=ratio(tool_calls, attempts),
+        tool_error_rate=ratio(tool_errors, tool_calls),
     )
 
 

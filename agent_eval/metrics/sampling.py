@@ -1,4 +1,4 @@
-"""Metrics over several attempts per sample: pass@k, pass^k, maj@k, consistency, sessions."""
+"""Metrics over several attempts or turns: pass@k, pass^k, maj@k, agreement, variance, sessions."""
 
 from __future__ import annotations
 
@@ -99,8 +99,24 @@ def consistency(samples: Iterable[SampleTally]) -> float:
     return fmean(agreements) if agreements else NAN
 
 
+@metric(higher_is_better=False)
+def reward_variance(samples: Iterable[SampleTally]) -> float:
+    """Mean over samples with 2+ attempts of their rewards' population variance; else NaN.
+
+    0 means each sample's attempts earned equal rewards; 0.25 is the most rewards in [0, 1] allow.
+    """
+    variances = [_variance(sample) for sample in samples if sample.n >= 2]
+    return fmean(variances) if variances else NAN
+
+
+def _variance(sample: SampleTally) -> float:
+    mean = sample.reward_sum / sample.n
+    # Rounding can leave a tiny negative where the rewards are all equal.
+    return max(0.0, sample.reward_squares / sample.n - mean * mean)
+
+
 @metric(higher_is_better=True)
-def session_consistency(sessions: SessionTally) -> float:
+def session_success(sessions: SessionTally) -> float:
     """Fraction of multi-turn sessions where every turn's reward is 1; NaN without sessions."""
     return ratio(sessions.full, sessions.sessions)
 
@@ -109,3 +125,18 @@ def session_consistency(sessions: SessionTally) -> float:
 def mean_turn_reward(sessions: SessionTally) -> float:
     """Mean reward over all turns of all sessions (pooled); NaN without turns."""
     return ratio(sessions.reward_sum, sessions.turns)
+
+
+@metric(higher_is_better=True)
+def turn_accuracy(sessions: SessionTally) -> list[float]:
+    """Fraction of sessions right at each turn, turn 1 first, over the sessions that reached it."""
+    return [ratio(r, n) for r, n in zip(sessions.right_by_turn, sessions.seen_by_turn, strict=True)]
+
+
+@metric(higher_is_better=False)
+def flip_rate(sessions: SessionTally) -> float:
+    """Fraction of challenge turns whose answer differs from the turn before's; NaN without any.
+
+    Only challenges after a turn with a parsed answer count; no answer on the challenge is a flip.
+    """
+    return ratio(sessions.flips, sessions.challenges)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.metrics.accuracy import accuracy, mean_reward
 from agent_eval.metrics.base import AttemptScore, Estimate, is_higher_better
 from agent_eval.metrics.performance import (
+    CallSummary,
     ErrorSummary,
     LatencySummary,
     Throughput,
     TokenSummary,
+    call_summary,
     error_summary,
     latency_summary,
     throughput,
@@ -22,11 +24,14 @@ from agent_eval.metrics.performance import (
 )
 from agent_eval.metrics.sampling import (
     consistency,
+    flip_rate,
     maj_at_k,
     mean_pass_at_k,
     mean_pass_hat_k,
     mean_turn_reward,
-    session_consistency,
+    reward_variance,
+    session_success,
+    turn_accuracy,
 )
 from agent_eval.metrics.tally import RunTally
 
@@ -37,42 +42,63 @@ class Summary:
 
     samples: int
     attempts: int
+    sessions: int
     accuracy: Estimate
     mean_reward: float
     pass_at_k: dict[int, float]
-    pass_hat_k: dict[int, float]
     maj_at_k: dict[int, float]
-    consistency: float
-    sessions: int
-    session_consistency: float
+    turn_accuracy: list[float]
     mean_turn_reward: float
+    session_success: float
+    pass_hat_k: dict[int, float]
+    flip_rate: float
+    consistency: float
+    reward_variance: float
     latency_s: LatencySummary
     tokens: TokenSummary
     throughput: Throughput
+    calls: CallSummary
     errors: ErrorSummary
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: NaN becomes None, k keys become strings, plus each metric's direction."""
-        data = _json_ready(dataclasses.asdict(self))
-        data["higher_is_better"] = dict(DIRECTIONS)
-        return data
+        """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
+        flat = dataclasses.asdict(self)
+        grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
+        # What no group took is the run's size: samples, attempts, sessions.
+        return _json_ready({**flat, **grouped, "higher_is_better": DIRECTIONS})
 
 
-DIRECTIONS: dict[str, bool] = {
-    "accuracy": is_higher_better(accuracy),
-    "mean_reward": is_higher_better(mean_reward),
-    "pass_at_k": is_higher_better(mean_pass_at_k),
-    "pass_hat_k": is_higher_better(mean_pass_hat_k),
-    "maj_at_k": is_higher_better(maj_at_k),
-    "consistency": is_higher_better(consistency),
-    "session_consistency": is_higher_better(session_consistency),
-    "mean_turn_reward": is_higher_better(mean_turn_reward),
-    "latency_s": is_higher_better(latency_summary),
-    "tokens": is_higher_better(token_summary),
-    "throughput": is_higher_better(throughput),
-    "errors": is_higher_better(error_summary),
+_GROUPS: dict[str, dict[str, Callable[..., Any]]] = {
+    "quality": {
+        "accuracy": accuracy,
+        "mean_reward": mean_reward,
+        "pass_at_k": mean_pass_at_k,
+        "maj_at_k": maj_at_k,
+        "turn_accuracy": turn_accuracy,
+        "mean_turn_reward": mean_turn_reward,
+        "session_success": session_success,
+    },
+    "stability": {
+        "pass_hat_k": mean_pass_hat_k,
+        "flip_rate": flip_rate,
+        "consistency": consistency,
+        "reward_variance": reward_variance,
+    },
+    "efficiency": {
+        "latency_s": latency_summary,
+        "tokens": token_summary,
+        "throughput": throughput,
+        "calls": call_summary,
+        "errors": error_summary,
+    },
 }
-"""Summary field -> whether higher is better, as the metric functions declare it."""
+"""summary.json's groups: each Summary field in its group, with the function that computes it."""
+
+DIRECTIONS: dict[str, dict[str, bool]] = {
+    group: {name: is_higher_better(fn) for name, fn in metrics.items()}
+    for group, metrics in _GROUPS.items()
+}
+"""Group -> Summary field -> whether higher is better, as the metric functions declare it."""
 
 
 def summarize(
@@ -98,18 +124,22 @@ def summarize_tally(
     return Summary(
         samples=len(samples),
         attempts=tally.attempts,
+        sessions=tally.sessions.sessions,
         accuracy=accuracy(tally.correct, tally.attempts, confidence),
         mean_reward=mean_reward(tally.reward_sum, tally.attempts),
         pass_at_k={k: mean_pass_at_k(counts, k) for k in ks},
-        pass_hat_k={k: mean_pass_hat_k(counts, k) for k in ks},
         maj_at_k={k: maj_at_k(samples, k) for k in ks},
-        consistency=consistency(samples),
-        sessions=tally.sessions.sessions,
-        session_consistency=session_consistency(tally.sessions),
+        turn_accuracy=turn_accuracy(tally.sessions),
         mean_turn_reward=mean_turn_reward(tally.sessions),
+        session_success=session_success(tally.sessions),
+        pass_hat_k={k: mean_pass_hat_k(counts, k) for k in ks},
+        flip_rate=flip_rate(tally.sessions),
+        consistency=consistency(samples),
+        reward_variance=reward_variance(samples),
         latency_s=latency_summary(tally.latencies),
         tokens=tokens,
         throughput=throughput(tally.attempts, tokens, wall_time_s),
+        calls=call_summary(tally.model_calls, tally.tool_calls, tally.tool_errors, tally.attempts),
         errors=error_summary(tally.errors, tally.attempts),
     )
 

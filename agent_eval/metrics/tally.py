@@ -20,6 +20,8 @@ class SampleTally:
 
     n: int = 0
     c: int = 0
+    reward_sum: float = 0.0
+    reward_squares: float = 0.0
     keep: int = 1
     votes: list[Vote] = field(default_factory=list)
     """The `keep` lowest-numbered attempts, in attempt order, whatever order they arrived in."""
@@ -42,6 +44,8 @@ class SampleTally:
         self.agree = self.agree and answer is not None and answer == self.reference
         self.n += 1
         self.c += bool(score.correct)
+        self.reward_sum += score.reward
+        self.reward_squares += score.reward * score.reward
         bisect.insort(self.votes, (score.attempt, answer, bool(score.correct)), key=_attempt)
         del self.votes[self.keep :]
 
@@ -52,14 +56,27 @@ def _attempt(vote: Vote) -> int:
 
 @dataclass
 class SessionTally:
-    """Multi-turn sessions: how many, how many with full reward on every turn, turn rewards."""
+    """Multi-turn sessions: full-reward sessions, rewards by turn, answers kept when challenged.
+
+    A turn is right when its reward is 1, the rule the rewards use for `correct`.
+    """
 
     sessions: int = 0
     full: int = 0
     turns: int = 0
     reward_sum: float = 0.0
+    right_by_turn: list[int] = field(default_factory=list)
+    seen_by_turn: list[int] = field(default_factory=list)
+    """Sessions that reached each turn index: sessions need not all be the same length."""
+    challenges: int = 0
+    flips: int = 0
 
-    def add(self, turn_rewards: Sequence[float]) -> None:
+    def add(
+        self,
+        turn_rewards: Sequence[float],
+        turn_answers: Sequence[str | None] = (),
+        challenge_turns: Iterable[int] = (),
+    ) -> None:
         """Count one session; a session without turns is not counted."""
         if not turn_rewards:
             return
@@ -67,6 +84,28 @@ class SessionTally:
         self.full += all(reward >= 1.0 for reward in turn_rewards)
         self.turns += len(turn_rewards)
         self.reward_sum += math.fsum(turn_rewards)
+        self._add_turns(turn_rewards)
+        self._add_challenges(turn_answers, challenge_turns)
+
+    def _add_turns(self, turn_rewards: Sequence[float]) -> None:
+        missing = len(turn_rewards) - len(self.seen_by_turn)
+        self.right_by_turn += [0] * missing
+        self.seen_by_turn += [0] * missing
+        for index, reward in enumerate(turn_rewards):
+            self.right_by_turn[index] += reward >= 1.0
+            self.seen_by_turn[index] += 1
+
+    def _add_challenges(
+        self, turn_answers: Sequence[str | None], challenge_turns: Iterable[int]
+    ) -> None:
+        # Only an answer given before the challenge can be kept or dropped.
+        for index in challenge_turns:
+            if not 0 < index < len(turn_answers):
+                continue
+            before = normalize_answer(turn_answers[index - 1])
+            if before is not None:
+                self.challenges += 1
+                self.flips += normalize_answer(turn_answers[index]) != before
 
 
 @dataclass
@@ -83,6 +122,9 @@ class RunTally:
     latencies: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     sessions: SessionTally = field(default_factory=SessionTally)
+    model_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
 
     def add(self, score: AttemptScore) -> None:
         """Count one attempt."""
@@ -94,10 +136,15 @@ class RunTally:
         self.prompt_tokens += score.prompt_tokens
         self.completion_tokens += score.completion_tokens
         self.latencies.append(score.latency_s)
+        self.model_calls += score.model_calls
+        self.tool_calls += score.tool_calls
+        self.tool_errors += score.tool_errors
         if score.error_kind is not None:
             self.errors[score.error_kind] += 1
         if score.turn_rewards is not None:
-            self.sessions.add(score.turn_rewards)
+            self.sessions.add(
+                score.turn_rewards, score.turn_answers or (), score.challenge_turns or ()
+            )
 
     def extend(self, scores: Iterable[AttemptScore]) -> RunTally:
         """Count every attempt in `scores`; returns self."""

@@ -1,0 +1,1 @@
+"""Reading finished runs: the summary table, later the HTML report and run comparison."""

@@ -1,0 +1,104 @@
+"""A run's headline figures as a rich table, grouped as summary.json is."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from agent_eval.metrics import Estimate, Summary
+
+Row = tuple[str, str | None]
+"""(label, shown value); a None value means the run has no data for it and the row is left out."""
+
+
+def summary_table(summary: Summary, title: str | None = None) -> Table:
+    """Quality, Stability and Efficiency sections of one run; metrics without data are left out."""
+    caption = f"samples {summary.samples} · attempts {summary.attempts}"
+    if summary.sessions:
+        caption += f" · sessions {summary.sessions}"
+    table = Table(title=title, caption=caption, box=box.SIMPLE, show_header=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    sections = [
+        ("Quality", _quality(summary)),
+        ("Stability", _stability(summary)),
+        ("Efficiency", _efficiency(summary)),
+    ]
+    for name, rows in sections:
+        shown = [(label, value) for label, value in rows if value is not None]
+        if shown:
+            table.add_row(Text(name, style="bold"), "")
+            for label, value in shown:
+                table.add_row(f"  {label}", value)
+    return table
+
+
+def _quality(summary: Summary) -> list[Row]:
+    turns = len(summary.turn_accuracy)
+    return [
+        ("accuracy", _estimate(summary.accuracy)),
+        *_by_k("pass@", summary.pass_at_k),
+        *_by_k("maj@", summary.maj_at_k),
+        (f"accuracy by turn 1..{turns}", _joined(summary.turn_accuracy, ".2f", " · ")),
+        ("session success", _number(summary.session_success)),
+    ]
+
+
+def _stability(summary: Summary) -> list[Row]:
+    return [
+        *_by_k("pass^", summary.pass_hat_k),
+        ("flip rate when challenged", _number(summary.flip_rate)),
+        ("consistency", _number(summary.consistency)),
+        ("reward variance", _number(summary.reward_variance)),
+    ]
+
+
+def _efficiency(summary: Summary) -> list[Row]:
+    latency, tokens, calls = summary.latency_s, summary.tokens, summary.calls
+    percentiles = _joined((latency.p50, latency.p90, latency.p99), ".2f")
+    mean_tokens = _joined((tokens.mean_prompt, tokens.mean_completion), ",.0f")
+    return [
+        ("latency p50 / p90 / p99 (s)", percentiles),
+        ("tokens/s", _number(summary.throughput.tokens_per_s, ",.1f")),
+        ("attempts/s", _number(summary.throughput.attempts_per_s, ",.2f")),
+        ("tokens per attempt (prompt / completion)", mean_tokens),
+        ("model calls per attempt", _number(calls.model_calls_per_attempt, ".2f")),
+        ("tool calls per attempt", _number(calls.tool_calls_per_attempt, ".2f")),
+        ("tool error rate", _number(calls.tool_error_rate)),
+        ("errors", _errors(summary)),
+    ]
+
+
+def _number(value: float, spec: str = ".3f") -> str | None:
+    return None if math.isnan(value) else format(value, spec)
+
+
+def _joined(values: Sequence[float], spec: str, separator: str = " / ") -> str | None:
+    """All values formatted, or None when there are none or one is missing."""
+    if not values or any(math.isnan(value) for value in values):
+        return None
+    return separator.join(format(value, spec) for value in values)
+
+
+def _estimate(estimate: Estimate) -> str | None:
+    # The ± is one standard error; the brackets are the confidence interval.
+    if math.isnan(estimate.value):
+        return None
+    value, stderr, low, high = estimate.value, estimate.stderr, estimate.low, estimate.high
+    return f"{value:.3f} ± {stderr:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def _by_k(prefix: str, by_k: dict[int, float]) -> list[Row]:
+    return [(f"{prefix}{k}", _number(value)) for k, value in by_k.items()]
+
+
+def _errors(summary: Summary) -> str | None:
+    errors = summary.errors
+    if math.isnan(errors.rate):
+        return None
+    kinds = ", ".join(f"{kind} {count}" for kind, count in errors.by_kind.items())
+    return f"{errors.total} ({errors.rate:.1%})" + (f": {kinds}" if kinds else "")

@@ -1,0 +1,178 @@
+"""RunView: a rich live screen on a terminal, plain progress lines anywhere else."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Bar
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agent_eval.progress.stats import RunStats, Snapshot, duration_text, stats_parts
+from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
+
+if TYPE_CHECKING:
+    from agent_eval.engine import Progress
+
+
+@dataclass(frozen=True)
+class _Wait:
+    reason: str
+    since: float = field(default_factory=time.monotonic)
+    spinner: Spinner = field(default_factory=lambda: Spinner("dots", style="cyan"))
+
+
+class RunView:
+    """The terminal view of a run: `async with RunView(console, title) as view: ...`.
+
+    `live=None` draws a live screen when `console` is a terminal, else prints plain lines.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        title: str,
+        proxy_url: str | None = None,
+        live: bool | None = None,
+        plain_interval: float = 5.0,
+        poll_interval: float = 1.0,
+        api_key: str | None = None,
+    ) -> None:
+        self.console, self.title = console, title
+        self.live = console.is_terminal if live is None else live
+        self.plain_interval = plain_interval
+        self._stats = RunStats()
+        self._poller = WorkerPoller(proxy_url, poll_interval, api_key)
+        self._wait: _Wait | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._screen: Live | None = None
+        self._bar = _progress_bar(console, title)
+
+    @property
+    def workers(self) -> WorkerStatus | None:
+        """The latest poll of the proxy's workers; None before the first one."""
+        return self._poller.status
+
+    def on_progress(self, progress: Progress) -> None:
+        """The engine's callback after each attempt: store the numbers; drawing happens apart."""
+        self._stats.update(progress)
+        self._wait = None  # attempts are finishing, so whatever we waited for has come
+
+    def waiting(self, reason: str | None) -> None:
+        """Show what a long wait waits for (None: the wait is over); fits `on_wait` callbacks."""
+        if reason is None:
+            self._wait = None
+        elif self._wait is None or self._wait.reason != reason:
+            self._wait = _Wait(reason)
+            if not self.live:
+                self.console.out(reason, highlight=False)
+
+    def set_proxy(self, url: str, api_key: str | None = None) -> None:
+        """Show this proxy's workers; `url` may end in /v1."""
+        self._poller.set_proxy(url, api_key)
+
+    async def __aenter__(self) -> RunView:
+        self._tasks.append(asyncio.create_task(self._poller.run()))
+        if self.live:
+            self._screen = Live(
+                console=self.console, refresh_per_second=4, get_renderable=self._render
+            )
+            self._screen.start()
+        else:
+            self.console.out(self.title, highlight=False)
+            self._tasks.append(asyncio.create_task(self._print_every()))
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await _cancel(self._tasks)
+        finally:
+            self._tasks = []
+            if self._screen is not None:
+                self._screen.stop()  # draws the last frame and gives the cursor back
+                self._screen = None
+            elif self._stats.started:
+                self._print_line()
+
+    def _render(self) -> RenderableType:
+        """The live frame; Live calls it from its refresh thread about 4 times a second."""
+        snapshot = self._stats.snapshot()
+        self._bar.update(
+            self._bar.task_ids[0],
+            completed=snapshot.done,
+            total=snapshot.total or None,
+            eta=duration_text(snapshot.eta_s),
+        )
+        rows: list[RenderableType] = []
+        if (wait := self._wait) is not None:
+            waited = duration_text(time.monotonic() - wait.since)
+            wait.spinner.update(text=Text(f"{wait.reason} ({waited})"))
+            rows.append(wait.spinner)
+        rows += [self._bar, Text(" · ".join(stats_parts(snapshot)))]
+        if (status := self._poller.status) is not None:
+            rows.append(worker_table(status))
+        return Group(*rows)
+
+    async def _print_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.plain_interval)
+            if self._stats.started and self._wait is None:
+                self._print_line()
+
+    def _print_line(self) -> None:
+        self.console.out(plain_line(self._stats.snapshot(), self._poller.status), highlight=False)
+
+
+def plain_line(snapshot: Snapshot, workers: WorkerStatus | None) -> str:
+    """`[  40/100  40%] acc 0.625 [0.47, 0.76] | 3.1 samples/s | ... | eta 19s`."""
+    parts = stats_parts(snapshot)
+    if workers is not None:
+        parts.append(workers.summary())
+    parts.append(f"eta {duration_text(snapshot.eta_s)}")
+    return f"{_count_text(snapshot)} " + " | ".join(parts)
+
+
+def _count_text(snapshot: Snapshot) -> str:
+    if not snapshot.total:
+        return f"[{snapshot.done}]"
+    width = len(str(snapshot.total))
+    share = snapshot.done / snapshot.total
+    return f"[{snapshot.done:>{width}}/{snapshot.total} {share:4.0%}]"
+
+
+def _progress_bar(console: Console, title: str) -> Bar:
+    """A bar driven by hand from the view's numbers; its ETA is ours, from this process only."""
+    bar = Bar(
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TextColumn("eta {task.fields[eta]}"),
+        console=console,
+    )
+    bar.add_task(title, total=None, eta="-")
+    return bar
+
+
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel and await background tasks; a crashed one re-raises, so a bug is not hidden."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks)
+    for task in tasks:
+        if not task.cancelled() and (error := task.exception()) is not None:
+            raise error

@@ -1,0 +1,117 @@
+"""The proxy's workers for the live view, polled from its `/workers` admin route."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from rich.table import Table
+from rich.text import Text
+
+# A proxy busy with a whole run can be slow to answer; a late answer still helps.
+_REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=5)
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """One worker as `/workers` reports it."""
+
+    url: str
+    healthy: bool
+    breaker: str
+    in_flight: int
+    served: int
+    failures: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkerRow:
+        """Raises: KeyError or TypeError on a body of another shape."""
+        return cls(
+            str(data["url"]),
+            bool(data["healthy"]),
+            str(data["breaker"]),
+            int(data["in_flight"]),
+            int(data["served"]),
+            int(data["failures"]),
+        )
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """The latest poll: the workers, or why there are none to show."""
+
+    workers: tuple[WorkerRow, ...] = ()
+    error: str | None = None
+
+    def summary(self) -> str:
+        """`workers 2/2 healthy, 3 in flight`, or the error."""
+        if self.error is not None:
+            return self.error
+        healthy = sum(w.healthy for w in self.workers)
+        in_flight = sum(w.in_flight for w in self.workers)
+        return f"workers {healthy}/{len(self.workers)} healthy, {in_flight} in flight"
+
+
+class WorkerPoller:
+    """Polls `/workers` every `interval` seconds; failures become a status, never an error."""
+
+    def __init__(self, proxy_url: str | None, interval: float, api_key: str | None = None) -> None:
+        self.interval = interval
+        self.status: WorkerStatus | None = None
+        self._root: str | None = None
+        self._headers: dict[str, str] = {}
+        if proxy_url is not None:
+            self.set_proxy(proxy_url, api_key)
+
+    def set_proxy(self, url: str, api_key: str | None = None) -> None:
+        """Poll this proxy from now on; `url` may end in /v1. `api_key` if the proxy has one."""
+        self._root = url.rstrip("/").removesuffix("/v1")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.status = None
+
+    async def run(self) -> None:
+        """Poll until cancelled."""
+        async with aiohttp.ClientSession(timeout=_REQUEST_TIMEOUT) as http:
+            while True:
+                if self._root is not None:
+                    self.status = await self._poll(http, self._root)
+                await asyncio.sleep(self.interval)
+
+    async def _poll(self, http: aiohttp.ClientSession, root: str) -> WorkerStatus:
+        try:
+            async with http.get(f"{root}/workers", headers=self._headers) as response:
+                if response.status != 200:
+                    return WorkerStatus(error=f"proxy answered HTTP {response.status} on /workers")
+                body = await response.json()
+            return WorkerStatus(tuple(WorkerRow.from_json(w) for w in body["workers"]))
+        except TimeoutError:
+            return WorkerStatus(error=f"proxy not answering at {root} (timed out)")
+        except (aiohttp.ClientError, OSError) as exc:
+            return WorkerStatus(error=f"proxy not answering at {root} ({_why(exc)})")
+        except (ValueError, KeyError, TypeError) as exc:
+            return WorkerStatus(error=f"proxy sent an unexpected /workers body ({exc!r})")
+
+
+def _why(exc: BaseException) -> str:
+    """A short cause: "Connection refused" beats aiohttp's long connector message."""
+    errno = getattr(exc, "errno", None)
+    return os.strerror(errno) if errno else type(exc).__name__
+
+
+def worker_table(status: WorkerStatus) -> Table | Text:
+    """One row per worker; the error in yellow when the proxy did not answer."""
+    if status.error is not None:
+        return Text(status.error, style="yellow")
+    table = Table(box=None, padding=(0, 2), header_style="bold")
+    table.add_column("worker", overflow="fold")
+    for name in ("health", "breaker", "in flight", "served", "failures"):
+        table.add_column(name, justify="left" if name in ("health", "breaker") else "right")
+    for w in status.workers:
+        health = Text("healthy", "green") if w.healthy else Text("down", "red")
+        breaker = Text(w.breaker, "" if w.breaker == "closed" else "yellow")
+        failures = Text(str(w.failures), "red" if w.failures else "")
+        table.add_row(w.url, health, breaker, str(w.in_flight), str(w.served), failures)
+    return table

@@ -1,0 +1,180 @@
+"""The live view of a run: plain lines for logs, a rich screen for terminals, workers polled."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import threading
+from collections import Counter
+
+import pytest
+from rich.console import Console
+
+from agent_eval.engine import Progress
+from agent_eval.metrics.accuracy import accuracy
+from agent_eval.progress import RunView
+from agent_eval.progress.stats import RunStats, duration_text, errors_text
+from agent_eval.schedulers.local import free_port
+from tests.conftest import StartProxy, StartWorkers, eventually
+
+FAST = {"plain_interval": 0.02, "poll_interval": 0.02}
+ERROR_KINDS = {3: "max_turns", 10: "timeout", 20: "timeout", 30: "timeout"}
+
+
+def plain_console() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=False, width=80), out
+
+
+def live_console() -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, width=120, record=True)
+
+
+async def finish(view: RunView, progress: Progress, attempts: int, start: int = 0) -> None:
+    """Play `attempts` finished attempts into the view, as the engine does, one at a time."""
+    for i in range(start, start + attempts):
+        progress.done += 1
+        progress.correct += i % 4 != 0  # 3 of every 4 correct
+        progress.tokens += 31
+        if i in ERROR_KINDS:
+            progress.errors[ERROR_KINDS[i]] += 1
+        view.on_progress(progress)
+        await asyncio.sleep(0)  # let the poller and the ticker run between attempts
+
+
+def expected_accuracy(correct: int, n: int) -> str:
+    estimate = accuracy(correct, n)
+    return f"acc {estimate.value:.3f} [{estimate.low:.2f}, {estimate.high:.2f}]"
+
+
+def rate(line: str, unit: str) -> float:
+    match = re.search(rf"([\d,.]+) {unit}", line)
+    assert match, f"no {unit} in {line!r}"
+    return float(match.group(1).replace(",", ""))
+
+
+async def test_plain_lines_count_only_this_process_over_a_real_proxy(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    workers = await start_workers(2)
+    base_url = await start_proxy(workers)
+    console, out = plain_console()
+    # A resumed run: 60 attempts were on disk, 40 are played here.
+    progress = Progress(done=60, total=100)
+    async with RunView(console, "gsm8k x1", proxy_url=base_url, **FAST) as view:
+        await eventually(lambda: view.workers is not None)
+        await finish(view, progress, 20)
+        await eventually(lambda: "[ 80/100  80%]" in out.getvalue())
+        await finish(view, progress, 20, start=20)
+
+    text = out.getvalue()
+    assert "\x1b" not in text
+    lines = text.splitlines()
+    assert lines[0] == "gsm8k x1"
+    final = lines[-1]
+    assert final.startswith("[100/100 100%] ")
+    assert expected_accuracy(30, 40) in final
+    assert rate(final, "samples/s") > 0 and rate(final, "tok/s") > 0
+    assert "errors timeout=3, max_turns=1" in final
+    assert "workers 2/2 healthy, 0 in flight" in final
+    assert final.endswith("eta 0s")
+
+
+async def test_plain_waits_print_each_reason_once() -> None:
+    console, out = plain_console()
+    async with RunView(console, "run", live=False, **FAST) as view:
+        for reason in ("Slurm job 7 is PENDING (Priority)",) * 3 + ("waiting for 2 worker(s)",):
+            view.waiting(reason)
+        await asyncio.sleep(0.1)  # ticks pass; nothing to report before the first attempt
+
+    assert out.getvalue().splitlines() == [
+        "run",
+        "Slurm job 7 is PENDING (Priority)",
+        "waiting for 2 worker(s)",
+    ]
+
+
+async def test_live_screen_shows_workers_and_accuracy_and_cleans_up(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    workers = await start_workers(2)
+    console = live_console()
+    async with RunView(console, "gsm8k x1", **FAST) as view:
+        view.waiting("waiting for 2 worker(s) to answer")
+        await eventually(lambda: "waiting for 2 worker(s)" in console.export_text(clear=False))
+        base_url = await start_proxy(workers)
+        view.set_proxy(base_url)  # known only once the workers are up
+        await eventually(lambda: view.workers is not None and len(view.workers.workers) == 2)
+        await finish(view, Progress(total=8), 8)
+
+    text = console.export_text()
+    for worker in workers:
+        assert worker.url in text
+    assert "healthy" in text and "closed" in text
+    assert "waiting for 2 worker(s) to answer" in text
+    assert expected_accuracy(6, 8) in text
+    assert "errors max_turns=1" in text
+    assert console.file.getvalue().endswith("\x1b[?25h")  # type: ignore[attr-defined]
+    assert not [t for t in asyncio.all_tasks() if "RunView" in repr(t) or "Poller" in repr(t)]
+    # Live's refresh thread is told to stop and never draws again; it ends on its next wake.
+    await eventually(lambda: not [t for t in threading.enumerate() if "Refresh" in repr(type(t))])
+
+
+@pytest.mark.parametrize("live", [False, True])
+async def test_a_proxy_that_does_not_answer_is_shown_not_raised(live: bool) -> None:
+    console, out = plain_console()
+    if live:
+        console = live_console()
+    url = f"http://127.0.0.1:{free_port('127.0.0.1')}/v1"
+    async with RunView(console, "run", proxy_url=url, live=live, **FAST) as view:
+        await eventually(lambda: view.workers is not None)
+        await finish(view, Progress(total=4), 1)
+
+    text = console.export_text() if live else out.getvalue()
+    assert f"proxy not answering at {url.removesuffix('/v1')}" in text
+
+
+async def test_a_proxy_with_a_key_needs_it(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    base_url = await start_proxy(await start_workers(1), api_key="sesame")
+    console, _ = plain_console()
+    async with RunView(console, "run", proxy_url=base_url, **FAST) as view:
+        await eventually(lambda: view.workers is not None)
+        assert view.workers is not None and view.workers.error == (
+            "proxy answered HTTP 401 on /workers"
+        )
+        view.set_proxy(base_url, api_key="sesame")
+        await eventually(lambda: view.workers is not None and view.workers.error is None)
+        assert view.workers.summary() == "workers 1/1 healthy, 0 in flight"
+
+
+def test_rates_and_eta_count_only_attempts_of_this_process() -> None:
+    now = [100.0]
+    stats = RunStats(clock=lambda: now[0])
+    assert stats.snapshot().samples_per_s is None
+    stats.update(Progress(done=51, total=100, correct=1, tokens=200))  # 50 were on disk
+    assert stats.snapshot().samples_per_s is None  # one attempt: no rate yet
+    now[0] = 102.0
+    stats.update(Progress(done=55, total=100, correct=3, tokens=1000, errors=Counter(timeout=1)))
+    now[0] = 104.0
+    snapshot = stats.snapshot()
+    assert snapshot.samples_per_s == 1.0  # 4 attempts after the first, over 4 s
+    assert snapshot.tokens_per_s == 200.0
+    assert snapshot.eta_s == 45.0
+    assert snapshot.accuracy == accuracy(3, 5)
+    assert snapshot.errors == {"timeout": 1}
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(None, "-"), (0.4, "0s"), (59.4, "59s"), (185, "3m05s"), (7440, "2h04m")],
+)
+def test_duration_text(seconds: float | None, text: str) -> None:
+    assert duration_text(seconds) == text
+
+
+def test_errors_text_puts_the_most_frequent_first() -> None:
+    assert errors_text({}) == "no errors"
+    assert errors_text({"max_turns": 1, "timeout": 2}) == "errors timeout=2, max_turns=1"

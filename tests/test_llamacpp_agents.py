@@ -24,7 +24,7 @@ from agent_eval.engine import Engine, EngineConfig
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.schedulers.local import free_port
-from tests.conftest import StartProxy
+from tests.conftest import FAST_HEALTH, StartProxy
 from tests.test_llamacpp_workers import MULTIPLY, QUESTION
 
 MODEL = "smollm2-135m-instruct"
@@ -156,9 +156,8 @@ async def test_streams_carry_words_or_calls(worker_url: str) -> None:
 async def test_agents_play_whole_trajectories_through_the_proxy(
     worker_url: str, start_proxy: StartProxy, tmp_path: Path
 ) -> None:
-    # Probes wait behind generation on a one-request-at-a-time server: a slow probe is not a fault.
-    health = {"path": "/v1/models", "interval": 1.0, "timeout": 30.0}
-    base_url = await start_proxy([worker_url], health=health)
+    # Fast probes (1 s timeout) while the worker generates: /health must not wait behind it.
+    base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
     config = EngineConfig(model=MODEL, concurrency=2, sampling=Sampling(max_tokens=96))
     async with _client(base_url) as client, RewardScorer(max_workers=1) as scorer:
         math = Engine(load_runner("math_calculator", max_turns=4), scorer, client, config)

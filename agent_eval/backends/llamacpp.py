@@ -62,8 +62,8 @@ class LlamaCpp(Backend):
         ]  # fmt: skip
         program += optional_flags({"--n_ctx": config.context_length, "--seed": config.seed})
         argv = launcher(config, [*program, *config.extra_args], gpus=False)
-        # llama.cpp's server has no /health; /v1/models answers once the model is loaded.
-        return WorkerCommand(argv, ready_path="/v1/models", health_path="/v1/models")
+        # /v1/models answers once the model is loaded; /health (ours) at once, even mid-generation.
+        return WorkerCommand(argv, ready_path="/v1/models", health_path="/health")
 
     def served_name(self, config: WorkerConfig) -> str:
         if config.served_model_name:

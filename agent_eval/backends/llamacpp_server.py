@@ -23,6 +23,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 CHAT_PATH = "/v1/chat/completions"
+HEALTH_PATH = "/health"
 
 
 def fit_messages(body: bytes) -> bytes:
@@ -49,12 +50,19 @@ def fit_messages(body: bytes) -> bytes:
 
 
 class OpenAIMessages:
-    """ASGI middleware passing chat requests through `fit_messages` before the server sees them."""
+    """ASGI middleware: chat requests pass through `fit_messages`; `/health` answers at once.
+
+    The server runs one generation at a time and its own routes wait for it, so a probe of
+    `/v1/models` would time out on a worker that is merely busy.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == HEALTH_PATH:
+            await _healthy(send)
+            return
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CHAT_PATH:
             await self.app(scope, receive, send)
             return
@@ -71,6 +79,13 @@ class OpenAIMessages:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+async def _healthy(send: Send) -> None:
+    body = b'{"status":"ok"}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _read_body(receive: Receive) -> bytes:

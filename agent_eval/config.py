@@ -191,9 +191,7 @@ class RunConfig(Section):
         return Sampling(**self.sampling.model_dump())
 
 
-def load_run_config(
-    path: Path | None, flags: dict[str, Any], overrides: list[str]
-) -> RunConfig:
+def load_run_config(path: Path | None, flags: dict[str, Any], overrides: list[str]) -> RunConfig:
     """Defaults, then the YAML file, then flags (dotted keys), then `a.b=value` overrides."""
     data = _read_yaml(path) if path is not None else {}
     for key, value in flags.items():

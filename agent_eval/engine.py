@@ -112,7 +112,7 @@ class Engine:
             trajectory = Trajectory(error=TrajectoryError("runner_error", message))
         latency = time.monotonic() - started
         scores = await self._score(item, trajectory)
-        return _record(item, attempt, seed, session_id, trajectory, scores, latency)
+        return attempt_record(item, attempt, seed, session_id, trajectory, scores, latency)
 
     async def _score(
         self, item: Item, trajectory: Trajectory
@@ -144,7 +144,7 @@ class Engine:
             self.on_progress(progress)
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
-        scores = (_attempt_score(record) for record in run_dir.records())
+        scores = (attempt_score(record) for record in run_dir.records())
         return summarize(scores, wall_time, self.config.ks)
 
 
@@ -154,7 +154,7 @@ def _gold(answer: str | None) -> str | None:
     return gsm8k_gold(answer) if "####" in answer else answer.strip()
 
 
-def _record(
+def attempt_record(
     item: Item,
     attempt: int,
     seed: int,
@@ -163,6 +163,7 @@ def _record(
     scores: list[tuple[float, bool, str | None]],
     latency: float,
 ) -> dict[str, Any]:
+    """One finished attempt as its line in samples.jsonl."""
     rewards = [reward for reward, _, _ in scores]
     return {
         "sample_id": item.id,
@@ -195,7 +196,8 @@ def _turns(item: Item, scores: list[tuple[float, bool, str | None]]) -> dict[str
     }
 
 
-def _attempt_score(record: dict[str, Any]) -> AttemptScore:
+def attempt_score(record: dict[str, Any]) -> AttemptScore:
+    """A samples.jsonl line read back as what the metrics count."""
     error = record["error"]
     return AttemptScore(
         sample_id=record["sample_id"],

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from agent_eval.engine import Progress
 
 
+HEARTBEAT_INTERVALS = 6
+
+
 @dataclass(frozen=True)
 class _Wait:
     reason: str
@@ -126,10 +129,18 @@ class RunView:
         return Group(*rows)
 
     async def _print_every(self) -> None:
+        # A line when attempts finished since the last one; else a heartbeat every few
+        # intervals, so a log shows the run is alive without repeating itself.
+        printed_done, quiet = -1, 0
         while True:
             await asyncio.sleep(self.plain_interval)
-            if self._stats.started and self._wait is None:
+            if not self._stats.started or self._wait is not None:
+                continue
+            done = self._stats.snapshot().done
+            quiet += 1
+            if done != printed_done or quiet >= HEARTBEAT_INTERVALS:
                 self._print_line()
+                printed_done, quiet = done, 0
 
     def _print_line(self) -> None:
         self.console.out(plain_line(self._stats.snapshot(), self._poller.status), highlight=False)

@@ -1,1 +1,1 @@
-"""Reading finished runs: the summary table, later the HTML report and run comparison."""
+"""Reading finished runs: the summary table, the offline HTML report and run comparison."""

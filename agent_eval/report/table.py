@@ -23,18 +23,22 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
     table = Table(title=title, caption=caption, box=box.SIMPLE, show_header=False)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    for name, rows in summary_sections(summary):
+        table.add_row(Text(name, style="bold"), "")
+        for label, value in rows:
+            table.add_row(f"  {label}", value)
+    return table
+
+
+def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The table's sections and shown rows, for other renderings (the HTML report) to share."""
     sections = [
         ("Quality", _quality(summary)),
         ("Stability", _stability(summary)),
         ("Efficiency", _efficiency(summary)),
     ]
-    for name, rows in sections:
-        shown = [(label, value) for label, value in rows if value is not None]
-        if shown:
-            table.add_row(Text(name, style="bold"), "")
-            for label, value in shown:
-                table.add_row(f"  {label}", value)
-    return table
+    shown = [(name, [(k, v) for k, v in rows if v is not None]) for name, rows in sections]
+    return [(name, rows) for name, rows in shown if rows]
 
 
 def _quality(summary: Summary) -> list[Row]:

@@ -1,0 +1,276 @@
+"""The report page: one HTML file with inline CSS and SVG, no scripts, nothing fetched.
+
+Every string that comes from a run (ids, answers, names, paths) goes through html.escape.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from html import escape
+from urllib.parse import urlsplit
+
+from agent_eval import __version__
+from agent_eval.metrics import AttemptScore, Estimate
+from agent_eval.report.compare import (
+    HEADERS,
+    Row,
+    attempt_tokens,
+    comparison_notes,
+    pass_estimate,
+)
+from agent_eval.report.runs import WORKERS, Run
+from agent_eval.report.svg import Bar, Group, bar_chart, heatmap, histogram
+from agent_eval.report.table import summary_sections
+
+MAX_SESSIONS = 100  # heatmap rows; a taller picture is scrolled past, not read
+MAX_UNSOLVED = 20
+NO_WORKERS = (
+    f"no worker data: {WORKERS} is missing (runs made before it was saved, or by other tools)"
+)
+INTERVALS = (
+    "Intervals are 95%. Rates: Newcombe's interval from each run's Wilson interval; pass@k and "
+    "session success count as proportions over samples and sessions, which is conservative. "
+    "Means: normal (Welch) interval over attempts. A difference exceeds the noise when its "
+    "interval excludes 0."
+)
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1240px;
+       margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; }
+th, td { padding: .2rem .8rem; border-bottom: 1px solid #eee; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.section th { padding-top: .8rem; }
+caption { caption-side: bottom; text-align: left; color: #666; font-size: .85rem; }
+figure { display: inline-block; vertical-align: top; margin: 0 1.5rem 1.5rem 0;
+         max-width: 560px; }
+figcaption { font-size: .85rem; color: #555; }
+svg { max-width: 100%; height: auto; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+.runs { display: grid; grid-template-columns: 1fr 1fr; gap: 2rem; }
+.notes { color: #8a5a00; } .empty { color: #777; font-style: italic; }
+.better { color: #1a7f37; font-weight: bold; } .worse { color: #c62828; font-weight: bold; }
+footer { margin-top: 3rem; color: #999; font-size: .8rem; }
+"""
+
+
+def run_page(run: Run) -> str:
+    """One run: config, notes, headline numbers, plots, and the samples it never solved."""
+    body = [
+        f"<h1>{escape(run.title)}</h1>",
+        _config_table([run]),
+        _notes(run.notes),
+        "<h2>Headline</h2>",
+        _headline(run, "headline"),
+        "<h2>Plots</h2>",
+        *_figures(run, ""),
+        _unsolved(run),
+    ]
+    return _page(f"agent-eval report: {run.title}", body)
+
+
+def compare_page(a: Run, b: Run, rows: Sequence[Row]) -> str:
+    """Two runs: the differences with their verdicts, then each run's own plots side by side."""
+    quality = bar_chart(_quality_groups([a, b]), "rate", top=1.0, legend=["A", "B"])
+    body = [
+        f"<h1>{escape(b.title)} (B) compared with {escape(a.title)} (A)</h1>",
+        _config_table([a, b]),
+        _notes(comparison_notes(a, b)),
+        "<h2>Differences</h2>",
+        _comparison(rows),
+        _figure("compare-quality", quality, f"Accuracy and pass@k of A and B. {INTERVALS}"),
+        f'<div class="runs">{_column(a, "A")}{_column(b, "B")}</div>',
+    ]
+    return _page(f"agent-eval comparison: {b.title} vs {a.title}", body)
+
+
+def _column(run: Run, name: str) -> str:
+    prefix = f"{name.lower()}-"
+    figures = "".join(_figures(run, prefix))
+    headline = _headline(run, f"{prefix}headline")
+    return f"<section><h2>{name}: {escape(run.title)}</h2>{headline}{figures}</section>"
+
+
+def _figures(run: Run, prefix: str) -> list[str]:
+    """Each plot of one run; figure ids get `prefix` so two runs can share a page."""
+    summary, scores = run.summary, run.scores
+    latency, tokens = summary.latency_s, summary.tokens
+    figures = [
+        _figure(
+            f"{prefix}accuracy",
+            bar_chart(_quality_groups([run]), "rate", top=1.0),
+            f"Accuracy over {summary.attempts} attempts and pass@k over {summary.samples} "
+            "samples, with 95% Wilson intervals (for pass@k over samples: conservative).",
+        ),
+        _figure(
+            f"{prefix}latency",
+            histogram([score.latency_s for score in scores], "latency per attempt (s)"),
+            f"Latency per attempt: p50 {latency.p50:.2f} s, p90 {latency.p90:.2f} s, "
+            f"p99 {latency.p99:.2f} s, max {latency.max:.2f} s.",
+        ),
+        _figure(
+            f"{prefix}tokens",
+            histogram([attempt_tokens(score) for score in scores], "tokens per attempt"),
+            f"Tokens per attempt, prompt and completion: mean {tokens.mean_prompt:,.0f} prompt "
+            f"+ {tokens.mean_completion:,.0f} completion.",
+        ),
+        _workers(run, f"{prefix}workers"),
+    ]
+    if summary.sessions:
+        figures.append(_turn_rewards(run, f"{prefix}turn-rewards"))
+    return figures
+
+
+def _quality_groups(runs: Sequence[Run]) -> list[Group]:
+    """Accuracy and each pass@k all the runs have, one bar per run."""
+    ks = [k for k in runs[0].summary.pass_at_k if all(k in r.summary.pass_at_k for r in runs)]
+    groups = [Group("accuracy", [_bar(run.summary.accuracy) for run in runs])]
+    for k in ks:
+        groups.append(Group(f"pass@{k}", [_bar(pass_estimate(run.summary, k)) for run in runs]))
+    return groups
+
+
+def _workers(run: Run, figure_id: str) -> str:
+    if run.workers is None:
+        return _figure(figure_id, f'<p class="empty">{escape(NO_WORKERS)}</p>', "Per-worker load.")
+    groups = [
+        Group(urlsplit(worker.url).netloc or worker.url, [Bar(worker.served), Bar(worker.failures)])
+        for worker in run.workers
+    ]
+    chart = bar_chart(groups, "requests", legend=["served", "failed"])
+    states = ", ".join(
+        f"{worker.url} {'healthy' if worker.healthy else 'unhealthy'} (breaker {worker.breaker})"
+        for worker in run.workers
+    )
+    return _figure(figure_id, chart, f"Requests per worker, as the proxy counted them: {states}.")
+
+
+def _turn_rewards(run: Run, figure_id: str) -> str:
+    """Session x turn heatmap of rewards; samples in the order the run first met them."""
+    order = {
+        sample_id: i for i, sample_id in enumerate(dict.fromkeys(s.sample_id for s in run.scores))
+    }
+    sessions = sorted(
+        (score for score in run.scores if score.turn_rewards is not None),
+        key=lambda score: (order[score.sample_id], score.attempt),
+    )
+    shown = sessions[:MAX_SESSIONS]
+    rows = [score.turn_rewards or [] for score in shown]
+    turns = max((len(row) for row in rows), default=0)
+    cells = [[*row, *[None] * (turns - len(row))] for row in rows]
+    rewards = [reward for row in rows for reward in row]
+    scale = (min([0.0, *rewards]), max([1.0, *rewards]))
+    labels = [f"{score.sample_id}-{score.attempt}" for score in shown]
+    columns = [str(turn + 1) for turn in range(turns)]
+    chart = heatmap(cells, labels, columns, ("session", "turn"), scale)
+    caption = "Reward of each turn of each session (rows: sample-attempt, as session_id)."
+    if len(sessions) > len(shown):
+        caption += f" The first {len(shown)} of {len(sessions)} sessions."
+    return _figure(figure_id, chart, caption)
+
+
+def _unsolved(run: Run) -> str:
+    by_sample: defaultdict[str, list[AttemptScore]] = defaultdict(list)
+    for score in run.scores:
+        by_sample[score.sample_id].append(score)
+    unsolved = [(i, s) for i, s in by_sample.items() if not any(x.correct for x in s)]
+    heading = f"<h2>Samples never solved: {len(unsolved)} of {len(by_sample)}</h2>"
+    if not unsolved:
+        return f'<section id="unsolved">{heading}</section>'
+    rows = "".join(
+        f"<tr><td>{escape(sample_id)}</td><td>{escape(_answers(scores))}</td></tr>"
+        for sample_id, scores in unsolved[:MAX_UNSOLVED]
+    )
+    more = f"<caption>the first {MAX_UNSOLVED}</caption>" if len(unsolved) > MAX_UNSOLVED else ""
+    head = "<tr><th>sample</th><th>answers given</th></tr>"
+    return f'<section id="unsolved">{heading}<table>{more}{head}{rows}</table></section>'
+
+
+def _headline(run: Run, table_id: str) -> str:
+    rows = []
+    for section, entries in summary_sections(run.summary):
+        rows.append(f'<tr class="section"><th colspan="2">{escape(section)}</th></tr>')
+        rows += [
+            f'<tr><td>{escape(k)}</td><td class="num">{escape(v)}</td></tr>' for k, v in entries
+        ]
+    summary = run.summary
+    caption = f"samples {summary.samples} · attempts {summary.attempts}"
+    caption += f" · sessions {summary.sessions}" if summary.sessions else ""
+    return f'<table id="{table_id}"><caption>{caption}</caption>{"".join(rows)}</table>'
+
+
+def _config_table(runs: Sequence[Run]) -> str:
+    fields = [_config_fields(run) for run in runs]
+    keys = dict.fromkeys(key for field in fields for key in field)
+    head = "<tr><th></th><th>A</th><th>B</th></tr>" if len(runs) == 2 else ""
+    rows = "".join(
+        f"<tr><th>{escape(key)}</th>"
+        + "".join(f"<td>{escape(field.get(key, ''))}</td>" for field in fields)
+        + "</tr>"
+        for key in keys
+    )
+    return f'<table id="config">{head}{rows}</table>'
+
+
+def _config_fields(run: Run) -> dict[str, str]:
+    config = run.config
+    if config is None:
+        return {
+            "run directory": str(run.path.resolve()),
+            "config": "no config.yaml in the run directory",
+        }
+    return {
+        "run directory": str(run.path.resolve()),
+        "agent": config.agent.name,
+        "dataset": config.dataset_name,
+        "model": config.model.name or config.model.path or "the workers' default",
+        "backend": config.rollout.backend,
+        "attempts per sample": str(config.eval.n_samples),
+    }
+
+
+def _comparison(rows: Sequence[Row]) -> str:
+    head = "".join(f"<th>{escape(header)}</th>" for header in HEADERS)
+    body = "".join(_comparison_row(row) for row in rows)
+    caption = f"<caption>{escape(INTERVALS)}</caption>"
+    return f'<table id="comparison">{caption}<tr>{head}</tr>{body}</table>'
+
+
+def _comparison_row(row: Row) -> str:
+    tone = {True: " better", False: " worse", None: ""}[row.better]
+    classes = ["", "num", "num", f"num{tone}", "num", "num"]
+    cells = "".join(
+        f'<td class="{cls}">{escape(text)}</td>'
+        for cls, text in zip(classes, row.cells(), strict=True)
+    )
+    return f"<tr>{cells}</tr>"
+
+
+def _figure(figure_id: str, content: str, caption: str) -> str:
+    return f'<figure id="{figure_id}">{content}<figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def _notes(notes: Sequence[str]) -> str:
+    items = "".join(f"<li>{escape(note)}</li>" for note in notes)
+    return f'<ul class="notes">{items}</ul>' if notes else ""
+
+
+def _page(title: str, body: Sequence[str]) -> str:
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
+        f"<body>{''.join(body)}<footer>agent-eval {__version__}</footer></body></html>\n"
+    )
+
+
+def _bar(estimate: Estimate) -> Bar:
+    return Bar(estimate.value, estimate.low, estimate.high)
+
+
+def _answers(scores: Sequence[AttemptScore]) -> str:
+    """The distinct answers given, in order; clipped, since answers can be long."""
+    answers = dict.fromkeys(score.answer or "(none)" for score in scores)
+    text = " · ".join(answers)
+    return text if len(text) <= 120 else text[:119] + "…"

@@ -1,0 +1,278 @@
+"""`agent-eval report`: the summary again, an offline HTML page with every plot, run comparison."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from agent_eval.cli import app
+from agent_eval.config import load_run_config, save_run_config
+from agent_eval.report.runs import WORKERS, load_run, save_worker_snapshot
+
+EVIL = "<script>alert(1)</script>"
+SINGLE_FIGURES = ("accuracy", "latency", "tokens", "workers")
+WORKER_SNAPSHOT = [
+    {"url": "http://127.0.0.1:30001", "healthy": True, "breaker": "closed", "served": 6},
+    {"url": "http://127.0.0.1:30002", "healthy": False, "breaker": "open", "served": 2},
+]
+
+
+def record(sample_id: str, attempt: int, correct: bool, **fields: Any) -> dict[str, Any]:
+    """One samples.jsonl line as the engine writes it."""
+    turns = fields.get("turn_rewards")
+    return {
+        "sample_id": sample_id,
+        "attempt": attempt,
+        "seed": 7,
+        "session_id": f"{sample_id}-{attempt}",
+        "reward": float(correct),
+        "correct": correct,
+        "answer": fields.get("answer", "42" if correct else "41"),
+        "turn_rewards": turns,
+        "turn_answers": None if turns is None else ["42"] * len(turns),
+        "challenge_turns": None if turns is None else [],
+        "latency_s": fields.get("latency_s", 1.0 + attempt),
+        "prompt_tokens": 100,
+        "completion_tokens": 20 + 10 * attempt,
+        "model_calls": 2,
+        "tool_calls": 1,
+        "tool_errors": 0,
+        "error": None,
+        "trajectory": {"messages": []},
+    }
+
+
+def make_run(
+    path: Path, records: list[dict[str, Any]], n_samples: int, agent: str = "math_calculator"
+) -> Path:
+    """A run directory as `agent-eval run` leaves it: config.yaml and samples.jsonl."""
+    path.mkdir(parents=True)
+    flags = {"eval.n_samples": n_samples, "agent.name": agent}
+    save_run_config(load_run_config(None, flags, [f"output.dir={path}"]), path)
+    lines = "".join(json.dumps(line) + "\n" for line in records)
+    (path / "samples.jsonl").write_text(lines)
+    return path
+
+
+@pytest.fixture
+def single(tmp_path: Path) -> Path:
+    """4 samples x 2 attempts, 4 of 8 correct; the evil sample is never solved."""
+    outcomes = {"s0": (True, True), "s1": (True, False), EVIL: (False, False), "s3": (True, False)}
+    records = [
+        record(sample_id, attempt, correct)
+        for sample_id, pair in outcomes.items()
+        for attempt, correct in enumerate(pair)
+    ]
+    run = make_run(tmp_path / "single", records, n_samples=2)
+    summary = {"efficiency": {"throughput": {"wall_time_s": 4.0}}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    save_worker_snapshot(run, WORKER_SNAPSHOT)
+    return run
+
+
+@pytest.fixture
+def multi(tmp_path: Path) -> Path:
+    """3 sessions of 3 turns; one gets every turn right."""
+    turns = {"s0": [1.0, 1.0, 1.0], EVIL: [1.0, 0.0, 1.0], "s2": [0.0, 0.0, 0.5]}
+    records = [
+        record(sample_id, 0, all(r == 1.0 for r in rewards), turn_rewards=rewards)
+        for sample_id, rewards in turns.items()
+    ]
+    return make_run(tmp_path / "multi", records, n_samples=1, agent="multi_turn_chat")
+
+
+def binary_run(path: Path, correct: int, total: int) -> Path:
+    """`total` samples, one attempt each, the first `correct` of them right."""
+    records = [record(f"q{i}", 0, i < correct, latency_s=1.0 + i % 3) for i in range(total)]
+    return make_run(path, records, n_samples=1)
+
+
+class Page(HTMLParser):
+    """What the tests look for: figures and what they hold, outside references, table rows."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.figures: dict[str, list[str]] = defaultdict(list)
+        self.figure_text: dict[str, list[str]] = defaultdict(list)
+        self.references: list[str] = []
+        self.tags: set[str] = set()
+        self.rows: dict[str, list[list[str]]] = defaultdict(list)
+        self.text: list[str] = []
+        self._figure: str | None = None
+        self._table: str | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        self.tags.add(tag)
+        self.references += [v or "" for k, v in attrs if k in ("src", "href", "xlink:href")]
+        if tag == "figure":
+            self._figure = found["id"]
+        elif self._figure is not None:
+            self.figures[self._figure].append(tag)
+        if tag == "table":
+            self._table = found.get("id")
+        elif tag == "tr" and self._table is not None:
+            self.rows[self._table].append([])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self._figure = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._figure is not None:
+            self.figure_text[self._figure].append(data)
+        if self._table is not None and self.rows[self._table] and data.strip():
+            self.rows[self._table][-1].append(data.strip())
+
+    def row(self, table: str, label: str) -> list[str]:
+        return next(row for row in self.rows[table] if row and row[0] == label)
+
+
+def report(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, ["report", *map(str, args)])
+
+
+def table_row(output: str, label: str) -> list[str]:
+    """The printed table row starting with `label`, split into cells."""
+    line = next(line for line in output.splitlines() if line.strip().startswith(label))
+    return line.split()
+
+
+def test_a_single_run_prints_its_summary_and_writes_every_plot(single: Path) -> None:
+    result = report(single)
+    assert result.exit_code == 0, result.output
+    # 4 of 8: stderr sqrt(0.5 * 0.5 / 8) = 0.177, Wilson 95% interval 0.22 to 0.78
+    accuracy = "0.500 ± 0.177 [0.22, 0.78]"
+    assert table_row(result.output, "accuracy") == ["accuracy", *accuracy.split()]
+    assert table_row(result.output, "pass@2") == ["pass@2", "0.750"]
+    target = single / "report.html"
+    assert f"Report: {target}" in result.output
+    assert target.resolve().as_uri() in result.output
+    page = Page(target.read_text())
+    for figure in SINGLE_FIGURES:
+        assert "svg" in page.figures[figure], figure
+        assert "figcaption" in page.figures[figure], figure
+    assert "turn-rewards" not in page.figures
+    assert page.row("headline", "accuracy") == ["accuracy", accuracy]
+    assert page.row("headline", "tokens/s") == ["tokens/s", "250.0"]  # 1,000 tokens in 4 s
+    assert page.row("config", "attempts per sample") == ["attempts per sample", "2"]
+    assert "127.0.0.1:30001" in "".join(page.figure_text["workers"])
+
+
+def test_a_multi_turn_run_gets_a_session_by_turn_heatmap(multi: Path) -> None:
+    result = report(multi)
+    assert result.exit_code == 0, result.output
+    page = Page((multi / "report.html").read_text())
+    assert "svg" in page.figures["turn-rewards"]
+    labels = "".join(page.figure_text["turn-rewards"])
+    assert "s0-0" in labels and "s2-0" in labels
+    # one cell per session and turn, each with its reward as a tooltip
+    assert page.figures["turn-rewards"].count("title") >= 9
+    assert page.row("headline", "session success") == ["session success", "0.333"]
+
+
+def test_the_page_needs_no_network_and_escapes_what_runs_hold(single: Path, multi: Path) -> None:
+    for run in (single, multi):
+        assert report(run).exit_code == 0
+        html = (run / "report.html").read_text()
+        page = Page(html)
+        assert not {"script", "link", "img", "iframe", "object"} & page.tags
+        assert all(not ref.startswith(("http:", "https:", "//")) for ref in page.references)
+        assert "@import" not in html and "url(" not in html
+        assert EVIL not in html
+        assert EVIL in "".join(page.text)  # escaped, so shown as text rather than dropped
+
+
+def test_without_workers_json_the_report_says_so(single: Path) -> None:
+    (single / WORKERS).unlink()
+    assert report(single).exit_code == 0
+    page = Page((single / "report.html").read_text())
+    assert "svg" not in page.figures["workers"]
+    assert "no worker data" in "".join(page.figure_text["workers"])
+
+
+def test_a_worker_snapshot_round_trips(tmp_path: Path, single: Path) -> None:
+    assert not list(single.glob("*.partial"))  # written atomically, nothing left over
+    loaded = load_run(single).workers
+    assert loaded is not None
+    assert [(w.served, w.healthy, w.breaker) for w in loaded] == [
+        (6, True, "closed"),
+        (2, False, "open"),
+    ]
+
+
+def test_a_clear_difference_exceeds_the_noise(tmp_path: Path) -> None:
+    a = binary_run(tmp_path / "a", correct=180, total=200)
+    b = binary_run(tmp_path / "b", correct=100, total=200)
+    out = tmp_path / "compare.html"
+    result = report(a, b, "--out", out)
+    assert result.exit_code == 0, result.output
+    row = table_row(result.output, "accuracy")
+    assert row[1:4] == ["0.900", "0.500", "-0.400"]
+    assert row[-1] == "yes"
+    assert table_row(result.output, "latency")[-1] == "no"  # the same latencies in both
+    page = Page(out.read_text())
+    assert page.row("comparison", "accuracy")[-1] == "yes"
+    for figure in ("compare-quality", *(f"{run}-{f}" for run in "ab" for f in SINGLE_FIGURES)):
+        assert figure in page.figures, figure
+
+
+def test_a_small_difference_does_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = binary_run(tmp_path / "a", correct=25, total=50)
+    b = binary_run(tmp_path / "b", correct=26, total=50)
+    monkeypatch.chdir(tmp_path)
+    result = report(a, b)
+    assert result.exit_code == 0, result.output
+    row = table_row(result.output, "accuracy")
+    assert row[1:4] == ["0.500", "0.520", "+0.020"]
+    assert row[-1] == "no"
+    assert table_row(result.output, "pass@1")[-1] == "no"
+    assert (tmp_path / "compare.html").is_file()  # the default: the current directory
+
+
+def test_an_unfinished_run_is_reported_with_notes(tmp_path: Path) -> None:
+    records = [record("s0", 0, True), record("s0", 1, False), record("s1", 0, True)]
+    run = make_run(tmp_path / "run", records, n_samples=2)
+    with (run / "samples.jsonl").open("a") as handle:
+        handle.write('{"sample_id": "s1", "att')  # a crash mid-write
+    result = report(run)
+    assert result.exit_code == 0, result.output
+    assert "line 4 was cut off" in result.output
+    assert "k = 2 left out" in result.output  # s1 has one attempt only
+    assert "no summary.json" in result.output
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda p: p.mkdir(), "not a run directory"),
+        (lambda p: make_run(p, [], 1), "holds no attempts yet"),
+        (lambda p: make_run(p, [{"sample_id": "s0"}], 1), "line 1 is not an attempt record"),
+        (
+            lambda p: (make_run(p, [], 1) / "samples.jsonl").write_text("{oops\n{}\n"),
+            "line 1 is not valid JSON",
+        ),
+    ],
+)
+def test_a_bad_run_directory_ends_in_one_message(tmp_path: Path, setup: Any, message: str) -> None:
+    setup(tmp_path / "run")
+    result = report(tmp_path / "run")
+    assert result.exit_code == 2
+    assert message in " ".join(result.stderr.split())
+    assert "Traceback" not in result.output
+
+
+def test_more_than_two_runs_is_a_mistake(single: Path) -> None:
+    result = report(single, single, single)
+    assert result.exit_code == 2
+    assert "one run directory, or two to compare, not 3" in " ".join(result.stderr.split())

@@ -14,12 +14,15 @@ import aiohttp
 from openai import AsyncOpenAI
 
 from agent_eval.agents import AgentRunner, load_runner
+from agent_eval.allocation import Allocation
+from agent_eval.backends import get_backend
 from agent_eval.config import CONFIG_FILE, RunConfig, save_run_config
 from agent_eval.data import Item, load_dataset
 from agent_eval.engine import Engine, EngineConfig, Progress
 from agent_eval.errors import ConfigError, ProxyStartError
-from agent_eval.launch import launched_workers
+from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.metrics import Summary
+from agent_eval.proxy.http1 import os_reason
 from agent_eval.proxy.process import proxy_process
 from agent_eval.report.runs import save_worker_snapshot
 from agent_eval.results import RunDirectory
@@ -56,6 +59,11 @@ def plan(config: RunConfig) -> Plan:
     """Load the runner, the reward and every dataset row now: a mistake costs no launch."""
     runner = load_runner(config.agent.name, **config.agent.runner_options())
     load_reward(config.reward.function)
+    launch = config.launch_config()
+    allocation = Allocation.parse(launch.backend)
+    backend = get_backend(allocation.backend)
+    if backend.launches:
+        backend.validate(launch.worker, allocation)
     dataset = config.dataset
     total = sum(1 for _ in load_dataset(config.dataset_name, dataset.path, dataset.limit))
     if total == 0:
@@ -71,14 +79,21 @@ async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     scorer = RewardScorer(
         config.reward.function, timeout=config.reward.timeout, max_workers=config.reward.workers
     )
-    async with scorer, _proxy_over_workers(config, observer.waiting) as base_url:
-        key = _client_key(config)
-        observer.set_proxy(base_url, key)
-        async with AsyncOpenAI(base_url=base_url, api_key=key) as client:
-            model = config.model.name or await _served_model(client)
-            settings = _engine_config(config, model)
-            engine = Engine(plan.runner, scorer, client, settings, observer.on_progress)
-            return await engine.run(plan.items(), run_dir, total=plan.total)
+    # Scoring processes warm up while the workers start; a failure shows at the first score.
+    warming = asyncio.ensure_future(scorer.start())
+    try:
+        async with _proxy_over_workers(config, observer.waiting) as base_url:
+            key = _client_key(config)
+            observer.set_proxy(base_url, key)
+            async with AsyncOpenAI(base_url=base_url, api_key=key) as client:
+                model = config.model.name or await _served_model(client)
+                settings = _engine_config(config, model)
+                engine = Engine(plan.runner, scorer, client, settings, observer.on_progress)
+                return await engine.run(plan.items(), run_dir, total=plan.total)
+    finally:
+        warming.cancel()
+        await asyncio.gather(warming, return_exceptions=True)
+        await scorer.close()
 
 
 @contextlib.asynccontextmanager
@@ -86,6 +101,9 @@ async def _proxy_over_workers(
     config: RunConfig, on_wait: Callable[[str], None]
 ) -> AsyncIterator[str]:
     async with launched_workers(config.launch_config(), config.run_dir, on_wait) as endpoints:
+        if config.rollout.endpoints:
+            on_wait("checking the endpoints")
+            await _check_endpoints(endpoints)
         on_wait("starting the proxy")
         health = config.proxy.health.model_copy(update={"path": endpoints[0].health_path})
         record = config.run_dir / "exchanges" if config.output.record else None
@@ -118,6 +136,36 @@ async def _keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
         log.warning("could not read the proxy's worker load for the report (%s)", exc)
         return
     await asyncio.to_thread(save_worker_snapshot, run_dir, workers)
+
+
+async def _check_endpoints(endpoints: list[WorkerEndpoint]) -> None:
+    """Fail at once when no given server answers, rather than after the proxy's probes."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        problems = await asyncio.gather(*(_problem(http, e) for e in endpoints))
+    failed = [
+        f"{e.url} ({problem})" for e, problem in zip(endpoints, problems, strict=True) if problem
+    ]
+    if len(failed) == len(endpoints):
+        raise ConfigError(
+            f"no endpoint answers: {', '.join(failed)}; check the URLs, that the servers run, "
+            "and rollout.worker.health_path (llama.cpp servers answer /v1/models)"
+        )
+    for problem in failed:
+        log.warning("endpoint %s; the proxy will route around it until it answers", problem)
+
+
+async def _problem(http: aiohttp.ClientSession, endpoint: WorkerEndpoint) -> str | None:
+    try:
+        async with http.get(endpoint.url + endpoint.health_path) as response:
+            return (
+                None
+                if response.status == 200
+                else f"{endpoint.health_path} answered {response.status}"
+            )
+    except aiohttp.ClientConnectorError as exc:
+        return f"cannot connect: {os_reason(exc.os_error)}"
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return f"{type(exc).__name__} {exc}".strip()
 
 
 async def _proxy_ready(base_url: str, timeout: float) -> None:

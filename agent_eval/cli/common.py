@@ -59,5 +59,5 @@ def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
 
 
 def fail(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)

@@ -1,0 +1,120 @@
+"""`agent-eval run` as users type it: exact figures, plain logs, Ctrl-C and resume, mistakes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import StartWorkers, eventually
+
+ROWS = 10  # "Say i": right on even i (the answer is i), wrong on odd i (the answer is i + 1)
+
+
+def write_dataset(path: Path) -> Path:
+    rows = [
+        {"question": f"Say {i}", "answer": f"#### {i if i % 2 == 0 else i + 1}"}
+        for i in range(ROWS)
+    ]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+async def agent_eval(*args: str, cwd: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent_eval", *args, cwd=cwd,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def finish(process: asyncio.subprocess.Process, timeout: float = 120) -> tuple[int, str, str]:
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    return process.returncode, out.decode(), err.decode()
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def lines(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+async def test_known_answers_give_exact_figures_in_plain_logs(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    workers = await start_workers(2)
+    data, run_dir = write_dataset(tmp_path / "say.jsonl"), tmp_path / "run"
+    endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
+    process = await agent_eval(
+        "run", "--agent", "math_calculator", "--dataset", str(data), *endpoints, "-n", "2",
+        "-o", str(run_dir), "eval.ks=[1, 2]", cwd=tmp_path,
+    )  # fmt: skip
+    code, out, err = await finish(process)
+    assert code == 0, err
+    assert "\x1b" not in out + err  # not a terminal: no escape codes anywhere
+    quality = summary(run_dir)["quality"]
+    assert quality["accuracy"]["value"] == 0.5 and quality["pass_at_k"] == {"1": 0.5, "2": 0.5}
+    assert "accuracy" in out and "0.500" in out  # the printed figure is the saved one
+    assert len(lines(run_dir)) == ROWS * 2
+    for name in ("config.yaml", "proxy.log", "workers.json"):
+        assert (run_dir / name).is_file(), name
+    served = {
+        w["url"]: w["served"] for w in json.loads((run_dir / "workers.json").read_text())["workers"]
+    }
+    assert sum(served.values()) == ROWS * 2 and all(served.values())
+    assert f"agent-eval report {run_dir}" in out
+
+
+async def test_ctrl_c_keeps_results_and_resume_gives_the_clean_summary(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    workers = await start_workers(2)
+    for worker in workers:
+        worker.behavior.latency = 0.3
+    data = write_dataset(tmp_path / "say.jsonl")
+    endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
+    common = ("--dataset", str(data), *endpoints, "-n", "2", "-j", "2")
+    clean, broken = tmp_path / "clean", tmp_path / "broken"
+    assert (await finish(await agent_eval("run", *common, "-o", str(clean), cwd=tmp_path)))[0] == 0
+    process = await agent_eval("run", *common, "-o", str(broken), cwd=tmp_path)
+    samples = broken / "samples.jsonl"
+    await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 4, 60)
+    process.send_signal(signal.SIGINT)
+    code, _, err = await finish(process, 60)
+    assert code == 130 and "interrupted" in err
+    assert f"agent-eval run --resume {broken}" in err
+    kept = len(lines(broken))
+    assert 4 <= kept < ROWS * 2 and not (broken / "summary.json").exists()
+    code, _, err = await finish(await agent_eval("run", "--resume", str(broken), cwd=tmp_path))
+    assert code == 0, err
+    played = [(r["sample_id"], r["attempt"]) for r in lines(broken)]
+    assert len(played) == len(set(played)) == ROWS * 2
+    for group in ("quality", "stability"):
+        assert summary(broken)[group] == summary(clean)[group]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "math_calculater"], "did you mean 'math_calculator'"),
+        (["--dataset", "missing.jsonl"], "missing.jsonl"),
+        (["--endpoint", "http://127.0.0.1:9"], "no endpoint answers: http://127.0.0.1:9"),
+        (["--backend", "sglang:d1"], "model"),
+        (["eval.n_sampels=2"], "did you mean 'eval.n_samples'"),
+        (["--config", "nowhere.yaml"], "nowhere.yaml does not exist"),
+        (["--resume", "."], "not a run directory"),
+    ],
+)
+async def test_mistakes_end_in_one_message_and_exit_code_2(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    code, out, err = await finish(await agent_eval("run", *args, cwd=tmp_path), 60)
+    assert code == 2, out + err
+    assert message in err and "Traceback" not in err
+    assert not list(tmp_path.rglob("samples.jsonl"))  # noqa: ASYNC240 - a finished process

@@ -101,9 +101,10 @@ class Engine:
         ctx = RunContext(client, self.config.model, session_id, seed, self.config.sampling)
         started = time.monotonic()
         try:
-            trajectory = await asyncio.wait_for(
-                self.runner.run(item, ctx), self.config.attempt_timeout
-            )
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+            # arrives as the attempt ends, and the run would go on after Ctrl-C.
+            async with asyncio.timeout(self.config.attempt_timeout):
+                trajectory = await self.runner.run(item, ctx)
         except TimeoutError:
             message = f"the attempt took longer than {self.config.attempt_timeout:g} s"
             trajectory = Trajectory(error=TrajectoryError("timeout", message))

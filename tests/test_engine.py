@@ -18,7 +18,7 @@ from agent_eval.data import Session, load_dataset
 from agent_eval.engine import Engine, EngineConfig, Progress, attempt_seed
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
-from tests.conftest import StartProxy, StartWorkers, eventually
+from tests.conftest import StartProxy, StartWorkers, alive, eventually
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}
 
@@ -127,6 +127,19 @@ async def run_slowly(path: str) -> None:
         await run(KnownAnswers(delay=0.05), scorer, client, Path(path))
 
 
+def children(pid: int) -> list[int]:
+    """Pids whose parent is `pid`, read from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 async def test_a_killed_engine_resumes_to_the_same_summary(
     scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
 ) -> None:
@@ -139,8 +152,11 @@ async def test_a_killed_engine_resumes_to_the_same_summary(
     )
     samples = killed / "samples.jsonl"
     await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 10, 60)
+    scorers = children(process.pid)
+    assert scorers, "the run's reward workers were not found"
     process.kill()  # SIGKILL: no handler runs, nothing is flushed on the way out
     assert await process.wait() == -signal.SIGKILL
+    await eventually(lambda: not any(alive(pid) for pid in scorers), 10)
     kept = len(lines(killed))
     assert kept < 72, "the run finished before it was killed"
     resumed_runner = KnownAnswers()

@@ -112,7 +112,8 @@ class RewardScorer:
             return None
         job, generation = submitted
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(job), self._timeout)
+            async with asyncio.timeout(self._timeout):  # wait_for can swallow a cancellation
+                return await asyncio.wrap_future(job)
         except TimeoutError:
             logger.warning(
                 "scoring took over %.1f s; restarting the reward workers (prediction %r)",

@@ -8,6 +8,7 @@ import math
 import os
 from typing import Any
 
+from agent_eval.children import die_with_parent
 from agent_eval.rewards.result import RewardFn, RewardResult
 
 # Set once per worker by the pool initializer; a barrier only passes to a process at its start.
@@ -18,6 +19,7 @@ def init_worker(barrier: Any, modules: tuple[str, ...]) -> None:
     """Import the reward's modules before the first item, so its timeout measures scoring only."""
     global _siblings
     _siblings = barrier
+    die_with_parent()  # a harness killed outright must not leave its scorers behind
     # With its timeouts off math-verify warns on every worker start; we enforce our own.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     for name in modules:

@@ -1,0 +1,406 @@
+"""Measure the trajectories per second the harness sustains, to show it never limits a GPU cluster.
+
+Two mock workers and the agent-eval proxy run as processes. The workers answer at zero latency
+and play a two-step tool trajectory: a request that offers tools gets an `add` call, and once the
+tool result is back, the final answer. This process runs the Engine with math_calculator over the
+GSM8K test set (cycled), then with multi_turn_chat over sessions_mini (repeated), and reads the
+CPU time of every process. `--profile` runs each phase under cProfile and prints its top costs.
+Run from the repository root: `python bench/engine_throughput.py [--attempts N] [--profile]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import math
+import os
+import pstats
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from cProfile import Profile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from fleet import BenchError, Fleet, Proc, wait_for_line, wait_for_ok
+from openai import AsyncOpenAI
+from profile_parts import print_profile
+
+from agent_eval.agents import Sampling, load_runner
+from agent_eval.data import DataError, Item, load_dataset
+from agent_eval.engine import Engine, EngineConfig, Progress
+from agent_eval.lifecycle import run_event_loop, run_until_signalled
+from agent_eval.results import RunDirectory
+from agent_eval.rewards import RewardScorer
+from agent_eval.testing.mock_worker import MockWorker
+from agent_eval.testing.replies import ENDPOINTS, JSON, Prompt, Reply, ToolCall, chat_prompt
+from agent_eval.testing.worker_state import WorkerState
+
+READY_WORKER = re.compile(r"READY (http://\S+)")
+READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
+START_TIMEOUT = 60.0
+MODEL = "mock-model"
+CHAT = "/v1/chat/completions"
+GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of CPU times in /proc/<pid>/stat
+# --- the scripted mock worker, run as `engine_throughput.py --worker NAME` ------------------
+
+
+@dataclass(frozen=True)
+class ToolPrompt(Prompt):
+    """A chat prompt, plus whether tools were offered and the tool result it ends with."""
+
+    tools: bool = False
+    tool_result: str | None = None
+
+
+def tool_prompt(body: JSON) -> ToolPrompt:
+    """The prompt of a chat completion request, with what a two-step trajectory needs."""
+    base = chat_prompt(body)
+    messages = body.get("messages") or [{}]
+    last = messages[-1]
+    result = str(last.get("content")) if last.get("role") == "tool" else None
+    return ToolPrompt(base.last_user, base.tokens, bool(body.get("tools")), result)
+
+
+class TwoStepState(WorkerState):
+    """Answers a tool-calling request with an `add` call, then the tool result as the answer."""
+
+    def next_reply(self, prompt: Prompt) -> Reply:
+        if not isinstance(prompt, ToolPrompt) or not prompt.tools:
+            return Reply("No tools offered, so no call.\nAnswer: 42")
+        if prompt.tool_result is None:
+            a, b, *_ = [*NUMBER.findall(prompt.last_user), "1", "1"]
+            return Reply(tool_calls=[ToolCall("add", json.dumps({"a": float(a), "b": float(b)}))])
+        return Reply(f"The calculator says {prompt.tool_result}.\nAnswer: {prompt.tool_result}")
+
+
+async def serve_worker(name: str) -> None:
+    """Serve one scripted mock worker until SIGTERM or SIGINT; print its READY line once bound."""
+    ENDPOINTS[CHAT] = dataclasses.replace(ENDPOINTS[CHAT], prompt=tool_prompt)  # this process only
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    worker = MockWorker(name, MODEL)
+    worker.state = TwoStepState(name, MODEL)
+    async with worker:
+        print(f"READY {worker.url}", flush=True)
+        await stop.wait()
+
+
+# --- processes and their CPU time -----------------------------------------------------------
+
+
+@dataclass
+class Cluster:
+    """The started processes the benchmark reads CPU time from."""
+
+    base_url: str
+    proxy: Proc
+    workers: list[Proc]
+
+
+def start_cluster(fleet: Fleet) -> Cluster:
+    """Two scripted mock workers and the proxy in front of them."""
+    argv = [sys.executable, __file__, "--worker"]
+    workers = [fleet.start(n, [*argv, n]) for n in ("w0", "w1")]
+    urls = [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
+    cli = Path(sys.executable).with_name("agent-eval")
+    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
+    proxy_argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", "least_requests"]
+    proxy = fleet.start("agent-eval", proxy_argv)
+    proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
+    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
+    return Cluster(proxy_url + "/v1", proxy, workers)
+
+
+def pid_cpu(pid: int) -> float:
+    """User plus system CPU seconds of a process; 0 once it is gone (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Wall clock and CPU seconds of every process at one instant."""
+
+    wall: float
+    harness: float
+    proxy: float
+    workers: float
+    scorer: float
+
+    def __sub__(self, other: Reading) -> Reading:
+        pairs = zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)
+        return Reading(*(a - b for a, b in pairs))
+
+
+def read_clocks(cluster: Cluster, scorer: RewardScorer) -> Reading:
+    """Read the clocks now; the harness is this process, all threads."""
+    return Reading(
+        wall=time.monotonic(),
+        harness=time.process_time(),
+        proxy=cluster.proxy.cpu_seconds(),
+        workers=sum(w.cpu_seconds() for w in cluster.workers),
+        scorer=sum(pid_cpu(pid) for pid in scorer.worker_pids()),
+    )
+
+
+class Marks:
+    """Reads the clocks, and runs the profiler if any, between two counts of finished attempts.
+
+    Both marks fall while the engine is full (`concurrency` attempts in flight), so the work done
+    between them is that of as many attempts as finished between them.
+    """
+
+    def __init__(
+        self, marks: range, cluster: Cluster, scorer: RewardScorer, profiler: Profile | None
+    ) -> None:
+        self.marks, self.cluster, self.scorer, self.profiler = marks, cluster, scorer, profiler
+        self.start: Reading | None = None
+        self.end: Reading | None = None
+
+    def __call__(self, progress: Progress) -> None:
+        if progress.done == self.marks.start:
+            self.start = read_clocks(self.cluster, self.scorer)
+            if self.profiler is not None:
+                self.profiler.enable()
+        elif progress.done == self.marks.stop:
+            if self.profiler is not None:
+                self.profiler.disable()
+            self.end = read_clocks(self.cluster, self.scorer)
+
+    def span(self) -> Reading:
+        """Clocks between the marks. Raises: BenchError when a mark was never reached."""
+        if self.start is None or self.end is None:
+            raise BenchError("the run ended before both clock marks were read")
+        return self.end - self.start
+
+
+# --- one measured phase ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Phase:
+    """What one runner did between the marks: counts and clocks."""
+
+    runner: str
+    trajectories: int
+    model_calls: int
+    tool_calls: int
+    errors: int
+    span: Reading
+    profile: pstats.Stats | None
+
+
+def repeated(dataset: str, n: int) -> Iterator[Item]:
+    """`n` items, the dataset over and over; each pass renames its ids so every id is unique."""
+    made, rounds = 0, 0
+    while made < n:
+        first = made
+        for item in load_dataset(dataset, limit=n - made):
+            yield dataclasses.replace(item, id=f"{item.id}~{rounds}") if rounds else item
+            made += 1
+        if made == first:
+            raise BenchError(f"dataset {dataset} has no items")
+        rounds += 1
+
+
+def count_calls(run_dir: RunDirectory, marks: range) -> tuple[int, int, int]:
+    """Model calls, tool calls and errors of the attempts that finished between the marks."""
+    model_calls = tool_calls = errors = 0
+    for index, record in enumerate(run_dir.records()):
+        if index in marks:
+            model_calls += len(record["trajectory"]["model_calls"])
+            tool_calls += len(record["trajectory"]["tool_calls"])
+            errors += record["error"] is not None
+    return model_calls, tool_calls, errors
+
+
+def measured(n: int, args: argparse.Namespace) -> range:
+    """Attempts counted: after the warm-up, and before the engine starts to drain."""
+    marks = range(args.warmup, n - args.concurrency)
+    if len(marks) < args.concurrency:
+        least = args.warmup + 2 * args.concurrency
+        raise BenchError(f"too few attempts for the warm-up and concurrency: give {least} or more")
+    return marks
+
+
+async def run_phase(
+    runner: str, dataset: str, n: int, args: argparse.Namespace, cluster: Cluster, work: Path
+) -> Phase:
+    """Run `n` attempts of `runner`; clocks and profiler run over the measured attempts only."""
+    marks = measured(n, args)
+    client = AsyncOpenAI(base_url=cluster.base_url, api_key="bench", max_retries=0)
+    sampling = Sampling(max_tokens=64)
+    config = EngineConfig(model=MODEL, concurrency=args.concurrency, sampling=sampling)
+    options = {"tools": True} if runner == "multi_turn_chat" else {}
+    run_dir = RunDirectory(work / runner)
+    profiler = Profile() if args.profile else None
+    print(f"{runner}: {n:,} attempts of {dataset}, measured from #{marks.start} to #{marks.stop}")
+    try:
+        async with RewardScorer(max_workers=args.scorers) as scorer:
+            clocks = Marks(marks, cluster, scorer, profiler)
+            engine = Engine(load_runner(runner, **options), scorer, client, config, clocks)
+            await engine.run(repeated(dataset, n), run_dir, total=n)
+    finally:
+        await client.close()
+    counts = count_calls(run_dir, marks)
+    stats = pstats.Stats(profiler) if profiler else None
+    return Phase(runner, len(marks), *counts, clocks.span(), stats)
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def rows(phase: Phase) -> dict[str, str]:
+    """The figures of one phase, as table cells by row label."""
+    span, n = phase.span, phase.trajectories
+
+    def ms(cpu: float) -> str:
+        return f"{1000 * cpu / n:.2f}"
+
+    return {
+        "trajectories measured": f"{n:,}",
+        "wall time, s": f"{span.wall:.1f}",
+        "trajectories/s (wall)": f"{n / span.wall:,.1f}",
+        "model calls/s (wall)": f"{phase.model_calls / span.wall:,.1f}",
+        "model calls per trajectory": f"{phase.model_calls / n:.2f}",
+        "tool calls per trajectory": f"{phase.tool_calls / n:.2f}",
+        "harness CPU, ms/trajectory": ms(span.harness),
+        "harness busy, % of one core": f"{100 * span.harness / span.wall:.0f}",
+        "trajectories per harness CPU-s": f"{n / span.harness:,.1f}",
+        "proxy CPU, ms/trajectory": ms(span.proxy),
+        "mock workers CPU, ms/trajectory": ms(span.workers),
+        "scorer pool CPU, ms/trajectory": ms(span.scorer),
+        "errors": f"{phase.errors:,}",
+    }
+
+
+def print_table(phases: list[Phase]) -> None:
+    """One column per phase, one row per figure."""
+    cells = [rows(p) for p in phases]
+    print(f"\n{'':<32}" + "".join(f"{p.runner:>17}" for p in phases))
+    for label in cells[0]:
+        print(f"{label:<32}" + "".join(f"{c[label]:>17}" for c in cells))
+
+
+def print_reading(phases: list[Phase], cluster_calls: float) -> None:
+    """What one core sustains, and how many engine processes a cluster of that rate needs."""
+    print()
+    for phase in phases:
+        span, n = phase.span, phase.trajectories
+        per_core = n / span.harness
+        calls = phase.model_calls / n
+        needed = cluster_calls / calls
+        proxy_calls = phase.model_calls / max(span.proxy, 1 / _CLOCK_TICKS)
+        print(
+            f"{phase.runner}: one harness core sustains {per_core:,.0f} trajectories/s "
+            f"({per_core * calls:,.0f} model calls/s at {calls:.1f} calls per trajectory); "
+            f"a cluster answering {cluster_calls:,.0f} model calls/s produces {needed:,.0f} "
+            f"trajectories/s and would need {math.ceil(needed / per_core)} engine process(es), "
+            f"and {math.ceil(cluster_calls / proxy_calls)} proxy core(s) at "
+            f"{proxy_calls:,.0f} routed calls per proxy CPU-s."
+        )
+    print(
+        "Past one process, P engine processes would each take the attempts whose stable hash of "
+        "sample_id mod P is their index and write their own samples.jsonl; the summary is then "
+        "computed over all of them. Scoring already runs in its own process pool."
+    )
+
+
+# --- main -----------------------------------------------------------------------------------
+
+
+async def run_all(args: argparse.Namespace, cluster: Cluster, work: Path) -> None:
+    phases = [
+        await run_phase("math_calculator", args.gsm8k, args.attempts, args, cluster, work),
+        await run_phase("multi_turn_chat", "sessions_mini", args.sessions, args, cluster, work),
+    ]
+    print_table(phases)
+    for phase in phases:
+        if phase.profile is not None:
+            print_profile(phase.runner, phase.profile)
+    if args.profile:
+        print("\n(figures taken under cProfile: CPU costs are inflated, compare runs without it)")
+    print_reading(phases, args.cluster_calls)
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=600, help="math_calculator attempts")
+    parser.add_argument("--sessions", type=int, default=300, help="multi_turn_chat sessions")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=128, help="attempts before the clocks start")
+    parser.add_argument("--scorers", type=int, default=1, help="scorer pool processes")
+    parser.add_argument(
+        "--gsm8k", default=str(GSM8K_TEST), help="GSM8K test set: a .jsonl path or dataset name"
+    )
+    parser.add_argument(
+        "--cluster-calls",
+        type=float,
+        default=2000.0,
+        help="model calls/s of the GPU cluster to size the harness for",
+    )
+    parser.add_argument("--profile", action="store_true", help="run each phase under cProfile")
+    parser.add_argument("--keep", action="store_true", help="keep the run directories and logs")
+    parser.add_argument("--worker", metavar="NAME", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> NoReturn:
+    raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes
+
+
+def run_to_the_end(args: argparse.Namespace, cluster: Cluster, work: Path) -> bool:
+    """Run both phases; False when SIGINT or SIGTERM cancelled them (their cleanup has run)."""
+    finished: list[bool] = []
+
+    async def both() -> None:
+        await run_all(args, cluster, work)
+        finished.append(True)
+
+    run_until_signalled(both())
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # the event loop took its own handler along
+    return bool(finished)
+
+
+def main() -> None:
+    args = _parse_args()
+    if args.worker:
+        run_event_loop(serve_worker(args.worker))
+        return
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    work = Path(tempfile.mkdtemp(prefix="bench-engine-throughput-"))
+    try:
+        with Fleet(work) as fleet:
+            print("starting 2 scripted mock workers and the agent-eval proxy ...")
+            cluster = start_cluster(fleet)
+            if not run_to_the_end(args, cluster, work):
+                raise KeyboardInterrupt
+    except (BenchError, DataError) as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        print("interrupted: every process the benchmark started is stopped")
+        sys.exit(130)
+    finally:
+        if args.keep:
+            print(f"run directories and logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from tests.conftest import StartWorkers, eventually
+from tests.test_llamacpp_workers import servers_on
 
 ROWS = 10  # "Say i": right on even i (the answer is i), wrong on odd i (the answer is i + 1)
 
@@ -35,6 +36,18 @@ async def agent_eval(*args: str, cwd: Path) -> asyncio.subprocess.Process:
 async def finish(process: asyncio.subprocess.Process, timeout: float = 120) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(process.communicate(), timeout)
     return process.returncode, out.decode(), err.decode()
+
+
+def running_with(argument: str) -> list[int]:
+    """Pids of processes with this command-line argument, read from /proc."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes().split(b"\0"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
 
 
 def summary(run_dir: Path) -> dict:
@@ -118,3 +131,22 @@ async def test_mistakes_end_in_one_message_and_exit_code_2(
     assert code == 2, out + err
     assert message in err and "Traceback" not in err
     assert not list(tmp_path.rglob("samples.jsonl"))  # noqa: ASYNC240 - a finished process
+
+
+async def test_the_embedded_default_runs_end_to_end_and_leaves_nothing(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    args = ("run", "--agent", "math_calculator", "--limit", "2", "-o", str(run_dir))
+    code, out, err = await finish(await agent_eval(*args, "agent.max_turns=2", cwd=tmp_path), 600)
+    assert code == 0, err
+    assert len(lines(run_dir)) == 2 and summary(run_dir)["attempts"] == 2
+    for name in ("config.yaml", "summary.json", "workers.json", "proxy.log"):
+        assert (run_dir / name).is_file(), name
+    assert sorted(p.name for p in (run_dir / "workers").glob("*.log")) == [
+        "worker-0.log",
+        "worker-1.log",
+    ]
+    assert all(r["model_calls"] >= 1 for r in lines(run_dir))  # the real model answered
+    workers = json.loads((run_dir / "workers.json").read_text())["workers"]
+    ports = {int(w["url"].rsplit(":", 1)[1]) for w in workers}
+    assert servers_on(ports) == [] and not running_with(str(run_dir / "proxy.json"))
+    assert "accuracy" in out

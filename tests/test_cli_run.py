@@ -7,10 +7,14 @@ import json
 import signal
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
+import typer
 
+from agent_eval.cli.common import guarded
+from agent_eval.errors import ConfigError
 from tests.conftest import StartWorkers, eventually
 from tests.test_llamacpp_workers import servers_on
 
@@ -150,3 +154,21 @@ async def test_the_embedded_default_runs_end_to_end_and_leaves_nothing(tmp_path:
     ports = {int(w["url"].rsplit(":", 1)[1]) for w in workers}
     assert servers_on(ports) == [] and not running_with(str(run_dir / "proxy.json"))
     assert "accuracy" in out
+
+
+def test_mistakes_raised_inside_concurrent_work_still_end_in_one_message(capsys) -> None:
+    def engine_failing() -> None:
+        inner = ExceptionGroup("scoring", [ConfigError("the reward module moved")])
+        raise ExceptionGroup("engine", [ConfigError("the reward module moved"), inner])
+
+    context = SimpleNamespace(obj=False)  # no --debug
+    with pytest.raises(typer.Exit) as stopped:
+        guarded(context, engine_failing)
+    assert stopped.value.exit_code == 2
+    assert capsys.readouterr().err.strip() == "error: the reward module moved"
+
+    def engine_with_a_bug() -> None:
+        raise ExceptionGroup("engine", [ConfigError("a mistake"), ValueError("a bug")])
+
+    with pytest.raises(ExceptionGroup):  # a bug beside a mistake is not hidden
+        guarded(context, engine_with_a_bug)

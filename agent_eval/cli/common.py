@@ -54,8 +54,22 @@ def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
         if ctx.obj:
             raise
         fail(str(exc))
+    except BaseExceptionGroup as group:
+        # Concurrent work (the engine's task group) reports a mistake inside a group.
+        mistakes, others = group.split(AgentEvalError)
+        if ctx.obj or mistakes is None or others is not None:
+            raise
+        fail("; ".join(dict.fromkeys(str(exc) for exc in _leaves(mistakes))))
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    return [
+        leaf
+        for exc in group.exceptions
+        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    ]
 
 
 def fail(message: str) -> NoReturn:

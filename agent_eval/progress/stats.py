@@ -98,10 +98,15 @@ def stats_parts(snapshot: Snapshot) -> list[str]:
     """Accuracy, rates and errors as short phrases, shared by the live and the plain view."""
     return [
         accuracy_text(snapshot.accuracy),
-        rate_text(snapshot.samples_per_s, "samples/s", ".1f"),
+        rate_text(snapshot.samples_per_s, "samples/s", ".2f" if _slow(snapshot) else ".1f"),
         rate_text(snapshot.tokens_per_s, "tok/s", ".0f"),
         errors_text(snapshot.errors),
     ]
+
+
+def _slow(snapshot: Snapshot) -> bool:
+    # A CPU model can take minutes per sample: 0.04/s must not print as 0.0/s.
+    return snapshot.samples_per_s is not None and snapshot.samples_per_s < 1
 
 
 def accuracy_text(estimate: Estimate) -> str:

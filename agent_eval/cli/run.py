@@ -51,7 +51,9 @@ def run(
     dataset: Annotated[str | None, flag(DatasetSection, "name", WHAT, "--dataset", "-d")] = None,
     data_file: Annotated[Path | None, flag(DatasetSection, "path", WHAT, "--data-file")] = None,
     limit: Annotated[int | None, flag(DatasetSection, "limit", WHAT, "--limit")] = None,
-    n_samples: Annotated[int | None, flag(EvalSection, "n_samples", HOW, "-n")] = None,
+    n_samples: Annotated[
+        int | None, flag(EvalSection, "n_samples", HOW, "--n-samples", "-n")
+    ] = None,
     concurrency: Annotated[
         int | None, flag(EvalSection, "concurrency", HOW, "--concurrency", "-j")
     ] = None,

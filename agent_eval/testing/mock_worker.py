@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
@@ -65,15 +66,46 @@ async def _health(request: web.Request) -> web.Response:
 
 
 async def _model_info(request: web.Request) -> web.Response:
-    model = request.app[STATE].model
-    return _json({"model_path": model, "tokenizer_path": model, "is_generation": True})
+    state = request.app[STATE]
+    return _json(
+        {"model_path": state.model_path, "tokenizer_path": state.model, "is_generation": True}
+    )
 
 
 async def _server_info(request: web.Request) -> web.Response:
     state = request.app[STATE]
     return _json(
-        {"model_path": state.model, "port": state.port, "version": "mock", "name": state.name}
+        {"model_path": state.model_path, "port": state.port, "version": "mock", "name": state.name}
     )
+
+
+def _weights_path(raw: bytes) -> str:
+    """The model_path of a weight update request. Raises: ValueError when it has none."""
+    path = _parse_object(raw).get("model_path")
+    if not isinstance(path, str) or not path:
+        raise ValueError("model_path, a non-empty string, is required")
+    return path
+
+
+async def _update_weights_from_disk(request: web.Request) -> web.Response:
+    """Swap weights as SGLang does: 200 and the new model_path, or 400 and `success: false`.
+
+    Any existing path loads here; SGLang also refuses weights of another shape.
+    """
+    state = request.app[STATE]
+    state.stats.weight_updates += 1
+    try:
+        path = _weights_path(await request.read())
+    except ValueError as exc:
+        return _error(400, f"invalid request body: {exc}")
+    if not await asyncio.to_thread(os.path.exists, path):
+        # SGLang's words when its loader cannot find the weights, locally or on the Hub.
+        message = f"Failed to get weights iterator: {path} (repository not found)."
+        return _json({"success": False, "message": message, "num_paused_requests": 0}, 400)
+    state.model_path = path
+    log.info("mock worker %s loaded weights from %s", state.name, path)
+    message = "Succeeded to update model weights."
+    return _json({"success": True, "message": message, "num_paused_requests": 0})
 
 
 async def _models(request: web.Request) -> web.Response:
@@ -213,6 +245,7 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_get("/get_model_info", _model_info)
     app.router.add_get("/get_server_info", _server_info)
     app.router.add_get("/v1/models", _models)
+    app.router.add_post("/update_weights_from_disk", _update_weights_from_disk)
     app.router.add_get("/mock/behavior", _get_behavior)
     app.router.add_post("/mock/behavior", _set_behavior)
     app.router.add_get("/mock/stats", _stats)

@@ -63,6 +63,7 @@ class WorkerStats:
     max_in_flight: int = 0
     disconnects: int = 0  # clients that went away mid-request or mid-stream
     aborted_streams: int = 0  # streams cut on purpose by `die_mid_stream_after`
+    weight_updates: int = 0  # POST /update_weights_from_disk calls, failed ones included
     # Authorization headers of the latest generation requests: which key reached the worker.
     authorizations: deque[str | None] = field(default_factory=lambda: deque(maxlen=64))
 
@@ -137,6 +138,11 @@ class WorkerState:
     script: deque[Reply] = field(default_factory=deque)
     port: int = 0
     ids: Iterator[int] = field(default_factory=itertools.count)
+    # The weights loaded, as SGLang's model_path: `model` until /update_weights_from_disk.
+    model_path: str = ""
+
+    def __post_init__(self) -> None:
+        self.model_path = self.model_path or self.model
 
     def next_reply(self, prompt: Prompt) -> Reply:
         """The next scripted reply, or else one derived from the prompt."""

@@ -10,16 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import shutil
-import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
 
-from fleet import BenchError, Fleet, Proc, wait_for_line, wait_for_ok
+from fleet import BenchError, Fleet, Proc, run_with_fleet, wait_for_line, wait_for_ok
 from openai import AsyncOpenAI
 
 from agent_eval.agents.base import RunContext, Sampling
@@ -160,29 +156,15 @@ def _parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> NoReturn:
-    raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes
-
-
 def main() -> None:
     args = _parse_args()
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    work = Path(tempfile.mkdtemp(prefix="bench-engine-memory-"))
-    try:
-        with Fleet(work) as fleet:
-            print("starting 2 mock workers and the agent-eval proxy ...")
-            base_url, proxy = start_fleet(fleet)
-            asyncio.run(run_engine(args, base_url, proxy, work / "run"))
-    except BenchError as exc:
-        sys.exit(f"error: {exc}")
-    except KeyboardInterrupt:
-        print("interrupted: every process the benchmark started is stopped")
-        sys.exit(130)
-    finally:
-        if args.keep:
-            print(f"run directory and logs kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+
+    def measure(fleet: Fleet, work: Path) -> None:
+        print("starting 2 mock workers and the agent-eval proxy ...")
+        base_url, proxy = start_fleet(fleet)
+        asyncio.run(run_engine(args, base_url, proxy, work / "run"))
+
+    run_with_fleet("engine-memory", args.keep, measure)
 
 
 if __name__ == "__main__":

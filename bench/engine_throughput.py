@@ -18,18 +18,23 @@ import math
 import os
 import pstats
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from cProfile import Profile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
-from fleet import BenchError, Fleet, Proc, wait_for_line, wait_for_ok
+from fleet import (
+    BenchError,
+    Fleet,
+    Proc,
+    exit_on_sigterm,
+    run_with_fleet,
+    wait_for_line,
+    wait_for_ok,
+)
 from openai import AsyncOpenAI
 from profile_parts import print_profile
 
@@ -360,10 +365,6 @@ def _parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> NoReturn:
-    raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes
-
-
 def run_to_the_end(args: argparse.Namespace, cluster: Cluster, work: Path) -> bool:
     """Run both phases; False when SIGINT or SIGTERM cancelled them (their cleanup has run)."""
     finished: list[bool] = []
@@ -373,7 +374,7 @@ def run_to_the_end(args: argparse.Namespace, cluster: Cluster, work: Path) -> bo
         finished.append(True)
 
     run_until_signalled(both())
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # the event loop took its own handler along
+    signal.signal(signal.SIGTERM, exit_on_sigterm)  # the event loop took its own handler along
     return bool(finished)
 
 
@@ -382,24 +383,17 @@ def main() -> None:
     if args.worker:
         run_event_loop(serve_worker(args.worker))
         return
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    work = Path(tempfile.mkdtemp(prefix="bench-engine-throughput-"))
+
+    def measure(fleet: Fleet, work: Path) -> None:
+        print("starting 2 scripted mock workers and the agent-eval proxy ...")
+        cluster = start_cluster(fleet)
+        if not run_to_the_end(args, cluster, work):
+            raise KeyboardInterrupt
+
     try:
-        with Fleet(work) as fleet:
-            print("starting 2 scripted mock workers and the agent-eval proxy ...")
-            cluster = start_cluster(fleet)
-            if not run_to_the_end(args, cluster, work):
-                raise KeyboardInterrupt
-    except (BenchError, DataError) as exc:
+        run_with_fleet("engine-throughput", args.keep, measure)
+    except DataError as exc:
         sys.exit(f"error: {exc}")
-    except KeyboardInterrupt:
-        print("interrupted: every process the benchmark started is stopped")
-        sys.exit(130)
-    finally:
-        if args.keep:
-            print(f"run directories and logs kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

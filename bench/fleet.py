@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import NoReturn
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
@@ -126,3 +131,27 @@ def wait_for_ok(proc: Proc, url: str, timeout: float) -> None:
             pass
         time.sleep(0.1)
     raise FleetError(f"{proc.name}: {url} did not answer 200 in {timeout:.0f} s")
+
+
+def run_with_fleet(name: str, keep: bool, body: Callable[[Fleet, Path], None]) -> None:
+    """Run `body` with a fleet in a fresh work folder; SIGTERM or Ctrl-C stops every process."""
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+    try:
+        with Fleet(work) as fleet:
+            body(fleet, work)
+    except BenchError as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        print("interrupted: every process the benchmark started is stopped")
+        sys.exit(130)
+    finally:
+        if keep:
+            print(f"run directories and logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def exit_on_sigterm(signum: int, frame: object) -> NoReturn:
+    """SIGTERM as an exception, so the fleet's exit stops its processes."""
+    raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes

@@ -19,9 +19,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import NoReturn
 
-from fleet import BenchError, Fleet, Proc, wait_for_line, wait_for_ok
+from fleet import BenchError, Fleet, Proc, exit_on_sigterm, wait_for_line, wait_for_ok
 from loadgen import LoadResult
 from report import Mode, Run, combine, render
 from rich.console import Console
@@ -163,10 +162,6 @@ def _parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> NoReturn:
-    raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes
-
-
 def _progress(console: Console, round_: int, run: Run) -> None:
     load = run.load
     console.print(
@@ -193,7 +188,7 @@ def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
 
 def main() -> None:
     args = _parse_args()
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     # Rich falls back to 80 columns off a terminal, too narrow for the tables.
     console = Console() if sys.stdout.isatty() else Console(width=WIDTH)
     about = machine()

@@ -5,26 +5,22 @@ Ray imports this module on every node, so agent-eval must be installed there too
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import BinaryIO, TypedDict
 
 import ray
 
+from agent_eval.children import die_with_parent, signal_group
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.errors import log_tail
 from agent_eval.schedulers.local import free_port
 
 log = logging.getLogger(__name__)
-
-_PR_SET_PDEATHSIG = 1
 
 
 class Started(TypedDict):
@@ -33,17 +29,6 @@ class Started(TypedDict):
     pid: int
     log: str
     gpus: list[str]
-
-
-def _die_with_actor() -> None:
-    """Runs in the child before exec: when Ray kills the actor, its server goes too."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _signal_group(pid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signum)
 
 
 def _open_log(path: Path) -> BinaryIO:
@@ -90,7 +75,7 @@ class ServerProcess:
                     stderr=subprocess.STDOUT,
                     env=full_env,
                     start_new_session=True,
-                    preexec_fn=_die_with_actor,
+                    preexec_fn=die_with_parent,  # when Ray kills the actor, its server goes too
                 )
             except FileNotFoundError:
                 raise ConfigError(
@@ -113,13 +98,13 @@ class ServerProcess:
         if self.process is None:
             return None
         if self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
+            signal_group(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(grace)
             except subprocess.TimeoutExpired:
                 log.warning("server %d did not stop in %.0f s; killing it", self.process.pid, grace)
         # The whole group, every time: the server's own children must not outlive it.
-        _signal_group(self.process.pid, signal.SIGKILL)
+        signal_group(self.process.pid, signal.SIGKILL)
         return self.process.wait()
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from fleet import BenchError, Fleet, Proc, run_with_fleet, wait_for_line, wait_for_ok
+from fleet import BenchError, Fleet, Proc, run_with_fleet, start_agent_eval, worker_urls
 from openai import AsyncOpenAI
 
 from agent_eval.agents.base import RunContext, Sampling
@@ -25,9 +24,6 @@ from agent_eval.engine import Engine, EngineConfig, Progress
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 
-READY_WORKER = re.compile(r"READY (http://\S+)")
-READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
-START_TIMEOUT = 60.0
 MODEL = "mock-model"
 LIMIT_MB = 200.0
 
@@ -101,13 +97,7 @@ def start_fleet(fleet: Fleet) -> tuple[str, Proc]:
     """Two mock workers and the proxy in front of them; the proxy's /v1 base URL."""
     argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--port", "0"]
     workers = [fleet.start(n, [*argv, "--name", n, "--model", MODEL]) for n in ("w0", "w1")]
-    urls = [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
-    cli = Path(sys.executable).with_name("agent-eval")
-    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
-    proxy_argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", "least_requests"]
-    proxy = fleet.start("agent-eval", proxy_argv)
-    proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
-    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
+    proxy, proxy_url = start_agent_eval(fleet, worker_urls(workers), "least_requests")
     return proxy_url + "/v1", proxy
 
 

@@ -32,8 +32,8 @@ from fleet import (
     Proc,
     exit_on_sigterm,
     run_with_fleet,
-    wait_for_line,
-    wait_for_ok,
+    start_agent_eval,
+    worker_urls,
 )
 from openai import AsyncOpenAI
 from profile_parts import print_profile
@@ -48,9 +48,6 @@ from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import ENDPOINTS, JSON, Prompt, Reply, ToolCall, chat_prompt
 from agent_eval.testing.worker_state import WorkerState
 
-READY_WORKER = re.compile(r"READY (http://\S+)")
-READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
-START_TIMEOUT = 60.0
 MODEL = "mock-model"
 CHAT = "/v1/chat/completions"
 GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
@@ -118,13 +115,7 @@ def start_cluster(fleet: Fleet) -> Cluster:
     """Two scripted mock workers and the proxy in front of them."""
     argv = [sys.executable, __file__, "--worker"]
     workers = [fleet.start(n, [*argv, n]) for n in ("w0", "w1")]
-    urls = [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
-    cli = Path(sys.executable).with_name("agent-eval")
-    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
-    proxy_argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", "least_requests"]
-    proxy = fleet.start("agent-eval", proxy_argv)
-    proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
-    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
+    proxy, proxy_url = start_agent_eval(fleet, worker_urls(workers), "least_requests")
     return Cluster(proxy_url + "/v1", proxy, workers)
 
 

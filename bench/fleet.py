@@ -19,6 +19,9 @@ from types import TracebackType
 from typing import NoReturn
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+READY_WORKER = re.compile(r"READY (http://\S+)")
+READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
+START_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
 LOG_TAIL = 2000  # characters of a dead process's log shown in the error
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -155,3 +158,20 @@ def run_with_fleet(name: str, keep: bool, body: Callable[[Fleet, Path], None]) -
 def exit_on_sigterm(signum: int, frame: object) -> NoReturn:
     """SIGTERM as an exception, so the fleet's exit stops its processes."""
     raise SystemExit(128 + signum)  # unwinds through the fleet, which stops its processes
+
+
+def worker_urls(workers: list[Proc]) -> list[str]:
+    """The base URLs mock workers announce on their READY lines."""
+    return [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
+
+
+def start_agent_eval(fleet: Fleet, urls: list[str], policy: str) -> tuple[Proc, str]:
+    """`agent-eval serve` over these workers, answering; the process and its root URL."""
+    cli = Path(sys.executable).with_name("agent-eval")
+    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
+    proxy = fleet.start(
+        "agent-eval", [str(cli), "serve", "--port", "0", *endpoints, "--policy", policy]
+    )
+    proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
+    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
+    return proxy, proxy_url

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
@@ -20,16 +19,22 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from fleet import BenchError, Fleet, Proc, exit_on_sigterm, wait_for_line, wait_for_ok
+from fleet import (
+    START_TIMEOUT,
+    BenchError,
+    Fleet,
+    Proc,
+    exit_on_sigterm,
+    start_agent_eval,
+    wait_for_ok,
+    worker_urls,
+)
 from loadgen import LoadResult
 from report import Mode, Run, combine, render
 from rich.console import Console
 
 from agent_eval.schedulers.local import free_port
 
-READY_WORKER = re.compile(r"READY (http://\S+)")
-READY_PROXY = re.compile(r"listening at (http://\S+)/v1")
-START_TIMEOUT = 60.0
 RUN_TIMEOUT = 300.0
 LOADGEN = Path(__file__).with_name("loadgen.py")
 WIDTH = 100
@@ -50,13 +55,6 @@ def start_workers(fleet: Fleet) -> list[Proc]:
     return [
         fleet.start(name, [*argv, "--name", name, "--model", "mock-model"]) for name in ("w0", "w1")
     ]
-
-
-def start_proxy(fleet: Fleet, urls: list[str]) -> Proc:
-    cli = Path(sys.executable).with_name("agent-eval")
-    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
-    argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", "round_robin"]
-    return fleet.start("agent-eval", argv)
 
 
 def start_router(fleet: Fleet, urls: list[str]) -> tuple[Proc, str]:
@@ -88,11 +86,9 @@ def start_router(fleet: Fleet, urls: list[str]) -> tuple[Proc, str]:
 def start_targets(fleet: Fleet) -> tuple[list[Proc], list[Target]]:
     """Start everything and wait until each answers; the workers and the three targets."""
     workers = start_workers(fleet)
-    urls = [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
-    proxy = start_proxy(fleet, urls)
+    urls = worker_urls(workers)
+    proxy, proxy_url = start_agent_eval(fleet, urls, "round_robin")
     router, router_url = start_router(fleet, urls)
-    proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
-    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
     wait_for_ok(router, router_url + "/readiness", START_TIMEOUT)
     return workers, [
         Target("direct", urls, None),

@@ -8,19 +8,12 @@ from rich.console import Console
 
 from agent_eval.metrics import AttemptScore, Summary, summarize
 from agent_eval.report.table import summary_table
+from tests.test_metrics import attempt as scored
 
 
 def attempt(sample_id: str, n: int, correct: bool = False, **kw: Any) -> AttemptScore:
-    fields: dict[str, Any] = {
-        "answer": "1" if correct else "0",
-        "reward": float(correct),
-        "error_kind": None,
-        "latency_s": 1.0,
-        "prompt_tokens": 10,
-        "completion_tokens": 5,
-    }
-    fields.update(kw)
-    return AttemptScore(sample_id=sample_id, attempt=n, correct=correct, **fields)
+    """A scored attempt whose answer is "1" when right, "0" when wrong."""
+    return scored(sample_id, n, correct, answer="1" if correct else "0", **kw)
 
 
 def rendered(summary: Summary, title: str | None = None) -> str:

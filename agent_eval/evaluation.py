@@ -23,7 +23,6 @@ from agent_eval.rewards import RewardScorer, load_reward
 from agent_eval.serving import Served, serving
 
 
-
 class RunObserver(Protocol):
     """What a run tells the live view: waits, the proxy's address, finished attempts."""
 

@@ -1,0 +1,148 @@
+"""Workers and the router proxy in front of them, as one block: launched, checked, stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+from openai import AsyncOpenAI
+
+from agent_eval.config import RunConfig
+from agent_eval.errors import ConfigError, ProxyStartError
+from agent_eval.launch import WorkerEndpoint, launched_workers
+from agent_eval.proxy.http1 import os_reason
+from agent_eval.proxy.process import proxy_process
+from agent_eval.report.runs import save_worker_snapshot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Served:
+    """A model behind the proxy: its client, the name requests use, the workers' own URLs."""
+
+    base_url: str
+    api_key: str
+    client: AsyncOpenAI
+    model: str
+    workers: list[WorkerEndpoint]
+
+
+@contextlib.asynccontextmanager
+async def serving(config: RunConfig, on_wait: Callable[[str], None]) -> AsyncIterator[Served]:
+    """The config's workers and a proxy process in front of them, inside the block."""
+    key = client_key(config)
+    async with (
+        _proxy_over_workers(config, on_wait) as (base_url, endpoints),
+        AsyncOpenAI(base_url=base_url, api_key=key) as client,
+    ):
+        model = config.model.name or await _served_model(client)
+        yield Served(base_url, key, client, model, endpoints)
+
+
+@contextlib.asynccontextmanager
+async def _proxy_over_workers(
+    config: RunConfig, on_wait: Callable[[str], None]
+) -> AsyncIterator[tuple[str, list[WorkerEndpoint]]]:
+    async with launched_workers(config.launch_config(), config.run_dir, on_wait) as endpoints:
+        if config.rollout.endpoints:
+            on_wait("checking the endpoints")
+            await _check_endpoints(endpoints)
+        on_wait("starting the proxy")
+        health = config.proxy.health.model_copy(update={"path": endpoints[0].health_path})
+        record = config.run_dir / "exchanges" if config.output.record else None
+        proxy = config.proxy.model_copy(
+            update={
+                "endpoints": [*config.proxy.endpoints, *(e.url for e in endpoints)],
+                "health": health,
+                "record_dir": config.proxy.record_dir or record,
+            }
+        )
+        async with proxy_process(proxy, config.run_dir) as base_url:
+            on_wait("waiting for the proxy to see a healthy worker")
+            await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30)
+            try:
+                yield base_url, endpoints
+            finally:
+                await _keep_worker_load(base_url, client_key(config), config.run_dir)
+
+
+async def _keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
+    """The proxy's last view of its workers into workers.json, for the report's load plot."""
+    headers = {"Authorization": f"Bearer {key}"}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http,
+            http.get(base_url.removesuffix("/v1") + "/workers", headers=headers) as response,
+        ):
+            workers = (await response.json())["workers"]
+    except (aiohttp.ClientError, TimeoutError, KeyError, ValueError) as exc:
+        log.warning("could not read the proxy's worker load for the report (%s)", exc)
+        return
+    await asyncio.to_thread(save_worker_snapshot, run_dir, workers)
+
+
+async def _check_endpoints(endpoints: list[WorkerEndpoint]) -> None:
+    """Fail at once when no given server answers, rather than after the proxy's probes."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        problems = await asyncio.gather(*(_problem(http, e) for e in endpoints))
+    failed = [
+        f"{e.url} ({problem})" for e, problem in zip(endpoints, problems, strict=True) if problem
+    ]
+    if len(failed) == len(endpoints):
+        raise ConfigError(
+            f"no endpoint answers: {', '.join(failed)}; check the URLs, that the servers run, "
+            "and rollout.worker.health_path (llama.cpp servers answer /v1/models)"
+        )
+    for problem in failed:
+        log.warning("endpoint %s; the proxy will route around it until it answers", problem)
+
+
+async def _problem(http: aiohttp.ClientSession, endpoint: WorkerEndpoint) -> str | None:
+    try:
+        async with http.get(endpoint.url + endpoint.health_path) as response:
+            return (
+                None
+                if response.status == 200
+                else f"{endpoint.health_path} answered {response.status}"
+            )
+    except aiohttp.ClientConnectorError as exc:
+        return f"cannot connect: {os_reason(exc.os_error)}"
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return f"{type(exc).__name__} {exc}".strip()
+
+
+async def _proxy_ready(base_url: str, timeout: float) -> None:
+    """Wait for the proxy's first health probe to pass, so no early request meets a 503."""
+    readiness = base_url.removesuffix("/v1") + "/readiness"
+    try:
+        async with aiohttp.ClientSession() as http, asyncio.timeout(timeout):
+            while True:
+                async with http.get(readiness) as response:
+                    if response.status == 200:
+                        return
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise ProxyStartError(
+            f"the proxy found no healthy worker within {timeout:g} s; the workers' logs and "
+            "proxy.log in the run directory say why"
+        ) from None
+
+
+def client_key(config: RunConfig) -> str:
+    """The key the run's own clients send to its proxy."""
+    key = config.proxy.api_key
+    return key.get_secret_value() if key is not None else "unused"
+
+
+async def _served_model(client: AsyncOpenAI) -> str:
+    """The first model the workers serve, for runs that do not name one."""
+    models = await client.models.list()
+    if not models.data:
+        raise ConfigError("the workers serve no model; name one with --set model.name=NAME")
+    return models.data[0].id

@@ -1,4 +1,4 @@
-"""One evaluation run from a resolved config: workers, proxy, engine, summary, teardown."""
+"""One evaluation run from a resolved config: a checked plan, played against a served model."""
 
 from __future__ import annotations
 

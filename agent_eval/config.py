@@ -135,6 +135,30 @@ class OutputSection(Section):
     record: bool = Field(False, description="Keep every model exchange under RUN_DIR/exchanges.")
 
 
+class WatchSection(Section):
+    """Checkpoint watching: the probe on every checkpoint, the trigger for a full evaluation."""
+
+    probe_size: int = Field(16, ge=1, description="Samples in the probe run on each checkpoint.")
+    threshold: float | None = Field(
+        None, gt=0, description="Probe change that triggers a full evaluation (default: 3 SE)."
+    )
+    alpha: float = Field(0.2, gt=0, le=1, description="Smoothing of the probe score (1: none).")
+    max_steps: int | None = Field(
+        None, ge=1, description="A full evaluation at least every N training steps."
+    )
+    max_seconds: float | None = Field(
+        None, gt=0, description="A full evaluation at least every N seconds."
+    )
+    min_gap_steps: int = Field(0, ge=0, description="Steps between change-triggered evaluations.")
+    poll_interval: float = Field(30.0, gt=0, description="Seconds between looks for checkpoints.")
+    settle_seconds: float = Field(
+        30.0, ge=0, description="A checkpoint counts once its files are unchanged this long."
+    )
+    stop_after: int | None = Field(
+        None, ge=1, description="Stop after N checkpoints (default: until Ctrl-C)."
+    )
+
+
 class RunConfig(Section):
     """Everything one `agent-eval run` needs; saved beside its results."""
 
@@ -148,6 +172,7 @@ class RunConfig(Section):
     reward: RewardSection = Field(default_factory=RewardSection)
     proxy: RunProxyConfig = Field(default_factory=RunProxyConfig)
     output: OutputSection = Field(default_factory=OutputSection)
+    watch: WatchSection = Field(default_factory=WatchSection)
 
     @model_validator(mode="after")
     def _endpoints_mean_external(self) -> RunConfig:

@@ -47,14 +47,17 @@ class Plan:
         return load_dataset(self.config.dataset_name, dataset.path, dataset.limit)
 
 
-def plan(config: RunConfig) -> Plan:
-    """Load the runner, the reward and every dataset row now: a mistake costs no launch."""
+def plan(config: RunConfig, model_given: bool = True) -> Plan:
+    """Load the runner, the reward and every dataset row now: a mistake costs no launch.
+
+    `model_given=False` (the checkpoint watcher) leaves the model to be found later.
+    """
     runner = load_runner(config.agent.name, **config.agent.runner_options())
     load_reward(config.reward.function)
     launch = config.launch_config()
     allocation = Allocation.parse(launch.backend)
     backend = get_backend(allocation.backend)
-    if backend.launches:
+    if backend.launches and model_given:
         backend.validate(launch.worker, allocation)
     dataset = config.dataset
     total = sum(1 for _ in load_dataset(config.dataset_name, dataset.path, dataset.limit))

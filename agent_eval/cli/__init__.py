@@ -31,4 +31,4 @@ def main(
 
 
 # Each module adds its commands to `app`; imported last because they need it.
-from agent_eval.cli import report, run, serve  # noqa: E402, F401
+from agent_eval.cli import report, run, serve, watch  # noqa: E402, F401

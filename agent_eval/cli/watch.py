@@ -1,0 +1,79 @@
+"""`agent-eval watch`: evaluate a training run's checkpoints as they appear, when it matters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent_eval.cli import app
+from agent_eval.cli.common import console, err_console, flag, guarded
+from agent_eval.config import (
+    AgentSection,
+    DatasetSection,
+    OutputSection,
+    RolloutSection,
+    WatchSection,
+    load_run_config,
+)
+from agent_eval.evaluation import plan
+from agent_eval.lifecycle import run_until_signalled
+from agent_eval.progress import RunView
+from agent_eval.trigger.watch import DECISIONS, watch
+
+WHAT, WHEN = "What to evaluate", "When to evaluate"
+
+
+@app.command("watch")
+def watch_command(
+    ctx: typer.Context,
+    checkpoints: Annotated[
+        Path, typer.Argument(help="The folder the training job saves checkpoints into.")
+    ],
+    overrides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Any setting as key=value, e.g. watch.max_steps=500.", show_default=False
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="A YAML run config (see configs/).")
+    ] = None,
+    agent: Annotated[str | None, flag(AgentSection, "name", WHAT, "--agent", "-a")] = None,
+    dataset: Annotated[str | None, flag(DatasetSection, "name", WHAT, "--dataset", "-d")] = None,
+    data_file: Annotated[Path | None, flag(DatasetSection, "path", WHAT, "--data-file")] = None,
+    backend: Annotated[str | None, flag(RolloutSection, "backend", WHAT, "--backend", "-b")] = None,
+    probe_size: Annotated[
+        int | None, flag(WatchSection, "probe_size", WHEN, "--probe-size")
+    ] = None,
+    threshold: Annotated[float | None, flag(WatchSection, "threshold", WHEN, "--threshold")] = None,
+    max_steps: Annotated[int | None, flag(WatchSection, "max_steps", WHEN, "--max-steps")] = None,
+    run_dir: Annotated[Path | None, flag(OutputSection, "dir", WHEN, "--run-dir", "-o")] = None,
+) -> None:
+    """Probe every new checkpoint; run a full evaluation when the score moves or time passes."""
+    flags = {
+        "agent.name": agent,
+        "dataset.name": dataset,
+        "dataset.path": data_file,
+        "rollout.backend": backend,
+        "watch.probe_size": probe_size,
+        "watch.threshold": threshold,
+        "watch.max_steps": max_steps,
+        "output.dir": run_dir,
+    }
+    resolved = guarded(ctx, load_run_config, config, flags, overrides or [])
+    checked = guarded(ctx, plan, resolved, False)
+
+    async def watched() -> int:
+        async with RunView(console, f"watching {checkpoints}") as view:
+            return await watch(checked, checkpoints, view)
+
+    handled = guarded(ctx, run_until_signalled, watched())
+    log = resolved.run_dir / DECISIONS
+    how = "stopped" if handled is None else f"{handled} checkpoint(s) handled"
+    err_console.print(
+        f"{how}; decisions in {log}; the curve: agent-eval report {resolved.run_dir}",
+        highlight=False,
+        soft_wrap=True,
+    )

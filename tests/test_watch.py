@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 from openai import AsyncOpenAI
+from typer.testing import CliRunner
 
 from agent_eval.backends.llamacpp import embedded_model
+from agent_eval.cli import app
 from agent_eval.launch import WorkerEndpoint
 from agent_eval.serving import Served
 from agent_eval.testing.mock_worker import MockWorker
@@ -51,6 +53,10 @@ async def test_new_checkpoints_are_probed_and_evaluated_on_the_real_model(tmp_pa
     assert json.loads((watch_dir / "trigger.json").read_text())["last_step"] == 200
     workers = json.loads((watch_dir / "workers.json").read_text())["workers"]
     assert servers_on({int(w["url"].rsplit(":", 1)[1]) for w in workers}) == []
+    shown = CliRunner().invoke(app, ["report", str(watch_dir)])
+    assert shown.exit_code == 0, shown.output
+    assert "first" in shown.output and "200" in shown.output
+    assert '<figure id="curve"><svg' in (watch_dir / "report.html").read_text()
 
 
 async def test_sglang_workers_swap_weights_in_place(tmp_path: Path) -> None:

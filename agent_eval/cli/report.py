@@ -15,6 +15,13 @@ from agent_eval.report.compare import compare, comparison_notes, comparison_tabl
 from agent_eval.report.html import compare_page, run_page
 from agent_eval.report.runs import Run, load_run
 from agent_eval.report.table import summary_table
+from agent_eval.report.watching import (
+    Checkpointed,
+    is_watch_directory,
+    load_watch,
+    watch_page,
+    watch_table,
+)
 
 REPORT, COMPARISON = "report.html", "compare.html"
 
@@ -44,9 +51,13 @@ def report(
     """Print a run's summary and write its plots to one HTML file that opens offline.
 
     Two runs: B - A for each metric, its 95% interval, and whether it exceeds the noise.
+    A watch directory: each checkpoint's probe and decision, and the curve of full scores.
     """
-    loaded = guarded(ctx, _load, runs)
-    page, target, notes = _single(loaded[0], out) if len(loaded) == 1 else _pair(*loaded, out)
+    if len(runs) == 1 and is_watch_directory(runs[0]):
+        page, target, notes = _watched(guarded(ctx, load_watch, runs[0]), runs[0], out)
+    else:
+        loaded = guarded(ctx, _load, runs)
+        page, target, notes = _single(loaded[0], out) if len(loaded) == 1 else _pair(*loaded, out)
     for note in notes:
         console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
     written = guarded(ctx, _write, target, page)
@@ -57,6 +68,15 @@ def _single(run: Run, out: Path | None) -> tuple[str, Path, list[str]]:
     """Print the run's summary; return its page, where it goes, and the run's notes."""
     console.print(summary_table(run.summary, title=run.title))
     return run_page(run), out or run.path / REPORT, run.notes
+
+
+def _watched(
+    entries: list[Checkpointed], path: Path, out: Path | None
+) -> tuple[str, Path, list[str]]:
+    """Print the checkpoints' decisions; return the curve's page and where it goes."""
+    console.print(watch_table(entries))
+    notes = [] if entries else ["no checkpoint has been handled yet"]
+    return watch_page(path, entries), out or path / REPORT, notes
 
 
 def _pair(a: Run, b: Run, out: Path | None) -> tuple[str, Path, list[str]]:

@@ -67,7 +67,7 @@ def run_page(run: Run) -> str:
         *_figures(run, ""),
         _unsolved(run),
     ]
-    return _page(f"agent-eval report: {run.title}", body)
+    return page(f"agent-eval report: {run.title}", body)
 
 
 def compare_page(a: Run, b: Run, rows: Sequence[Row]) -> str:
@@ -79,10 +79,10 @@ def compare_page(a: Run, b: Run, rows: Sequence[Row]) -> str:
         _notes(comparison_notes(a, b)),
         "<h2>Differences</h2>",
         _comparison(rows),
-        _figure("compare-quality", quality, f"Accuracy and pass@k of A and B. {INTERVALS}"),
+        figure("compare-quality", quality, f"Accuracy and pass@k of A and B. {INTERVALS}"),
         f'<div class="runs">{_column(a, "A")}{_column(b, "B")}</div>',
     ]
-    return _page(f"agent-eval comparison: {b.title} vs {a.title}", body)
+    return page(f"agent-eval comparison: {b.title} vs {a.title}", body)
 
 
 def _column(run: Run, name: str) -> str:
@@ -97,19 +97,19 @@ def _figures(run: Run, prefix: str) -> list[str]:
     summary, scores = run.summary, run.scores
     latency, tokens = summary.latency_s, summary.tokens
     figures = [
-        _figure(
+        figure(
             f"{prefix}accuracy",
             bar_chart(_quality_groups([run]), "rate", top=1.0),
             f"Accuracy over {summary.attempts} attempts and pass@k over {summary.samples} "
             "samples, with 95% Wilson intervals (for pass@k over samples: conservative).",
         ),
-        _figure(
+        figure(
             f"{prefix}latency",
             histogram([score.latency_s for score in scores], "latency per attempt (s)"),
             f"Latency per attempt: p50 {latency.p50:.2f} s, p90 {latency.p90:.2f} s, "
             f"p99 {latency.p99:.2f} s, max {latency.max:.2f} s.",
         ),
-        _figure(
+        figure(
             f"{prefix}tokens",
             histogram([attempt_tokens(score) for score in scores], "tokens per attempt"),
             f"Tokens per attempt, prompt and completion: mean {tokens.mean_prompt:,.0f} prompt "
@@ -133,7 +133,7 @@ def _quality_groups(runs: Sequence[Run]) -> list[Group]:
 
 def _workers(run: Run, figure_id: str) -> str:
     if run.workers is None:
-        return _figure(figure_id, f'<p class="empty">{escape(NO_WORKERS)}</p>', "Per-worker load.")
+        return figure(figure_id, f'<p class="empty">{escape(NO_WORKERS)}</p>', "Per-worker load.")
     groups = [
         Group(urlsplit(worker.url).netloc or worker.url, [Bar(worker.served), Bar(worker.failures)])
         for worker in run.workers
@@ -143,7 +143,7 @@ def _workers(run: Run, figure_id: str) -> str:
         f"{worker.url} {'healthy' if worker.healthy else 'unhealthy'} (breaker {worker.breaker})"
         for worker in run.workers
     )
-    return _figure(figure_id, chart, f"Requests per worker, as the proxy counted them: {states}.")
+    return figure(figure_id, chart, f"Requests per worker, as the proxy counted them: {states}.")
 
 
 def _turn_rewards(run: Run, figure_id: str) -> str:
@@ -167,7 +167,7 @@ def _turn_rewards(run: Run, figure_id: str) -> str:
     caption = "Reward of each turn of each session (rows: sample-attempt, as session_id)."
     if len(sessions) > len(shown):
         caption += f" The first {len(shown)} of {len(sessions)} sessions."
-    return _figure(figure_id, chart, caption)
+    return figure(figure_id, chart, caption)
 
 
 def _unsolved(run: Run) -> str:
@@ -247,7 +247,8 @@ def _comparison_row(row: Row) -> str:
     return f"<tr>{cells}</tr>"
 
 
-def _figure(figure_id: str, content: str, caption: str) -> str:
+def figure(figure_id: str, content: str, caption: str) -> str:
+    """A figure with its caption; `content` is trusted markup (SVG), the caption is escaped."""
     return f'<figure id="{figure_id}">{content}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
@@ -256,7 +257,8 @@ def _notes(notes: Sequence[str]) -> str:
     return f'<ul class="notes">{items}</ul>' if notes else ""
 
 
-def _page(title: str, body: Sequence[str]) -> str:
+def page(title: str, body: Sequence[str]) -> str:
+    """One self-contained HTML page: inline style, no scripts, nothing fetched."""
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -43,8 +43,8 @@ async def watch(plan: Plan, checkpoints: Path, observer: RunObserver) -> int:
     """Handle checkpoints as they appear until `watch.stop_after` or cancellation; how many."""
     config = plan.config
     root = config.run_dir
-    await asyncio.to_thread(_prepare, config)
     finder = CheckpointFinder(checkpoints, config.watch.settle_seconds)
+    await asyncio.to_thread(_prepare, config)
     schedule = Schedule.load(root, config.watch)
     handled = 0
     async with warm_scorer(config) as scorer, CheckpointServer(config, observer) as server:

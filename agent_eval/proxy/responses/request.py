@@ -1,0 +1,247 @@
+"""Translate a Responses API request body into a Chat Completions request body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.proxy.responses.errors import UnsupportedField
+
+# Fields read by the translation below.
+HANDLED = {
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "text",
+    "stream",
+}
+# Fields that are safe to drop: bookkeeping or hints whose absence cannot change what the
+# worker generates in a way the client relies on. `store` is dropped because nothing is
+# stored yet (and `previous_response_id` is refused); `reasoning` and `text.verbosity` are
+# hints that chat templates handle (or not) per model; `truncation: auto` only matters on
+# context overflow, where the worker's own error reaches the client; `max_tool_calls`
+# limits built-in tools, which are refused; `include` asks for extras we do not produce.
+IGNORED = {
+    "store",
+    "metadata",
+    "user",
+    "safety_identifier",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "prompt_cache_options",
+    "service_tier",
+    "include",
+    "reasoning",
+    "truncation",
+    "stream_options",
+    "max_tool_calls",
+}
+# Fields refused even though a client may send them, with the reason the client sees.
+REFUSED = {
+    "previous_response_id": "responses are not stored yet, so earlier turns cannot be looked "
+    "up; send the whole conversation in `input` instead",
+    "conversation": "conversations are not stored; send the whole conversation in `input`",
+    "prompt": "stored prompt templates live on OpenAI's servers; send `instructions` instead",
+    "top_logprobs": "log probabilities are not translated; leave the field out",
+}
+TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
+
+
+def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
+    """The Chat Completions body for `body`; raises UnsupportedField for what it cannot serve."""
+    _check_fields(body)
+    chat: dict[str, Any] = {"model": body.get("model"), "messages": _messages(body)}
+    if body.get("tools"):
+        chat["tools"] = [_tool(tool, i) for i, tool in enumerate(body["tools"])]
+    if body.get("tool_choice") is not None:
+        chat["tool_choice"] = _tool_choice(body["tool_choice"])
+    for name in ("temperature", "top_p", "parallel_tool_calls"):
+        if body.get(name) is not None:
+            chat[name] = body[name]
+    if body.get("max_output_tokens") is not None:
+        # `max_tokens`, not `max_completion_tokens`: llama.cpp and older vLLM know only it.
+        chat["max_tokens"] = body["max_output_tokens"]
+    response_format = _response_format(body.get("text"))
+    if response_format is not None:
+        chat["response_format"] = response_format
+    if body.get("stream"):
+        # Without usage in the stream, `response.completed` could not report token counts.
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}
+    return chat
+
+
+def _check_fields(body: dict[str, Any]) -> None:
+    """Refuse fields with no translation; an unknown field is refused rather than dropped."""
+    for field, value in body.items():
+        if field in HANDLED or field in IGNORED or value is None:
+            continue
+        if field == "background":
+            if value:
+                raise UnsupportedField(
+                    field, "background responses need a store to poll; send the request without it"
+                )
+            continue
+        why = REFUSED.get(field, "it has no Chat Completions translation; leave it out")
+        raise UnsupportedField(field, why)
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chat messages: instructions as a system message, then the input items."""
+    messages: list[dict[str, Any]] = []
+    instructions = body.get("instructions")
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise UnsupportedField("instructions", "only a string is supported")
+        messages.append({"role": "system", "content": instructions})
+    items = body.get("input")
+    if items is None:
+        raise UnsupportedField("input", "the request needs an `input`")
+    if isinstance(items, str):
+        messages.append({"role": "user", "content": items})
+        return messages
+    for i, item in enumerate(items):
+        _add_item(messages, item, f"input[{i}]")
+    return messages
+
+
+def _add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
+    """Append the chat form of one input item to `messages`."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        messages.append(_message(item, where))
+    elif kind == "function_call":
+        _add_tool_call(messages, item, where)
+    elif kind == "function_call_output":
+        content = _output_text(_field(item, "output", where), f"{where}.output")
+        call_id = _field(item, "call_id", where)
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    elif kind == "reasoning":
+        # Chat Completions has no field for earlier reasoning, and chat templates drop past
+        # reasoning anyway; the worker reasons afresh.
+        return
+    else:
+        raise UnsupportedField(
+            f"{where}.type",
+            f"input items of type '{kind}' are not supported; "
+            "use message, function_call, function_call_output or reasoning items",
+        )
+
+
+def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
+    """A chat message from a Responses message item."""
+    role = _field(item, "role", where)
+    if role not in {"user", "assistant", "system", "developer"}:
+        raise UnsupportedField(f"{where}.role", f"role '{role}' is not supported")
+    # Many Chat Completions servers reject the `developer` role; `system` means the same.
+    role = "system" if role == "developer" else role
+    return {"role": role, "content": _content(_field(item, "content", where), f"{where}.content")}
+
+
+def _content(content: str | list[dict[str, Any]], where: str) -> str | list[dict[str, Any]]:
+    """Message content: text parts joined into a string, or a part list when images appear."""
+    if isinstance(content, str):
+        return content
+    parts = [_part(part, f"{where}[{i}]") for i, part in enumerate(content)]
+    if all(part["type"] == "text" for part in parts):
+        # A plain string is what every server accepts; vLLM also joins text parts with "\n".
+        return "\n".join(part["text"] for part in parts)
+    return parts
+
+
+def _part(part: dict[str, Any], where: str) -> dict[str, Any]:
+    """The chat content part for a Responses content part."""
+    kind = part.get("type")
+    if kind in TEXT_PARTS:
+        return {"type": "text", "text": part.get("text", part.get("refusal", ""))}
+    if kind == "input_image" and part.get("image_url"):
+        image_url = {"url": part["image_url"]}
+        if part.get("detail"):
+            image_url["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image_url}
+    if kind == "input_image":
+        raise UnsupportedField(
+            f"{where}.file_id", "uploaded files are not available; send the image as `image_url`"
+        )
+    raise UnsupportedField(
+        f"{where}.type", f"content parts of type '{kind}' are not supported; send text or images"
+    )
+
+
+def _output_text(output: str | list[dict[str, Any]], where: str) -> str:
+    """A tool result as the string chat `tool` messages carry."""
+    content = _content(output, where)
+    if not isinstance(content, str):
+        raise UnsupportedField(where, "tool results can only carry text")
+    return content
+
+
+def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
+    """Attach a function call to the assistant turn it belongs to, opening one if needed."""
+    name, arguments = _field(item, "name", where), _field(item, "arguments", where)
+    call = {
+        "id": _field(item, "call_id", where),
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+    last = messages[-1] if messages else None
+    # Responses lists a turn's text and each of its calls as separate items; Chat
+    # Completions holds them in one assistant message.
+    if last is not None and last["role"] == "assistant":
+        last.setdefault("tool_calls", []).append(call)
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
+    """The nested Chat Completions shape of a flat Responses function tool."""
+    if tool.get("type") != "function":
+        raise UnsupportedField(
+            f"tools[{index}]",
+            f"built-in tools such as '{tool.get('type')}' run on OpenAI's servers; "
+            "only tools of type 'function' can be served",
+        )
+    function = {"name": _field(tool, "name", f"tools[{index}]")}
+    for key in ("description", "parameters", "strict"):
+        if tool.get(key) is not None:
+            function[key] = tool[key]
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    """The Chat Completions tool_choice: the same strings, a nested form for one function."""
+    if isinstance(choice, str):
+        return choice
+    if choice.get("type") == "function":
+        return {"type": "function", "function": {"name": _field(choice, "name", "tool_choice")}}
+    raise UnsupportedField(
+        "tool_choice",
+        f"a tool_choice of type '{choice.get('type')}' is not supported; "
+        "use 'auto', 'none', 'required' or a function",
+    )
+
+
+def _response_format(text: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The chat response_format for `text.format`, or None for plain text."""
+    fmt = (text or {}).get("format") or {"type": "text"}
+    if fmt["type"] == "text":
+        return None
+    if fmt["type"] == "json_object":
+        return {"type": "json_object"}
+    if fmt["type"] == "json_schema":
+        keys = ("name", "schema", "description", "strict")
+        schema = {key: fmt[key] for key in keys if key in fmt}
+        return {"type": "json_schema", "json_schema": schema}
+    raise UnsupportedField("text.format.type", f"format '{fmt['type']}' is not supported")
+
+
+def _field(obj: dict[str, Any], key: str, where: str) -> Any:
+    """`obj[key]`; a missing key is the client's mistake, so it becomes a 400 naming it."""
+    if obj.get(key) is None:
+        raise UnsupportedField(f"{where}.{key}", "it is missing, and is required")
+    return obj[key]

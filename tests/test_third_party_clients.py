@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from agent_eval.cli.serve import MODEL_PLACEHOLDER, _launched_model, launch_config
+from agent_eval.cli.serve import _launched_model, launch_config
+from agent_eval.cli.serve_screen import MODEL_PLACEHOLDER
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartWorkers, wait_ready

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
-import aiohttp
 import typer
-from rich.console import RenderableType
-from rich.live import Live
-from rich.panel import Panel
-from rich.text import Text
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
 from agent_eval.cli import app
 from agent_eval.cli.common import WaitReporter, console, flag, guarded, validated
+from agent_eval.cli.serve_screen import ServeScreen
 from agent_eval.launch import LaunchConfig, WorkerEndpoint, hold_workers, serve_over_workers
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.overrides import apply_overrides
-from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
 from agent_eval.proxy.config import (
     HealthConfig,
     PolicyName,
@@ -41,10 +35,6 @@ PROXY, WORKERS, HEALTH, RETRIES, SECURITY = (
     "Security",
 )
 _P, _H, _R, _T, _S = ProxyConfig(), HealthConfig(), RetryConfig(), TimeoutConfig(), SessionConfig()
-
-MODEL_PLACEHOLDER = "MODEL"
-KEY_VARIABLE = "AGENT_EVAL_API_KEY"
-PANEL_INTERVAL = 1.0
 
 
 BackendOption = Annotated[
@@ -242,148 +232,3 @@ async def _shown(main: Coroutine[Any, Any, None], screen: ServeScreen) -> None:
         await main
     finally:
         await screen.close()
-
-
-class ServeScreen:
-    """What `serve` shows: the address, paste-ready client commands, then a worker panel."""
-
-    def __init__(self, model_hint: str | None = None) -> None:
-        self._model_hint = model_hint
-        self._task: asyncio.Task[None] | None = None
-
-    def on_ready(self, base_url: str, config: ProxyConfig) -> None:
-        """The proxy listens: its address at once; the rest waits on HTTP, so in a task."""
-        announce(base_url, config)
-        self._task = asyncio.get_running_loop().create_task(self._follow(base_url, config))
-
-    async def close(self) -> None:
-        """Stop the panel; a crash in it re-raises here, so a bug is not hidden."""
-        if (task := self._task) is None:
-            return
-        task.cancel()
-        await asyncio.wait([task])
-        if not task.cancelled() and (error := task.exception()) is not None:
-            raise error
-
-    async def _follow(self, base_url: str, config: ProxyConfig) -> None:
-        key = config.api_key.get_secret_value() if config.api_key else None
-        # Workers are probed at once on start; a worker that is down fails within the timeout.
-        models = await proxy_models(base_url, key, config.health.timeout + 1)
-        model = next(iter(models), None) or self._model_hint or MODEL_PLACEHOLDER
-        show_commands(base_url, model, keyed=key is not None)
-        console.print("Ctrl-C stops it.")
-        # Off a terminal the proxy's own log lines already say when a worker goes up or down.
-        if console.is_terminal:
-            await worker_panel(base_url, key)
-
-
-async def proxy_models(base_url: str, api_key: str | None, wait: float) -> list[str]:
-    """Models the proxy's workers serve; waits up to `wait` s for the first probes, [] if none."""
-    root = base_url.removesuffix("/v1")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=wait)) as http:
-        while True:
-            workers = await _workers(http, f"{root}/workers", headers)
-            models = [str(m) for w in workers for m in w.get("models", [])]
-            # An empty pool or every worker down will not name a model by waiting longer.
-            if models or all(w.get("last_error") for w in workers) or loop.time() > deadline:
-                return list(dict.fromkeys(models))
-            await asyncio.sleep(0.1)
-
-
-async def _workers(
-    http: aiohttp.ClientSession, url: str, headers: dict[str, str]
-) -> list[dict[str, Any]]:
-    """The proxy's `/workers` list; [] when it cannot be had (the commands still help)."""
-    try:
-        async with http.get(url, headers=headers) as response:
-            response.raise_for_status()
-            return list((await response.json())["workers"])
-    except (aiohttp.ClientError, TimeoutError, OSError, ValueError, KeyError, TypeError):
-        return []
-
-
-def client_commands(base_url: str, model: str, keyed: bool) -> list[tuple[str, str]]:
-    """(title, text) of paste-ready commands; a proxy's key stays a variable, never the value."""
-    env_key = f"${KEY_VARIABLE}" if keyed else "unused"
-    py_key = f'os.environ["{KEY_VARIABLE}"]' if keyed else '"unused"'
-    imports = "import os\n" if keyed else ""
-    lm_env = f"OPENAI_API_KEY=${KEY_VARIABLE} " if keyed else ""
-    hi = '[{"role": "user", "content": "Hi"}]'
-    return [
-        (
-            "lm-evaluation-harness",
-            f"{lm_env}lm_eval --model local-chat-completions --apply_chat_template \\\n"
-            "  --tasks gsm8k \\\n"
-            f"  --model_args model={model},base_url={base_url}/chat/completions,num_concurrent=64",
-        ),
-        (
-            "Inspect AI",
-            f"AGENTEVAL_BASE_URL={base_url} AGENTEVAL_API_KEY={env_key} \\\n"
-            f"  inspect eval task.py --model openai-api/agenteval/{model}",
-        ),
-        (
-            "openai SDK (Python)",
-            f"{imports}from openai import OpenAI\n"
-            f'client = OpenAI(base_url="{base_url}", api_key={py_key})\n'
-            f'client.chat.completions.create(model="{model}", messages={hi})',
-        ),
-        (
-            "Agents SDK (Python)",
-            f"{imports}from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner\n"
-            "from openai import AsyncOpenAI\n"
-            f'client = AsyncOpenAI(base_url="{base_url}", api_key={py_key})\n'
-            f'model = OpenAIChatCompletionsModel(model="{model}", openai_client=client)\n'
-            'agent = Agent(name="a", model=model)\n'
-            'result = Runner.run_sync(agent, "Hi", run_config=RunConfig(tracing_disabled=True))\n'
-            "print(result.final_output)\n"
-            "# Responses API instead, with workers that serve /v1/responses:\n"
-            f'# set_default_openai_client(client); agent = Agent(name="a", model="{model}")',
-        ),
-    ]
-
-
-def show_commands(base_url: str, model: str, keyed: bool) -> None:
-    """Print the client commands unwrapped and unstyled, so they paste as they are."""
-    note = f"; export {KEY_VARIABLE} first, the proxy checks it" if keyed else ""
-    console.print(f"Paste-ready client commands for model [bold]{model}[/]{note}:", soft_wrap=True)
-    for title, text in client_commands(base_url, model, keyed):
-        console.print(f"[dim]# {title}[/]", soft_wrap=True)
-        console.out(text, highlight=False)
-
-
-async def worker_panel(base_url: str, api_key: str | None) -> None:
-    """The workers' health and load, redrawn about once a second until cancelled."""
-    poller = WorkerPoller(base_url, PANEL_INTERVAL, api_key)
-    # Transient: on Ctrl-C the proxy stops before the panel, whose last frame would only say so.
-    live = Live(
-        console=console,
-        refresh_per_second=1 / PANEL_INTERVAL,
-        transient=True,
-        get_renderable=lambda: _panel(poller.status),
-    )
-    with live:
-        await poller.run()
-
-
-def _panel(status: WorkerStatus | None) -> Panel:
-    body: RenderableType = (
-        Text("asking the proxy for its workers...", style="dim")
-        if status is None
-        else worker_table(status)
-    )
-    title = "workers" if status is None or status.error else status.summary()
-    return Panel(body, title=title, title_align="left", expand=False)
-
-
-def announce(base_url: str, config: ProxyConfig) -> None:
-    """The proxy's address and its workers, once it listens."""
-    console.print(
-        f"[bold green]agent-eval proxy[/] listening at [bold]{base_url}[/]", soft_wrap=True
-    )
-    for url in config.endpoints:
-        console.print(f"  worker {url}", soft_wrap=True)
-    if not config.endpoints:
-        console.print("  no workers yet: add one with POST /workers")

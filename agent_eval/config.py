@@ -233,7 +233,8 @@ def load_run_config(path: Path | None, flags: dict[str, Any], overrides: list[st
 
 
 def save_run_config(config: RunConfig, run_dir: Path) -> Path:
-    """The resolved config as YAML in the run directory; keys are masked, never written."""
+    """The resolved config as YAML in the run directory (made if needed); keys are masked."""
+    run_dir.mkdir(parents=True, exist_ok=True)
     target = run_dir / CONFIG_FILE
     target.write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     return target

@@ -166,6 +166,7 @@ def attempt_record(
 ) -> dict[str, Any]:
     """One finished attempt as its line in samples.jsonl."""
     rewards = [reward for reward, _, _ in scores]
+    recorded = trajectory.to_dict()
     return {
         "sample_id": item.id,
         "attempt": attempt,
@@ -181,8 +182,8 @@ def attempt_record(
         "model_calls": len(trajectory.model_calls),
         "tool_calls": len(trajectory.tool_calls),
         "tool_errors": sum(is_tool_error(call.result) for call in trajectory.tool_calls),
-        "error": trajectory.to_dict()["error"],
-        "trajectory": trajectory.to_dict(),
+        "error": recorded["error"],
+        "trajectory": recorded,
     }
 
 

@@ -69,7 +69,7 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
 async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     """Launch, evaluate and tear down; results so far stay on disk whatever happens."""
     config = plan.config
-    await asyncio.to_thread(_prepare, config)
+    await asyncio.to_thread(save_run_config, config, config.run_dir)
     async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
         observer.set_proxy(served.base_url, served.api_key)
         return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
@@ -105,11 +105,6 @@ async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
         warming.cancel()
         await asyncio.gather(warming, return_exceptions=True)
         await scorer.close()
-
-
-def _prepare(config: RunConfig) -> None:
-    config.run_dir.mkdir(parents=True, exist_ok=True)
-    save_run_config(config, config.run_dir)
 
 
 def _engine_config(config: RunConfig, model: str) -> EngineConfig:

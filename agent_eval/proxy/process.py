@@ -10,12 +10,11 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from agent_eval.children import die_with_parent, signal_group
+from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.errors import AgentEvalError, ProxyStartError
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.proxy.config import ProxyConfig
@@ -38,7 +37,7 @@ async def proxy_process(
     try:
         yield await _wait_ready(process, log_path, timeout)
     finally:
-        await _stop(process)
+        await stop_groups([process], STOP_GRACE)
 
 
 def _write_config(config: ProxyConfig, path: Path) -> None:
@@ -77,17 +76,6 @@ async def _wait_ready(process: asyncio.subprocess.Process, log_path: Path, timeo
         ) from None
     await process.wait()
     raise ProxyStartError(f"the proxy exited during start-up:\n{log_tail(log_path)}")
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        signal_group(process.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
-        except (TimeoutError, asyncio.CancelledError):
-            signal_group(process.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        await asyncio.shield(process.wait())
 
 
 def main(config_path: str) -> None:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -15,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerConfig
-from agent_eval.children import die_with_parent, signal_group
+from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.base import LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError
@@ -108,22 +106,8 @@ class LocalScheduler(Scheduler):
         return None if code is None else f"exited with code {code}"
 
     async def stop(self) -> None:
-        running = [p for p in self._processes.values() if p.returncode is None]
-        try:
-            for process in running:
-                signal_group(process.pid, signal.SIGTERM)
-            await asyncio.wait_for(
-                asyncio.gather(*(p.wait() for p in running)), timeout=GRACE_SECONDS
-            )
-        except (TimeoutError, asyncio.CancelledError):
-            log.warning("workers did not stop in %.0f s; killing them", GRACE_SECONDS)
-        finally:
-            # Whole groups, every time: a worker's own children must not outlive it.
-            for process in self._processes.values():
-                signal_group(process.pid, signal.SIGKILL)
-            for process in running:
-                with contextlib.suppress(ProcessLookupError, ChildProcessError):
-                    await asyncio.shield(process.wait())
+        if not await stop_groups(list(self._processes.values()), GRACE_SECONDS):
+            log.warning("workers did not stop in %.0f s; killed them", GRACE_SECONDS)
 
     def _gpu_sets(self, backend: Backend, allocation: Allocation) -> list[list[str]]:
         if not backend.needs_gpus:

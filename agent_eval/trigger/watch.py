@@ -13,7 +13,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ async def watch(plan: Plan, checkpoints: Path, observer: RunObserver) -> int:
     config = plan.config
     root = config.run_dir
     finder = CheckpointFinder(checkpoints, config.watch.settle_seconds)
-    await asyncio.to_thread(_prepare, config)
+    await asyncio.to_thread(save_run_config, config, config.run_dir)
     schedule = Schedule.load(root, config.watch)
     handled = 0
     async with warm_scorer(config) as scorer, CheckpointServer(config, observer) as server:
@@ -131,9 +130,7 @@ class Schedule:
         with (self.root / DECISIONS).open("a") as handle:
             handle.write(json.dumps(entry, allow_nan=False) + "\n")
         state = {"trigger": self.trigger.state_dict(), "last_step": self.last_step}
-        partial = self.root / (STATE + ".partial")
-        partial.write_text(json.dumps(state))
-        os.replace(partial, self.root / STATE)
+        RunDirectory(self.root).write_json(STATE, state)
 
 
 def _trigger(settings: WatchSection) -> AdaptiveTrigger:
@@ -148,11 +145,6 @@ def _trigger(settings: WatchSection) -> AdaptiveTrigger:
         max_seconds=settings.max_seconds,
         min_gap_steps=settings.min_gap_steps,
     )
-
-
-def _prepare(config: RunConfig) -> None:
-    config.run_dir.mkdir(parents=True, exist_ok=True)
-    save_run_config(config, config.run_dir)
 
 
 class CheckpointServer:

@@ -15,6 +15,7 @@ from openai import AsyncOpenAI
 from agent_eval.config import RunConfig
 from agent_eval.errors import ConfigError, ProxyStartError
 from agent_eval.launch import WorkerEndpoint, launched_workers
+from agent_eval.progress.workers import fetch_workers
 from agent_eval.proxy.http1 import os_reason
 from agent_eval.proxy.process import proxy_process
 from agent_eval.report.runs import save_worker_snapshot
@@ -74,14 +75,10 @@ async def _proxy_over_workers(
 
 async def _keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
     """The proxy's last view of its workers into workers.json, for the report's load plot."""
-    headers = {"Authorization": f"Bearer {key}"}
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http,
-            http.get(base_url.removesuffix("/v1") + "/workers", headers=headers) as response,
-        ):
-            workers = (await response.json())["workers"]
-    except (aiohttp.ClientError, TimeoutError, KeyError, ValueError) as exc:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+            workers = await fetch_workers(http, base_url, key)
+    except (aiohttp.ClientError, TimeoutError, KeyError, ValueError, TypeError) as exc:
         log.warning("could not read the proxy's worker load for the report (%s)", exc)
         return
     await asyncio.to_thread(save_worker_snapshot, run_dir, workers)

@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_eval.cli.common import console
-from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
+from agent_eval.progress.workers import WorkerPoller, WorkerStatus, fetch_workers, worker_table
 from agent_eval.proxy.config import (
     ProxyConfig,
 )
@@ -57,13 +57,11 @@ class ServeScreen:
 
 async def proxy_models(base_url: str, api_key: str | None, wait: float) -> list[str]:
     """Models the proxy's workers serve; waits up to `wait` s for the first probes, [] if none."""
-    root = base_url.removesuffix("/v1")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=wait)) as http:
         while True:
-            workers = await _workers(http, f"{root}/workers", headers)
+            workers = await _workers(http, base_url, api_key)
             models = [str(m) for w in workers for m in w.get("models", [])]
             # An empty pool or every worker down will not name a model by waiting longer.
             if models or all(w.get("last_error") for w in workers) or loop.time() > deadline:
@@ -72,13 +70,11 @@ async def proxy_models(base_url: str, api_key: str | None, wait: float) -> list[
 
 
 async def _workers(
-    http: aiohttp.ClientSession, url: str, headers: dict[str, str]
+    http: aiohttp.ClientSession, base_url: str, api_key: str | None
 ) -> list[dict[str, Any]]:
     """The proxy's `/workers` list; [] when it cannot be had (the commands still help)."""
     try:
-        async with http.get(url, headers=headers) as response:
-            response.raise_for_status()
-            return list((await response.json())["workers"])
+        return await fetch_workers(http, base_url, api_key)
     except (aiohttp.ClientError, TimeoutError, OSError, ValueError, KeyError, TypeError):
         return []
 

@@ -62,14 +62,14 @@ class WorkerPoller:
         self.interval = interval
         self.status: WorkerStatus | None = None
         self._root: str | None = None
-        self._headers: dict[str, str] = {}
+        self._api_key: str | None = None
         if proxy_url is not None:
             self.set_proxy(proxy_url, api_key)
 
     def set_proxy(self, url: str, api_key: str | None = None) -> None:
         """Poll this proxy from now on; `url` may end in /v1. `api_key` if the proxy has one."""
-        self._root = url.rstrip("/").removesuffix("/v1")
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._root = proxy_root(url)
+        self._api_key = api_key
         self.status = None
 
     async def run(self) -> None:
@@ -82,17 +82,35 @@ class WorkerPoller:
 
     async def _poll(self, http: aiohttp.ClientSession, root: str) -> WorkerStatus:
         try:
-            async with http.get(f"{root}/workers", headers=self._headers) as response:
-                if response.status != 200:
-                    return WorkerStatus(error=f"proxy answered HTTP {response.status} on /workers")
-                body = await response.json()
-            return WorkerStatus(tuple(WorkerRow.from_json(w) for w in body["workers"]))
+            workers = await fetch_workers(http, root, self._api_key)
+            return WorkerStatus(tuple(WorkerRow.from_json(w) for w in workers))
+        except aiohttp.ClientResponseError as exc:
+            return WorkerStatus(error=f"proxy answered HTTP {exc.status} on /workers")
         except TimeoutError:
             return WorkerStatus(error=f"proxy not answering at {root} (timed out)")
         except (aiohttp.ClientError, OSError) as exc:
             return WorkerStatus(error=f"proxy not answering at {root} ({_why(exc)})")
         except (ValueError, KeyError, TypeError) as exc:
             return WorkerStatus(error=f"proxy sent an unexpected /workers body ({exc!r})")
+
+
+def proxy_root(url: str) -> str:
+    """The proxy's root URL, where its admin routes are, from its base URL (with or without /v1)."""
+    return url.rstrip("/").removesuffix("/v1")
+
+
+async def fetch_workers(
+    http: aiohttp.ClientSession, url: str, api_key: str | None
+) -> list[dict[str, Any]]:
+    """The proxy's `GET /workers` list; `url` may end in /v1.
+
+    Raises: aiohttp.ClientError (ClientResponseError on a non-2xx answer), TimeoutError, or
+    ValueError/KeyError/TypeError on a body of another shape.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with http.get(f"{proxy_root(url)}/workers", headers=headers) as response:
+        response.raise_for_status()
+        return list((await response.json())["workers"])
 
 
 def _why(exc: BaseException) -> str:

@@ -34,8 +34,12 @@ async def stack() -> AsyncIterator[AsyncExitStack]:
 def start_workers(stack: AsyncExitStack) -> StartWorkers:
     """Start n mock workers named w0, w1, ...; they stop after the test."""
 
-    async def start(n: int, model: str = "mock-model") -> list[MockWorker]:
-        workers = [MockWorker(name=f"w{i}", model=model) for i in range(n)]
+    async def start(
+        n: int, model: str = "mock-model", responses_api: bool = True
+    ) -> list[MockWorker]:
+        workers = [
+            MockWorker(name=f"w{i}", model=model, responses_api=responses_api) for i in range(n)
+        ]
         for worker in workers:
             await stack.enter_async_context(worker)
         return workers

@@ -110,17 +110,22 @@ async def test_upstream_failure_is_recorded_not_raised(
     assert trajectory.error.kind == "upstream"
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "translated"])
 async def test_responses_api_mode(
-    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+    start_workers: StartWorkers,
+    start_proxy: StartProxy,
+    context: Callable[[str], RunContext],
+    native: bool,
 ) -> None:
-    (worker,) = await start_workers(1)
+    (worker,) = await start_workers(1, responses_api=native)
     worker.script(Reply(tool_calls=[multiply_call(6, 7)]), Reply("Answer: 42"))
     base_url = await start_proxy([worker])
     trajectory = await MathCalculatorAgent(api="responses").run(QUESTION, context(base_url))
     assert trajectory.error is None, trajectory.error
     assert trajectory.final_output == "Answer: 42"
     assert [c.name for c in trajectory.tool_calls] == ["multiply"]
-    assert worker.stats.requests["/v1/responses"] == 2
+    served, other = ("/v1/responses", "/v1/chat/completions")[:: 1 if native else -1]
+    assert (len(worker.requests_to(served)), len(worker.requests_to(other))) == (2, 0)
 
 
 class EchoRunner:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -9,8 +10,13 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import orjson
 import pytest
+from agents import Agent, MaxTurnsExceeded, ModelSettings, RunConfig, RunHooks, Runner
+from agents import function_tool as tool
+from agents.items import ModelResponse
+from agents.models.openai_provider import OpenAIProvider
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
@@ -28,6 +34,8 @@ from tests.conftest import FAST_HEALTH, StartProxy
 from tests.test_llamacpp_workers import MULTIPLY, QUESTION
 
 MODEL = "smollm2-135m-instruct"
+# The Responses API's flat tool shape.
+MULTIPLY_TOOL = {"type": "function", **MULTIPLY["function"]}
 CALL = {"id": "call_1", "type": "function", "function": {"name": "multiply", "arguments": "{}"}}
 
 
@@ -194,3 +202,81 @@ def _is_number(text: str) -> bool:
 
 def _records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+async def test_responses_are_translated_for_the_embedded_worker(
+    worker_url: str, start_proxy: StartProxy
+) -> None:
+    base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
+    async with _client(base_url) as client:
+        first = await client.responses.create(
+            model=MODEL, input=QUESTION, tools=[MULTIPLY_TOOL], tool_choice="required"
+        )
+        (call,) = [item for item in first.output if item.type == "function_call"]
+        assert call.name == "multiply" and set(json.loads(call.arguments)) == {"a", "b"}
+        result = {"type": "function_call_output", "call_id": call.call_id, "output": "84"}
+        history = [*QUESTION, call.model_dump(exclude_none=True), result]
+        stream = await client.responses.create(
+            model=MODEL, input=history, tools=[MULTIPLY_TOOL], max_output_tokens=48, stream=True
+        )
+        events = [event async for event in stream]
+    final = events[-1]
+    assert final.type in {"response.completed", "response.incomplete"}, final
+    assert final.response.output, "the answer after the tool result is empty"
+    assert final.response.usage and first.usage
+    assert final.response.usage.input_tokens > first.usage.input_tokens
+    workers_url = base_url.removesuffix("/v1") + "/workers"
+    async with aiohttp.ClientSession() as http, http.get(workers_url) as answer:
+        (worker,) = (await answer.json())["workers"]
+    assert worker["responses_api"] == "translated"
+
+
+class ModelCalls(RunHooks):
+    """The input items of each model call of a run, and its answers."""
+
+    def __init__(self) -> None:
+        self.inputs: list[list[dict]] = []
+        self.answers: list[ModelResponse] = []
+
+    async def on_llm_start(self, context, agent, system_prompt, input_items) -> None:  # type: ignore[no-untyped-def]
+        self.inputs.append([dict(item) for item in input_items])
+
+    async def on_llm_end(self, context, agent, response) -> None:  # type: ignore[no-untyped-def]
+        self.answers.append(response)
+
+
+async def test_the_agents_sdk_in_its_default_mode_runs_tools_on_the_embedded_worker(
+    worker_url: str, start_proxy: StartProxy
+) -> None:
+    base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
+    ran: list[tuple[float, float]] = []
+
+    @tool
+    def multiply(a: float, b: float) -> float:
+        """Multiply two numbers."""
+        ran.append((a, b))
+        return a * b
+
+    calls = ModelCalls()
+    async with _client(base_url) as client:
+        agent = Agent(
+            name="calc",
+            instructions="Use the multiply tool.",
+            tools=[multiply],
+            model=MODEL,
+            model_settings=ModelSettings(tool_choice="required", max_tokens=64),
+        )
+        # OpenAIProvider's default is the Responses API, as in unmodified Agents SDK code.
+        config = RunConfig(model_provider=OpenAIProvider(openai_client=client))
+        config.tracing_disabled = True
+        # The 135M model may call the tool again instead of answering; the round trip is the point.
+        with contextlib.suppress(MaxTurnsExceeded):
+            await Runner.run(
+                agent, QUESTION[0]["content"], run_config=config, hooks=calls, max_turns=3
+            )
+    assert ran, "the tool never ran"
+    returned = [
+        i for items in calls.inputs[1:] for i in items if i.get("type") == "function_call_output"
+    ]
+    assert returned and len(calls.answers) == len(calls.inputs) >= 2
+    assert all((answer.response_id or "").startswith("resp_") for answer in calls.answers)

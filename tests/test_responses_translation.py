@@ -14,7 +14,9 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from agent_eval.proxy.responses import (
+    PreviousResponseNotFound,
     StreamTranslator,
+    Translation,
     UnsupportedField,
     encode_event,
     to_chat_request,
@@ -237,6 +239,9 @@ def test_tools_flattened_and_sampling_settings() -> None:
             "parallel_tool_calls": False,
             "store": False,
             "metadata": {"k": "v"},
+            "seed": 7,
+            "top_k": 20,
+            "stop": ["\n\n"],
         }
     )
     assert chat["tools"] == [
@@ -252,6 +257,8 @@ def test_tools_flattened_and_sampling_settings() -> None:
     ]
     assert (chat["temperature"], chat["top_p"], chat["max_tokens"]) == (0.2, 0.9, 64)
     assert chat["parallel_tool_calls"] is False
+    # Extra sampling fields SGLang, vLLM and llama.cpp accept pass as they are.
+    assert (chat["seed"], chat["top_k"], chat["stop"]) == (7, 20, ["\n\n"])
     assert "store" not in chat and "metadata" not in chat
 
 
@@ -352,9 +359,18 @@ def test_unsupported_fields_are_named(extra: dict[str, Any], field: str) -> None
     assert f"`{field}`" in raised.value.message
 
 
-def test_previous_response_id_message_says_not_yet() -> None:
-    with pytest.raises(UnsupportedField, match="not stored yet"):
-        to_chat_request({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
+def test_an_unknown_previous_response_is_a_404_saying_what_to_send() -> None:
+    with pytest.raises(PreviousResponseNotFound) as raised:
+        Translation.of({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
+    assert (raised.value.status, raised.value.field) == (404, "previous_response_id")
+    assert "'resp_1'" in raised.value.message and "whole conversation" in raised.value.message
+
+
+@pytest.mark.parametrize("value", [3, {"role": "user"}, ["hi"]])
+def test_input_of_the_wrong_shape_is_named(value: object) -> None:
+    with pytest.raises(UnsupportedField) as raised:
+        to_chat_request({"model": "m", "input": value})
+    assert raised.value.field == "input"
 
 
 # Responses

@@ -206,6 +206,6 @@ async def test_agents_sdk_default_responses_mode_completes_a_tool_call(
         result = await Runner.run(agent, "2 + 3?", run_config=config)
     assert ran == [(2, 3)]
     assert result.final_output == "The answer is 5."
-    assert worker.stats.requests["/v1/responses"] == 2
+    assert len(worker.requests_to("/v1/responses")) == 2
     assert worker.stats.requests["/v1/chat/completions"] == 0
     worker.assert_script_used_up()

@@ -189,18 +189,26 @@ class Turn:
         if not stream:
             return response
         delta = {"role": "assistant", "content": None, "tool_calls": [{"index": 0, **call}]}
-        return iter([self._chunk(delta, None), self._chunk({}, "tool_calls")])
+        last = {**self._chunk({}, "tool_calls"), "usage": response["usage"]}
+        return iter([self._chunk(delta, None), last])
 
     def _stream_answer(self, prompt: str, grammar: Any) -> Iterator[dict[str, Any]]:
         yield self._chunk({"role": "assistant", "content": ""}, None)
-        finish = "stop"
+        finish, text = "stop", ""
         pieces = self._complete(prompt, grammar=grammar, max_tokens=self.max_tokens, stream=True)
         for piece in pieces:
             choice = piece["choices"][0]
             if choice["text"]:
+                text += choice["text"]
                 yield self._chunk({"content": choice["text"]}, None)
             finish = choice.get("finish_reason") or finish
-        yield self._chunk({}, finish)
+        # llama-cpp-python's server drops `stream_options`, so the usage always rides on the
+        # last chunk, where clients that did not ask for it ignore it.
+        self.completion_tokens += self._count(text)
+        yield {**self._chunk({}, finish), "usage": self._usage(self._count(prompt))}
+
+    def _count(self, text: str) -> int:
+        return len(self.llama.tokenize(text.encode(), add_bos=False, special=True))
 
     def _complete(self, prompt: str, **options: Any) -> Any:
         done = self.llama.create_completion(
@@ -211,13 +219,16 @@ class Turn:
         return done
 
     def _response(self, message: Message, finish: str, prompt_tokens: int) -> dict[str, Any]:
-        usage = {
+        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+        usage = self._usage(prompt_tokens)
+        return {**self._head("chat.completion"), "choices": [choice], "usage": usage}
+
+    def _usage(self, prompt_tokens: int) -> dict[str, int]:
+        return {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": prompt_tokens + self.completion_tokens,
         }
-        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-        return {**self._head("chat.completion"), "choices": [choice], "usage": usage}
 
     def _chunk(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}

@@ -21,6 +21,7 @@ from agent_eval.proxy.config import (
     HealthConfig,
     PolicyName,
     ProxyConfig,
+    ResponsesConfig,
     RetryConfig,
     SessionConfig,
     TimeoutConfig,
@@ -35,6 +36,7 @@ PROXY, WORKERS, HEALTH, RETRIES, SECURITY = (
     "Security",
 )
 _P, _H, _R, _T, _S = ProxyConfig(), HealthConfig(), RetryConfig(), TimeoutConfig(), SessionConfig()
+_RS = ResponsesConfig()
 
 
 BackendOption = Annotated[
@@ -86,6 +88,12 @@ def serve(
         float, flag(SessionConfig, "balance_factor", PROXY)
     ] = _S.balance_factor,
     session_ttl: Annotated[float, flag(SessionConfig, "ttl", PROXY)] = _S.ttl,
+    responses_store_capacity: Annotated[
+        int, flag(ResponsesConfig, "store_capacity", PROXY, "--responses-store-capacity")
+    ] = _RS.store_capacity,
+    responses_store_ttl: Annotated[
+        float, flag(ResponsesConfig, "store_ttl", PROXY, "--responses-store-ttl")
+    ] = _RS.store_ttl,
     record: Annotated[
         Path | None, flag(ProxyConfig, "record_dir", PROXY, "--record", show_default=False)
     ] = None,
@@ -160,6 +168,10 @@ def serve(
             "stream_idle": stream_idle_timeout,
         },
         "sessions": {"balance_factor": session_balance, "ttl": session_ttl},
+        "responses": {
+            "store_capacity": responses_store_capacity,
+            "store_ttl": responses_store_ttl,
+        },
     }
     proxy = guarded(ctx, validated, ProxyConfig, fields)
     if backend is None:

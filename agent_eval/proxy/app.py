@@ -30,6 +30,7 @@ from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo, build_policy
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.recorder import Recorder
+from agent_eval.proxy.responses import ResponsesRoute, ResponseStore
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,10 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     probe_headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
     app[HEALTH] = HealthChecker(app[POOL], config.health, session, probe_headers)
     upstream = UpstreamPool(config.timeouts.connect)
-    app[FORWARDER] = Forwarder(config, app[POOL], upstream, app[METRICS], recorder)
+    store = ResponseStore(config.responses.store_capacity, config.responses.store_ttl)
+    app[FORWARDER] = Forwarder(
+        config, app[POOL], upstream, app[METRICS], recorder, ResponsesRoute(store)
+    )
     app[HEALTH].start()
     try:
         yield

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
+from agent_eval.proxy.sse import SSEReader
 
 
 @dataclass
@@ -44,17 +44,15 @@ class _Choice:
 class StreamAssembler:
     """Feeds on raw SSE bytes; `result()` gives the final chat/completion/response object."""
 
-    _buffer: bytes = b""
+    _reader: SSEReader = field(default_factory=SSEReader)
     _head: dict[str, Any] = field(default_factory=dict)
     _choices: dict[int, _Choice] = field(default_factory=dict)
     _usage: dict[str, Any] | None = None
     _response: dict[str, Any] | None = None
 
     def feed(self, chunk: bytes) -> None:
-        self._buffer += chunk.replace(b"\r\n", b"\n")
-        *events, self._buffer = self._buffer.split(b"\n\n")
-        for event in events:
-            self._on_event(event)
+        for payload in self._reader.feed(chunk):
+            self._on_payload(payload)
 
     def result(self) -> dict[str, Any] | None:
         if self._response is not None:
@@ -74,19 +72,6 @@ class StreamAssembler:
         else:
             body["text"] = choice.text
         return body
-
-    def _on_event(self, event: bytes) -> None:
-        data = b"".join(
-            line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:")
-        )
-        if not data or data == b"[DONE]":
-            return
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return
-        if isinstance(payload, dict):
-            self._on_payload(payload)
 
     def _on_payload(self, payload: dict[str, Any]) -> None:
         if payload.get("type") == "response.completed":

@@ -75,6 +75,19 @@ class SessionConfig(BaseModel):
     )
 
 
+class ResponsesConfig(BaseModel):
+    """The store behind `previous_response_id` for workers without a Responses API."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store_capacity: int = Field(
+        10_000, ge=1, description="Responses kept at most; the least recently used go first."
+    )
+    store_ttl: float = Field(
+        3600.0, gt=0, description="Seconds a stored response is kept after its last use."
+    )
+
+
 class ProxyConfig(BaseModel):
     """Everything `agent-eval serve` needs to run the proxy."""
 
@@ -100,6 +113,7 @@ class ProxyConfig(BaseModel):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     timeouts: TimeoutConfig = Field(default_factory=TimeoutConfig)
     sessions: SessionConfig = Field(default_factory=SessionConfig)
+    responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
 
     @field_validator("endpoints")
     @classmethod

@@ -18,14 +18,17 @@ ERROR_TYPES = {
 }
 
 
-def error_body(status: int, code: str, message: str) -> bytes:
+def error_body(status: int, code: str, message: str, param: str | None = None) -> bytes:
+    """OpenAI's error shape; `param` names the request field at fault, when one is."""
     error = {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "code": code}
-    return orjson.dumps({"error": {**error, "param": None}})
+    return orjson.dumps({"error": {**error, "param": param}})
 
 
-def error_response(status: int, code: str, message: str) -> web.Response:
+def error_response(status: int, code: str, message: str, param: str | None = None) -> web.Response:
     return web.Response(
-        status=status, body=error_body(status, code, message), content_type="application/json"
+        status=status,
+        body=error_body(status, code, message, param),
+        content_type="application/json",
     )
 
 

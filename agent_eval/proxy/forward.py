@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.errors import error_response, model_not_found, no_healthy_worker
 from agent_eval.proxy.http1 import UpstreamPool, UpstreamResponse
@@ -19,7 +20,9 @@ from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
 from agent_eval.proxy.recorder import Recorder
-from agent_eval.proxy.stream import pipe_stream
+from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translation
+from agent_eval.proxy.responses.route import CHAT_ROUTE
+from agent_eval.proxy.stream import Passthrough, Relay, pipe_stream
 from agent_eval.proxy.upstream import (
     RETRYABLE_STATUSES,
     UPSTREAM_ERRORS,
@@ -58,17 +61,24 @@ class Forwarder:
         upstream: UpstreamPool,
         metrics: ProxyMetrics,
         recorder: Recorder | None,
+        responses: ResponsesRoute,
     ) -> None:
         self._config = config
         self._pool = pool
         self._upstream = upstream
         self._metrics = metrics
         self._recorder = recorder
+        self._responses = responses
         key = config.worker_api_key
         self._worker_key = key.get_secret_value() if key else None
 
     async def forward(self, exchange: Exchange) -> web.StreamResponse:
         """The worker's answer, or an OpenAI-style error once every allowed attempt failed."""
+        if self._responses.handles(exchange):
+            try:
+                exchange = self._responses.prepare(exchange)
+            except RequestRefused as exc:
+                return self._refuse(exchange, exc)
         deadline = exchange.started + self._config.timeouts.total
         headers = upstream_headers(exchange.request.headers, self._worker_key)
         tried: list[Worker] = []
@@ -99,26 +109,26 @@ class Forwarder:
     async def _attempt(
         self, exchange: Exchange, worker: Worker, deadline: float, headers: list[tuple[str, str]]
     ) -> web.StreamResponse | Failure:
-        idle = self._config.timeouts.stream_idle if exchange.info.stream else None
-        remaining = max(deadline - time.monotonic(), 0.001)
         worker.in_flight += 1
         trial = worker.breaker.begin()
         upstream: UpstreamResponse | None = None
         try:
-            upstream = await self._upstream.post(
-                worker.origin, exchange.info.route, headers, exchange.body, remaining, idle
-            )
+            translation = self._responses.translation(exchange, worker)
+            upstream = await self._send(exchange, worker, translation, deadline, headers)
+            if self._responses.lacks_route(exchange, worker, translation, upstream.status):
+                await upstream.read()
+                translation = self._responses.translation(exchange, worker)
+                upstream = await self._send(exchange, worker, translation, deadline, headers)
             if upstream.status in RETRYABLE_STATUSES:
                 body = await upstream.read()
                 failure = status_failure(upstream.status, body, upstream.headers, worker.url)
                 return self._failed(worker, failure)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
-                self._succeeded(worker)
-                response, answer = await pipe_stream(
-                    exchange, upstream, worker, self._metrics, self._recorder is not None
-                )
-                return self._finish(exchange, response, worker, answer)
-            return self._answer(exchange, worker, upstream.status, await upstream.read())
+                return await self._stream(exchange, worker, translation, upstream)
+            body = await upstream.read()
+            return self._answer(exchange, worker, translation, upstream.status, body)
+        except RequestRefused as exc:
+            return self._refuse(exchange, exc)
         except UPSTREAM_ERRORS as exc:
             failure = classify_exception(exc, worker.url)
             if failure.reason == "connect":
@@ -131,8 +141,49 @@ class Forwarder:
             if trial and worker.breaker.trial_in_flight:
                 worker.breaker.end_trial()
 
+    async def _send(
+        self,
+        exchange: Exchange,
+        worker: Worker,
+        translation: Translation | None,
+        deadline: float,
+        headers: list[tuple[str, str]],
+    ) -> UpstreamResponse:
+        """Post the request, or its Chat Completions translation, to `worker`."""
+        idle = self._config.timeouts.stream_idle if exchange.info.stream else None
+        remaining = max(deadline - time.monotonic(), 0.001)
+        route, body = exchange.info.route, exchange.body
+        if translation is not None:
+            route, body = CHAT_ROUTE, translation.body
+        return await self._upstream.post(worker.origin, route, headers, body, remaining, idle)
+
+    async def _stream(
+        self,
+        exchange: Exchange,
+        worker: Worker,
+        translation: Translation | None,
+        upstream: UpstreamResponse,
+    ) -> web.StreamResponse:
+        self._succeeded(worker)
+        relay: Relay
+        if translation is not None:
+            relay = translation.relay()
+        else:
+            follow = self._recorder is not None or self._responses.handles(exchange)
+            relay = Passthrough(StreamAssembler() if follow else None)
+        response = await pipe_stream(exchange, upstream, worker, self._metrics, relay)
+        answer = relay.answer()
+        if self._responses.handles(exchange):
+            self._responses.remember(exchange, worker, translation, answer)
+        return self._finish(exchange, response, worker, answer)
+
     def _answer(
-        self, exchange: Exchange, worker: Worker, status: int, body: bytes
+        self,
+        exchange: Exchange,
+        worker: Worker,
+        translation: Translation | None,
+        status: int,
+        body: bytes,
     ) -> web.StreamResponse:
         if status >= 500:
             worker.failures += 1
@@ -141,14 +192,29 @@ class Forwarder:
             self._succeeded(worker)
         if status >= 400:
             body = openai_error_body(status, body)
+        answer = None
+        if status == 200 and translation is not None:
+            try:
+                answer = translation.answer(body)
+            except ValueError as exc:
+                message = f"worker {worker.url} sent a malformed answer: {exc}"
+                return self._finish(exchange, error_response(502, "upstream_error", message), None)
+            body = orjson.dumps(answer)
+        elif self._recorder is not None or self._responses.handles(exchange):
+            answer = _json_or_none(body)
+        if status == 200 and self._responses.handles(exchange):
+            self._responses.remember(exchange, worker, translation, answer)
         response = web.Response(
             status=status,
             body=body,
             content_type="application/json",
             headers={WORKER_HEADER: worker.url},
         )
-        answer = _json_or_none(body) if self._recorder is not None else None
         return self._finish(exchange, response, worker, answer)
+
+    def _refuse(self, exchange: Exchange, refusal: RequestRefused) -> web.StreamResponse:
+        response = error_response(refusal.status, refusal.code, refusal.message, refusal.field)
+        return self._finish(exchange, response, None)
 
     def _succeeded(self, worker: Worker) -> None:
         # 4xx answers land here too: they are the client's fault and never count against a worker.

@@ -57,6 +57,9 @@ class HealthChecker:
     async def probe(self, worker: Worker) -> None:
         """Probe one worker, update its health, and refresh its model list while it is up."""
         ok, error = await self._get(worker, worker.health_path)
+        if ok is not None and worker.serves_responses is None:
+            # Before the worker takes traffic, so its first Responses request is routed right.
+            worker.serves_responses = await self._serves_responses(worker)
         first = not worker.health.probed
         changed = worker.health.record(
             ok is not None, self._config.failure_threshold, self._config.success_threshold
@@ -78,6 +81,22 @@ class HealthChecker:
             body, _ = await self._get(worker, "/v1/models")
         if body is not None:
             worker.models = parse_model_ids(body) or worker.models
+
+    async def _serves_responses(self, worker: Worker) -> bool | None:
+        """Whether the worker has POST /v1/responses, asked without generating anything.
+
+        A GET on a POST-only route answers 405; on a route that does not exist, 404.
+        Anything else (a key required, an error) leaves it unknown: the first request tells.
+        """
+        timeout = aiohttp.ClientTimeout(total=self._config.timeout)
+        try:
+            async with self._session.get(
+                worker.url + "/v1/responses", headers=self._headers, timeout=timeout
+            ) as resp:
+                status = resp.status
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            return None
+        return {404: False, 405: True, 200: True}.get(status)
 
     async def _get(self, worker: Worker, path: str) -> tuple[bytes | None, str | None]:
         """GET a worker path; (body, None) on 200, else (None, reason)."""

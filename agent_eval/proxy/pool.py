@@ -92,7 +92,8 @@ class WorkerPool:
         untried = [w for w in candidates if w not in tried]
         if not untried and tried:
             untried = [w for w in candidates if w is not tried[-1]]
-        return self._policy.choose(untried, info)
+        preferred = [w for w in untried if w.url == info.prefer]
+        return preferred[0] if preferred else self._policy.choose(untried, info)
 
     def _serving(self, model: str | None, workers: list[Worker]) -> list[Worker]:
         """Workers serving `model`; when the pool serves one model (or names none), any worker."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -21,14 +21,51 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class Relay(Protocol):
+    """What becomes of a worker's stream bytes on their way to the client."""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The bytes to send for one chunk from the worker."""
+
+    def end(self) -> bytes:
+        """The bytes to send once the worker's stream ended cleanly."""
+
+    def broken(self, message: str) -> bytes:
+        """The bytes that tell the client the stream broke, in `message`'s words."""
+
+    def answer(self) -> dict[str, Any] | None:
+        """The answer the stream spelled out, when it was followed."""
+
+
+class Passthrough:
+    """The worker's bytes unchanged; followed by an assembler when the answer is wanted."""
+
+    def __init__(self, assembler: StreamAssembler | None) -> None:
+        self._assembler = assembler
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self._assembler is not None:
+            self._assembler.feed(chunk)
+        return chunk
+
+    def end(self) -> bytes:
+        return b""
+
+    def broken(self, message: str) -> bytes:
+        return b"data: " + error_body(502, "stream_interrupted", message) + b"\n\n"
+
+    def answer(self) -> dict[str, Any] | None:
+        return self._assembler.result() if self._assembler else None
+
+
 async def pipe_stream(
     exchange: Exchange,
     upstream: UpstreamResponse,
     worker: Worker,
     metrics: ProxyMetrics,
-    assemble: bool,
-) -> tuple[web.StreamResponse, dict[str, Any] | None]:
-    """Relay the stream; returns the response and, when asked, the answer it spelled out.
+    relay: Relay,
+) -> web.StreamResponse:
+    """Relay the stream through `relay`, which then holds the answer it spelled out.
 
     Once a byte has reached the client the stream is never replayed: an upstream
     failure ends it with an error event. A client that leaves closes the upstream
@@ -42,18 +79,17 @@ async def pipe_stream(
             WORKER_HEADER: worker.url,
         },
     )
-    assembler = StreamAssembler() if assemble else None
     finished = False
     try:
         await response.prepare(exchange.request)
-        finished = await _relay(exchange, upstream, response, worker, metrics, assembler)
+        finished = await _relay(exchange, upstream, response, worker, metrics, relay)
     except OSError:
         # Upstream failures are handled inside; what reaches here is the client going away.
         log.info("client left a stream from %s; closing the upstream request", worker.url)
     finally:
         if not finished:
             upstream.close()
-    return response, assembler.result() if assembler else None
+    return response
 
 
 async def _relay(
@@ -62,7 +98,7 @@ async def _relay(
     response: web.StreamResponse,
     worker: Worker,
     metrics: ProxyMetrics,
-    assembler: StreamAssembler | None,
+    relay: Relay,
 ) -> bool:
     """Copy chunks until the end; True when the upstream stream finished cleanly."""
     first = True
@@ -70,26 +106,26 @@ async def _relay(
         try:
             chunk = await upstream.readany()
         except UPSTREAM_ERRORS as exc:
-            await _end_with_error(response, worker, exc)
+            await _end_with_error(response, worker, exc, relay)
             return False
         if not chunk:
-            await response.write_eof()
+            await response.write_eof(relay.end())
             return True
         if first:
             metrics.first_byte.labels(exchange.info.route).observe(
                 time.monotonic() - exchange.started
             )
             first = False
-        if assembler is not None:
-            assembler.feed(chunk)
-        await response.write(chunk)
+        if out := relay.feed(chunk):
+            await response.write(out)
 
 
-async def _end_with_error(response: web.StreamResponse, worker: Worker, exc: OSError) -> None:
+async def _end_with_error(
+    response: web.StreamResponse, worker: Worker, exc: OSError, relay: Relay
+) -> None:
     failure = classify_exception(exc, worker.url)
     worker.failures += 1
     worker.breaker.record_failure(time.monotonic())
     message = f"the stream broke after it started: {failure.message}; retry the request"
     log.warning(message)
-    await response.write(b"data: " + error_body(502, "stream_interrupted", message) + b"\n\n")
-    await response.write_eof()
+    await response.write_eof(relay.broken(message))

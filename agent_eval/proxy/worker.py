@@ -53,6 +53,8 @@ class Worker:
     breaker: CircuitBreaker
     health: HealthRecord = field(default_factory=HealthRecord)
     models: tuple[str, ...] = ()
+    serves_responses: bool | None = None
+    """Whether the worker has /v1/responses itself; None until a probe or an answer tells."""
     origin: Origin = field(init=False)
     in_flight: int = 0
     served: int = 0
@@ -77,5 +79,8 @@ class Worker:
             "failures": self.failures,
             "models": list(self.models),
             "health_path": self.health_path,
+            "responses_api": {True: "native", False: "translated", None: "unknown"}[
+                self.serves_responses
+            ],
             "last_error": self.health.last_error,
         }

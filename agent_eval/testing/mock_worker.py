@@ -218,6 +218,7 @@ def _generation(endpoint: Endpoint) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
         state.stats.authorizations.append(request.headers.get("Authorization"))
+        state.stats.bodies.append((request.path, await request.read()))
         with state.stats.generation():
             return await _generate(request, state, endpoint)
 
@@ -250,7 +251,8 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_post("/mock/behavior", _set_behavior)
     app.router.add_get("/mock/stats", _stats)
     for path, endpoint in ENDPOINTS.items():
-        app.router.add_post(path, _generation(endpoint))
+        if path != "/v1/responses" or state.responses_api:
+            app.router.add_post(path, _generation(endpoint))
     return app
 
 
@@ -264,8 +266,9 @@ class MockWorker:
         host: str = "127.0.0.1",
         port: int = 0,
         behavior: Behavior | None = None,
+        responses_api: bool = True,
     ) -> None:
-        self.state = WorkerState(name, model, behavior or Behavior())
+        self.state = WorkerState(name, model, behavior or Behavior(), responses_api=responses_api)
         self.host = host
         self._bind_port = port
         self._runner: web.AppRunner | None = None
@@ -298,6 +301,10 @@ class MockWorker:
     def script(self, *replies: Reply) -> None:
         """Queue replies; each generation request takes the next, then defaults resume."""
         self.state.script.extend(replies)
+
+    def requests_to(self, path: str) -> list[JSON]:
+        """The bodies of the latest generation requests on `path`, oldest first."""
+        return [orjson.loads(body) for seen, body in self.stats.bodies if seen == path]
 
     def assert_script_used_up(self) -> None:
         """Raises: AssertionError if scripted replies were never asked for."""
@@ -352,6 +359,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before answering")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument("--stream-chunks", type=int, default=4, help="content pieces per stream")
+    parser.add_argument(
+        "--no-responses-api",
+        dest="responses_api",
+        action="store_false",
+        help="serve no /v1/responses, like llama.cpp",
+    )
     return parser.parse_args(argv)
 
 
@@ -364,7 +377,9 @@ async def _serve(args: argparse.Namespace) -> None:
     behavior = Behavior(
         latency=args.latency, chunk_delay=args.chunk_delay, stream_chunks=args.stream_chunks
     )
-    async with MockWorker(args.name, args.model, args.host, args.port, behavior) as worker:
+    async with MockWorker(
+        args.name, args.model, args.host, args.port, behavior, args.responses_api
+    ) as worker:
         # Launchers wait for this exact line on stdout to learn the port.
         print(f"READY {worker.url}", flush=True)
         await stop.wait()

@@ -66,10 +66,13 @@ class WorkerStats:
     weight_updates: int = 0  # POST /update_weights_from_disk calls, failed ones included
     # Authorization headers of the latest generation requests: which key reached the worker.
     authorizations: deque[str | None] = field(default_factory=lambda: deque(maxlen=64))
+    # (path, body) of the latest generation requests: what the worker was asked, exactly.
+    bodies: deque[tuple[str, bytes]] = field(default_factory=lambda: deque(maxlen=64))
 
     def as_dict(self) -> dict[str, Any]:
         """The counters as JSON-ready values."""
-        return {**vars(self), "authorizations": list(self.authorizations)}
+        bodies = [[path, body.decode(errors="replace")] for path, body in self.bodies]
+        return {**vars(self), "authorizations": list(self.authorizations), "bodies": bodies}
 
     @contextmanager
     def generation(self) -> Iterator[None]:
@@ -140,6 +143,8 @@ class WorkerState:
     ids: Iterator[int] = field(default_factory=itertools.count)
     # The weights loaded, as SGLang's model_path: `model` until /update_weights_from_disk.
     model_path: str = ""
+    # False stands in for servers without /v1/responses (llama.cpp, older vLLM).
+    responses_api: bool = True
 
     def __post_init__(self) -> None:
         self.model_path = self.model_path or self.model

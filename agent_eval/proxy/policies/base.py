@@ -18,6 +18,8 @@ class RequestInfo:
     stream: bool = False
     detour_from: frozenset[str] = frozenset()
     """URLs already tried for this request; a retry going elsewhere is not a session move."""
+    prefer: str | None = None
+    """URL of the worker that holds this request's earlier turns, taken whenever it can be."""
 
 
 class Policy:

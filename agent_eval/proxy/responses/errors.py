@@ -1,17 +1,40 @@
-"""The one error the translation raises: a request field it cannot serve."""
+"""What the Responses route refuses, each with the status and words the client sees."""
 
 from __future__ import annotations
 
 
-class UnsupportedField(ValueError):
-    """A Responses request field that has no Chat Completions translation; answer with a 400."""
+class RequestRefused(ValueError):
+    """A Responses request the proxy cannot serve as sent; the client must change it."""
+
+    status = 400
+    code = "invalid_request"
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(message)
+
+
+class UnsupportedField(RequestRefused):
+    """A request field that has no Chat Completions translation."""
+
+    code = "unsupported_field"
 
     def __init__(self, field: str, why: str) -> None:
-        self.field = field
         self.why = why
-        super().__init__(self.message)
+        super().__init__(field, f"the proxy's /v1/responses cannot serve `{field}`: {why}")
 
-    @property
-    def message(self) -> str:
-        """The user-facing text: names the field, says why and what to do instead."""
-        return f"the proxy's /v1/responses cannot serve `{self.field}`: {self.why}"
+
+class PreviousResponseNotFound(RequestRefused):
+    """`previous_response_id` names a response the proxy does not hold."""
+
+    status = 404
+    code = "previous_response_not_found"
+
+    def __init__(self, response_id: str) -> None:
+        super().__init__(
+            "previous_response_id",
+            f"no stored response has id {response_id!r}: it was made with `store: false`, "
+            "expired from the proxy's store, or predates a restart of the proxy; "
+            "send the whole conversation in `input` instead",
+        )

@@ -20,12 +20,24 @@ HANDLED = {
     "text",
     "stream",
 }
+# Sampling fields the Responses API lacks but Chat Completions servers (SGLang, vLLM,
+# llama.cpp) accept; clients send them as extra body fields, and they pass as they are.
+SAMPLING_EXTRAS = (
+    "seed",
+    "stop",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "logit_bias",
+)
 # Fields that are safe to drop: bookkeeping or hints whose absence cannot change what the
-# worker generates in a way the client relies on. `store` is dropped because nothing is
-# stored yet (and `previous_response_id` is refused); `reasoning` and `text.verbosity` are
-# hints that chat templates handle (or not) per model; `truncation: auto` only matters on
-# context overflow, where the worker's own error reaches the client; `max_tool_calls`
-# limits built-in tools, which are refused; `include` asks for extras we do not produce.
+# worker generates in a way the client relies on. `store` is honoured by the proxy's own
+# store, not the worker; `reasoning` and `text.verbosity` are hints that chat templates
+# handle (or not) per model; `truncation: auto` only matters on context overflow, where the
+# worker's own error reaches the client; `max_tool_calls` limits built-in tools, which are
+# refused; `include` asks for extras we do not produce.
 IGNORED = {
     "store",
     "metadata",
@@ -43,8 +55,10 @@ IGNORED = {
 }
 # Fields refused even though a client may send them, with the reason the client sees.
 REFUSED = {
-    "previous_response_id": "responses are not stored yet, so earlier turns cannot be looked "
-    "up; send the whole conversation in `input` instead",
+    # The proxy puts a stored conversation in `input` before translating; an id still here
+    # names a response it does not hold.
+    "previous_response_id": "the proxy holds no response with this id; send the whole "
+    "conversation in `input` instead",
     "conversation": "conversations are not stored; send the whole conversation in `input`",
     "prompt": "stored prompt templates live on OpenAI's servers; send `instructions` instead",
     "top_logprobs": "log probabilities are not translated; leave the field out",
@@ -60,7 +74,7 @@ def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
         chat["tools"] = [_tool(tool, i) for i, tool in enumerate(body["tools"])]
     if body.get("tool_choice") is not None:
         chat["tool_choice"] = _tool_choice(body["tool_choice"])
-    for name in ("temperature", "top_p", "parallel_tool_calls"):
+    for name in ("temperature", "top_p", "parallel_tool_calls", *SAMPLING_EXTRAS):
         if body.get(name) is not None:
             chat[name] = body[name]
     if body.get("max_output_tokens") is not None:
@@ -79,7 +93,7 @@ def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
 def _check_fields(body: dict[str, Any]) -> None:
     """Refuse fields with no translation; an unknown field is refused rather than dropped."""
     for field, value in body.items():
-        if field in HANDLED or field in IGNORED or value is None:
+        if field in HANDLED or field in SAMPLING_EXTRAS or field in IGNORED or value is None:
             continue
         if field == "background":
             if value:
@@ -99,15 +113,22 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(instructions, str):
             raise UnsupportedField("instructions", "only a string is supported")
         messages.append({"role": "system", "content": instructions})
-    items = body.get("input")
-    if items is None:
+    if body.get("input") is None:
         raise UnsupportedField("input", "the request needs an `input`")
-    if isinstance(items, str):
-        messages.append({"role": "user", "content": items})
-        return messages
-    for i, item in enumerate(items):
+    for i, item in enumerate(input_items(body["input"])):
         _add_item(messages, item, f"input[{i}]")
     return messages
+
+
+def input_items(value: object) -> list[dict[str, Any]]:
+    """A request's `input` as an item list: a string is one user message."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return value
+    raise UnsupportedField("input", "it must be a string or a list of items (JSON objects)")
 
 
 def _add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:

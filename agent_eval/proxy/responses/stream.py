@@ -16,6 +16,7 @@ from agent_eval.proxy.responses.response import (
     message_id,
     message_item,
     new_response_id,
+    output_items,
     output_text_part,
     to_response,
 )
@@ -85,6 +86,17 @@ class StreamTranslator:
             events += self._close(item)
         kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
         events.append(self._event(kind, response=final))
+        return events
+
+    def fail(self, message: str) -> list[dict[str, Any]]:
+        """The event that ends the stream as failed, keeping what was generated before."""
+        events = [] if self._started else self._start({})
+        response = base_response(self.request, self.response_id, self._model, self._created)
+        message_so_far = self.assembled()["choices"][0]["message"]
+        response["status"] = "failed"
+        response["error"] = {"code": "server_error", "message": message}
+        response["output"] = output_items(message_so_far, self.response_id, "incomplete")
+        events.append(self._event("response.failed", response=response))
         return events
 
     def assembled(self) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""Relay a worker's Chat Completions stream to the client as Responses API events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.proxy.responses.stream import StreamTranslator, encode_event
+from agent_eval.proxy.sse import SSEReader
+
+
+class ResponsesRelay:
+    """Chat Completions SSE bytes in, Responses event bytes out; see `proxy.stream.Relay`."""
+
+    def __init__(self, translator: StreamTranslator) -> None:
+        self._translator = translator
+        self._reader = SSEReader()
+        self._final: dict[str, Any] | None = None
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self._final is not None:
+            return b""
+        events: list[dict[str, Any]] = []
+        for payload in self._reader.feed(chunk):
+            if "error" in payload:
+                # SGLang and vLLM report a failure inside a started stream this way.
+                return _encode(events + self._close(self._translator.fail(_message(payload))))
+            events += self._translator.feed(payload)
+        return _encode(events)
+
+    def end(self) -> bytes:
+        if self._final is not None:
+            return b""
+        return _encode(self._close(self._translator.finish()))
+
+    def broken(self, message: str) -> bytes:
+        if self._final is not None:
+            return b""
+        return _encode(self._close(self._translator.fail(message)))
+
+    def answer(self) -> dict[str, Any] | None:
+        """The final Responses object, once the stream has ended."""
+        return self._final
+
+    def _close(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self._final = events[-1]["response"]
+        return events
+
+
+def _message(payload: dict[str, Any]) -> str:
+    error = payload["error"]
+    text = error.get("message") if isinstance(error, dict) else error
+    return f"the worker reported an error mid-stream: {text}"
+
+
+def _encode(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(encode_event(event) for event in events)

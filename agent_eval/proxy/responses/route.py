@@ -1,0 +1,93 @@
+"""What /v1/responses needs beyond forwarding: stored history, translation, remembering."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from agent_eval.proxy.responses.request import input_items
+from agent_eval.proxy.responses.store import ResponseStore, StoredResponse
+from agent_eval.proxy.responses.translation import Translation
+from agent_eval.proxy.worker import Worker
+
+if TYPE_CHECKING:
+    from agent_eval.proxy.forward import Exchange
+
+log = logging.getLogger(__name__)
+
+RESPONSES_ROUTE = "/v1/responses"
+CHAT_ROUTE = "/v1/chat/completions"
+# What a server answers for a route it does not have (405: the path exists for GET only).
+MISSING_ROUTE_STATUSES = frozenset({404, 405})
+
+
+class ResponsesRoute:
+    """Serves /v1/responses on every worker: natively where it can, translated where not."""
+
+    def __init__(self, store: ResponseStore) -> None:
+        self._store = store
+
+    @staticmethod
+    def handles(exchange: Exchange) -> bool:
+        return exchange.info.route == RESPONSES_ROUTE
+
+    def prepare(self, exchange: Exchange) -> Exchange:
+        """The exchange with a stored conversation in front of its input, and routed after it.
+
+        Raises: RequestRefused when `input` is malformed.
+        """
+        previous = exchange.payload.get("previous_response_id")
+        stored = self._store.get(previous) if isinstance(previous, str) else None
+        if stored is None:
+            # Unknown here: a native worker may hold it; a translated one answers 404.
+            return exchange
+        info = replace(exchange.info, prefer=stored.worker)
+        if stored.items is None:
+            return replace(exchange, info=info)
+        payload = {k: v for k, v in exchange.payload.items() if k != "previous_response_id"}
+        payload["input"] = [*stored.items, *input_items(exchange.payload.get("input"))]
+        return replace(exchange, payload=payload, body=orjson.dumps(payload), info=info)
+
+    def translation(self, exchange: Exchange, worker: Worker) -> Translation | None:
+        """The translation to send `worker`, or None when it gets the request as it is.
+
+        Raises: RequestRefused when the request has no Chat Completions form.
+        """
+        if not self.handles(exchange) or worker.serves_responses is not False:
+            return None
+        return Translation.of(exchange.payload)
+
+    def lacks_route(
+        self, exchange: Exchange, worker: Worker, translation: Translation | None, status: int
+    ) -> bool:
+        """True (and remembered) when a worker of unknown kind turned out not to serve the route.
+
+        A worker known to be native keeps its 404s: they mean an unknown model or response.
+        """
+        if not self.handles(exchange) or translation is not None:
+            return False
+        if worker.serves_responses is not None:
+            return False
+        if status not in MISSING_ROUTE_STATUSES:
+            return False
+        log.info("worker %s has no /v1/responses; translating to Chat Completions", worker.url)
+        worker.serves_responses = False
+        return True
+
+    def remember(
+        self,
+        exchange: Exchange,
+        worker: Worker,
+        translation: Translation | None,
+        answer: dict[str, Any] | None,
+    ) -> None:
+        """Store a finished response, unless the client asked for `store: false`."""
+        if answer is None or exchange.payload.get("store") is False:
+            return
+        if answer.get("status") not in {"completed", "incomplete"} or "id" not in answer:
+            return
+        items = translation.conversation(answer) if translation is not None else None
+        self._store.put(str(answer["id"]), StoredResponse(worker.url, items))

@@ -1,0 +1,67 @@
+"""Stored responses, so a follow-up that names `previous_response_id` sends only new items."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """What the proxy knows of one response it served."""
+
+    worker: str
+    """URL of the worker that made it; a follow-up goes there first for its prefix cache."""
+    items: tuple[dict[str, Any], ...] | None
+    """The whole conversation (input, then output items) of a translated response; None when
+    a worker serving the Responses API natively made it and keeps it itself."""
+
+
+class ResponseStore:
+    """Responses by id: at most `capacity`, each forgotten `ttl` seconds after its last use.
+
+    A conversation's items are shared between its responses (tuples of the same dicts), so
+    a chain of N turns costs N pointers per response, not N copies of the history.
+    """
+
+    def __init__(
+        self, capacity: int, ttl: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._capacity = capacity
+        self._ttl = ttl
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[float, StoredResponse]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, response_id: str, stored: StoredResponse) -> None:
+        now = self._clock()
+        self._expire(now)
+        self._entries[response_id] = (now + self._ttl, stored)
+        self._entries.move_to_end(response_id)
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+
+    def get(self, response_id: str) -> StoredResponse | None:
+        """The stored response, its time to live renewed; None when unknown or expired."""
+        now = self._clock()
+        self._expire(now)
+        entry = self._entries.get(response_id)
+        if entry is None:
+            return None
+        self._entries[response_id] = (now + self._ttl, entry[1])
+        self._entries.move_to_end(response_id)
+        return entry[1]
+
+    def _expire(self, now: float) -> None:
+        # Entries are kept in order of last use, and every use adds the same ttl, so the
+        # expired ones are all at the front.
+        while self._entries:
+            response_id, (expires, _) = next(iter(self._entries.items()))
+            if expires > now:
+                return
+            del self._entries[response_id]

@@ -1,0 +1,51 @@
+"""One Responses request as the Chat Completions request a worker is sent instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from agent_eval.proxy.responses.errors import PreviousResponseNotFound
+from agent_eval.proxy.responses.relay import ResponsesRelay
+from agent_eval.proxy.responses.request import input_items, to_chat_request
+from agent_eval.proxy.responses.response import new_response_id, to_response
+from agent_eval.proxy.responses.stream import StreamTranslator
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The Responses `request`, the chat `body` sent for it and the id its answer gets."""
+
+    request: dict[str, Any]
+    body: bytes
+    response_id: str
+
+    @classmethod
+    def of(cls, request: dict[str, Any]) -> Translation:
+        """Raises: RequestRefused when the request cannot be served as Chat Completions."""
+        previous = request.get("previous_response_id")
+        if previous is not None:
+            # The route puts stored conversations in `input`; an id left here is unknown.
+            raise PreviousResponseNotFound(str(previous))
+        return cls(request, orjson.dumps(to_chat_request(request)), new_response_id())
+
+    def answer(self, chat: bytes) -> dict[str, Any]:
+        """The Responses object for the worker's Chat Completions answer.
+
+        Raises: ValueError when `chat` is not a Chat Completions answer.
+        """
+        try:
+            return to_response(orjson.loads(chat), self.request, self.response_id)
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            what = f"{type(exc).__name__}: {exc}"
+            raise ValueError(f"not a Chat Completions answer ({what})") from exc
+
+    def relay(self) -> ResponsesRelay:
+        """A relay turning the worker's chat stream into this response's events."""
+        return ResponsesRelay(StreamTranslator(self.request, self.response_id))
+
+    def conversation(self, response: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        """The items a follow-up naming this response continues from: input, then output."""
+        return (*input_items(self.request.get("input")), *response.get("output", ()))

@@ -82,8 +82,8 @@ async def test_serve_prints_paste_ready_commands_never_the_key(
     assert f"AGENTEVAL_BASE_URL={url} " in out
     assert f"inspect eval task.py --model openai-api/agenteval/{model}" in out
     assert f'OpenAI(base_url="{url}"' in out and f'create(model="{model}"' in out
-    assert f'OpenAIChatCompletionsModel(model="{model}"' in out
-    assert "set_default_openai_client" in out
+    assert f'set_default_openai_client(AsyncOpenAI(base_url="{url}"' in out
+    assert f'Agent(name="a", model="{model}")' in out
     if api_key:
         assert api_key not in served.stdout + served.stderr
         assert "AGENTEVAL_API_KEY=$AGENT_EVAL_API_KEY" in out
@@ -179,12 +179,13 @@ async def test_lm_eval_local_chat_completions_completes_through_serve(
     assert results[task]["exact_match,none"] == 1.0, results
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "translated"])
 async def test_agents_sdk_default_responses_mode_completes_a_tool_call(
-    start_workers: StartWorkers, make_client: MakeClient
+    start_workers: StartWorkers, make_client: MakeClient, native: bool
 ) -> None:
     from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool
 
-    (worker,) = await start_workers(1)
+    (worker,) = await start_workers(1, responses_api=native)
     worker.script(
         Reply(tool_calls=[ToolCall("add", json.dumps({"a": 2, "b": 3}))]),
         Reply("The answer is 5."),
@@ -199,13 +200,13 @@ async def test_agents_sdk_default_responses_mode_completes_a_tool_call(
 
     async with serving("--endpoint", worker.url) as served:
         await wait_ready(served.base_url, 1)
-        # The default provider, as set_default_openai_client would make it, without the global.
-        provider = OpenAIProvider(openai_client=make_client(served.base_url), use_responses=True)
+        # The default provider (Responses API), as set_default_openai_client makes it.
+        provider = OpenAIProvider(openai_client=make_client(served.base_url))
         agent = Agent(name="calc", instructions="Use the tools.", tools=[add], model="mock-model")
         config = RunConfig(model_provider=provider, tracing_disabled=True)
         result = await Runner.run(agent, "2 + 3?", run_config=config)
     assert ran == [(2, 3)]
     assert result.final_output == "The answer is 5."
-    assert len(worker.requests_to("/v1/responses")) == 2
-    assert worker.stats.requests["/v1/chat/completions"] == 0
+    served, other = ("/v1/responses", "/v1/chat/completions")[:: 1 if native else -1]
+    assert (len(worker.requests_to(served)), len(worker.requests_to(other))) == (2, 0)
     worker.assert_script_used_up()

@@ -106,15 +106,14 @@ def client_commands(base_url: str, model: str, keyed: bool) -> list[tuple[str, s
         ),
         (
             "Agents SDK (Python)",
-            f"{imports}from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner\n"
+            f"{imports}from agents import Agent, RunConfig, Runner, set_default_openai_client\n"
             "from openai import AsyncOpenAI\n"
-            f'client = AsyncOpenAI(base_url="{base_url}", api_key={py_key})\n'
-            f'model = OpenAIChatCompletionsModel(model="{model}", openai_client=client)\n'
-            'agent = Agent(name="a", model=model)\n'
+            f'set_default_openai_client(AsyncOpenAI(base_url="{base_url}", api_key={py_key}))\n'
+            f'agent = Agent(name="a", model="{model}")\n'
             'result = Runner.run_sync(agent, "Hi", run_config=RunConfig(tracing_disabled=True))\n'
             "print(result.final_output)\n"
-            "# Responses API instead, with workers that serve /v1/responses:\n"
-            f'# set_default_openai_client(client); agent = Agent(name="a", model="{model}")',
+            "# The Responses API, served on every backend; for Chat Completions instead:\n"
+            '# agents.set_default_openai_api("chat_completions")',
         ),
     ]
 

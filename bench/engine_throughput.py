@@ -11,13 +11,10 @@ Run from the repository root: `python bench/engine_throughput.py [--attempts N] 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
-import json
 import math
 import os
 import pstats
-import re
 import signal
 import sys
 import time
@@ -41,62 +38,13 @@ from profile_parts import print_profile
 from agent_eval.agents import Sampling, load_runner
 from agent_eval.data import DataError, Item, load_dataset
 from agent_eval.engine import Engine, EngineConfig, Progress
-from agent_eval.lifecycle import run_event_loop, run_until_signalled
+from agent_eval.lifecycle import run_until_signalled
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
-from agent_eval.testing.mock_worker import MockWorker
-from agent_eval.testing.replies import ENDPOINTS, JSON, Prompt, Reply, ToolCall, chat_prompt
-from agent_eval.testing.worker_state import WorkerState
 
 MODEL = "mock-model"
-CHAT = "/v1/chat/completions"
 GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
-NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of CPU times in /proc/<pid>/stat
-# --- the scripted mock worker, run as `engine_throughput.py --worker NAME` ------------------
-
-
-@dataclass(frozen=True)
-class ToolPrompt(Prompt):
-    """A chat prompt, plus whether tools were offered and the tool result it ends with."""
-
-    tools: bool = False
-    tool_result: str | None = None
-
-
-def tool_prompt(body: JSON) -> ToolPrompt:
-    """The prompt of a chat completion request, with what a two-step trajectory needs."""
-    base = chat_prompt(body)
-    messages = body.get("messages") or [{}]
-    last = messages[-1]
-    result = str(last.get("content")) if last.get("role") == "tool" else None
-    return ToolPrompt(base.last_user, base.tokens, bool(body.get("tools")), result)
-
-
-class TwoStepState(WorkerState):
-    """Answers a tool-calling request with an `add` call, then the tool result as the answer."""
-
-    def next_reply(self, prompt: Prompt) -> Reply:
-        if not isinstance(prompt, ToolPrompt) or not prompt.tools:
-            return Reply("No tools offered, so no call.\nAnswer: 42")
-        if prompt.tool_result is None:
-            a, b, *_ = [*NUMBER.findall(prompt.last_user), "1", "1"]
-            return Reply(tool_calls=[ToolCall("add", json.dumps({"a": float(a), "b": float(b)}))])
-        return Reply(f"The calculator says {prompt.tool_result}.\nAnswer: {prompt.tool_result}")
-
-
-async def serve_worker(name: str) -> None:
-    """Serve one scripted mock worker until SIGTERM or SIGINT; print its READY line once bound."""
-    ENDPOINTS[CHAT] = dataclasses.replace(ENDPOINTS[CHAT], prompt=tool_prompt)  # this process only
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    worker = MockWorker(name, MODEL)
-    worker.state = TwoStepState(name, MODEL)
-    async with worker:
-        print(f"READY {worker.url}", flush=True)
-        await stop.wait()
 
 
 # --- processes and their CPU time -----------------------------------------------------------
@@ -113,8 +61,8 @@ class Cluster:
 
 def start_cluster(fleet: Fleet) -> Cluster:
     """Two scripted mock workers and the proxy in front of them."""
-    argv = [sys.executable, __file__, "--worker"]
-    workers = [fleet.start(n, [*argv, n]) for n in ("w0", "w1")]
+    argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--two-step", "--model", MODEL]
+    workers = [fleet.start(n, [*argv, "--name", n]) for n in ("w0", "w1")]
     proxy, proxy_url = start_agent_eval(fleet, worker_urls(workers), "least_requests")
     return Cluster(proxy_url + "/v1", proxy, workers)
 
@@ -352,7 +300,6 @@ def _parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--profile", action="store_true", help="run each phase under cProfile")
     parser.add_argument("--keep", action="store_true", help="keep the run directories and logs")
-    parser.add_argument("--worker", metavar="NAME", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -371,9 +318,6 @@ def run_to_the_end(args: argparse.Namespace, cluster: Cluster, work: Path) -> bo
 
 def main() -> None:
     args = _parse_args()
-    if args.worker:
-        run_event_loop(serve_worker(args.worker))
-        return
 
     def measure(fleet: Fleet, work: Path) -> None:
         print("starting 2 scripted mock workers and the agent-eval proxy ...")

@@ -360,6 +360,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument("--stream-chunks", type=int, default=4, help="content pieces per stream")
     parser.add_argument(
+        "--two-step", action="store_true", help="answer tool requests with a calculator call"
+    )
+    parser.add_argument(
         "--no-responses-api",
         dest="responses_api",
         action="store_false",
@@ -375,7 +378,10 @@ async def _serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     behavior = Behavior(
-        latency=args.latency, chunk_delay=args.chunk_delay, stream_chunks=args.stream_chunks
+        latency=args.latency,
+        chunk_delay=args.chunk_delay,
+        stream_chunks=args.stream_chunks,
+        two_step=args.two_step,
     )
     async with MockWorker(
         args.name, args.model, args.host, args.port, behavior, args.responses_api

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ from uuid import uuid4
 import orjson
 
 JSON = dict[str, Any]
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
 SSE_DONE = b"data: [DONE]\n\n"
 
 
@@ -55,6 +57,8 @@ class Prompt:
 
     last_user: str
     tokens: int
+    tools: bool = False  # the request offers tools
+    tool_result: str | None = None  # the tool result the request ends with, if it does
 
 
 @dataclass(frozen=True)
@@ -96,17 +100,18 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def _prompt(turns: list[tuple[Any, str]]) -> Prompt:
-    """A prompt from (role, text) turns."""
+def _prompt(turns: list[tuple[Any, str]], tools: bool = False) -> Prompt:
+    """A prompt from (role, text) turns; a last turn of role "tool" is a tool result."""
     users = [text for role, text in turns if role == "user"]
-    return Prompt(users[-1] if users else "", sum(count_tokens(text) for _, text in turns))
+    result = turns[-1][1] if turns and turns[-1][0] == "tool" else None
+    tokens = sum(count_tokens(text) for _, text in turns)
+    return Prompt(users[-1] if users else "", tokens, tools, result)
 
 
 def chat_prompt(body: JSON) -> Prompt:
     """The prompt of a chat completion request."""
-    return _prompt(
-        [(m.get("role"), _content_text(m.get("content"))) for m in body.get("messages") or []]
-    )
+    turns = [(m.get("role"), _content_text(m.get("content"))) for m in body.get("messages") or []]
+    return _prompt(turns, bool(body.get("tools")))
 
 
 def completion_prompt(body: JSON) -> Prompt:
@@ -121,11 +126,30 @@ def response_prompt(body: JSON) -> Prompt:
     items = body.get("input") or []
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
-    turns = [
-        (i.get("role"), _content_text(i.get("content")) or str(i.get("output", ""))) for i in items
-    ]
+    turns = [_item_turn(item) for item in items]
     instructions = body.get("instructions")
-    return _prompt([("system", instructions), *turns] if isinstance(instructions, str) else turns)
+    if isinstance(instructions, str):
+        turns.insert(0, ("system", instructions))
+    return _prompt(turns, bool(body.get("tools")))
+
+
+def _item_turn(item: JSON) -> tuple[Any, str]:
+    """(role, text) of a Responses input item; a function call's output is a "tool" turn."""
+    if item.get("type") == "function_call_output":
+        return "tool", str(item.get("output", ""))
+    return item.get("role"), _content_text(item.get("content"))
+
+
+def two_step_reply(prompt: Prompt) -> Reply:
+    """A calculator trajectory in two model calls: `add` the question's numbers, then answer."""
+    if not prompt.tools:
+        return Reply("No tools offered, so no call.\nAnswer: 42")
+    if prompt.tool_result is None:
+        a, b, *_ = [*NUMBER.findall(prompt.last_user), "1", "1"]
+        return Reply(
+            tool_calls=[ToolCall("add", orjson.dumps({"a": float(a), "b": float(b)}).decode())]
+        )
+    return Reply(f"The calculator says {prompt.tool_result}.\nAnswer: {prompt.tool_result}")
 
 
 def _chat_usage(reply: Reply, meta: ReplyMeta) -> JSON:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agent_eval.testing.replies import Prompt, Reply
+from agent_eval.testing.replies import Prompt, Reply, two_step_reply
 
 
 @dataclass
@@ -27,6 +27,7 @@ class Behavior:
     hang: bool = False  # generation requests wait on the worker's gate
     die_mid_stream_after: int | None = None  # abort the connection after N stream chunks
     healthy: bool = True  # health routes answer 503 when False
+    two_step: bool = False  # unscripted replies play `two_step_reply`'s calculator trajectory
 
     def take_error(self) -> int | None:
         """The status this generation request must fail with, if any; counts down `error_count`."""
@@ -153,4 +154,6 @@ class WorkerState:
         """The next scripted reply, or else one derived from the prompt."""
         if self.script:
             return self.script.popleft()
+        if self.behavior.two_step:
+            return two_step_reply(prompt)
         return Reply(f"mock reply from {self.name}: {prompt.last_user[:60]}")

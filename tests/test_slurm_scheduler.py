@@ -30,10 +30,11 @@ def _slurm_ready() -> bool:
 
 
 # CI starts Slurm and sets AGENT_EVAL_REQUIRE_SLURM, so there a missing cluster fails loudly.
-if not os.environ.get("AGENT_EVAL_REQUIRE_SLURM"):
-    pytestmark = pytest.mark.skipif(
-        not _slurm_ready(), reason="no Slurm here: run scripts/slurm/start-local-slurm.sh"
-    )
+needs_slurm = pytest.mark.skipif(
+    not os.environ.get("AGENT_EVAL_REQUIRE_SLURM") and not _slurm_ready(),
+    reason="no Slurm here: run scripts/slurm/start-local-slurm.sh",
+)
+pytestmark = needs_slurm
 
 FAST = SlurmConfig(poll_interval=0.3, time="00:10:00", host="127.0.0.1")
 

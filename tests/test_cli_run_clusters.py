@@ -1,0 +1,53 @@
+"""`agent-eval run` on the embedded model with workers placed by Ray and by Slurm."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent_eval.schedulers.slurm import JOB_NAME
+from tests.test_cli_run import agent_eval, finish, lines, summary
+from tests.test_llamacpp_workers import servers_on
+from tests.test_slurm_scheduler import needs_slurm
+
+SETTINGS = {
+    "ray": ["scheduler.ray.cpus_per_worker=1"],
+    "slurm": [
+        "scheduler.slurm.poll_interval=0.3",
+        "scheduler.slurm.time=00:10:00",
+        "scheduler.slurm.host=127.0.0.1",
+    ],
+}
+
+
+def slurm_jobs() -> list[str]:
+    """Ids of this project's worker jobs still in the Slurm queue."""
+    out = subprocess.run(
+        ["squeue", "-h", "-n", JOB_NAME, "-o", "%i"], capture_output=True, text=True, check=True
+    ).stdout
+    return out.split()
+
+
+@pytest.mark.parametrize(
+    "scheduler", ["ray", pytest.param("slurm", marks=needs_slurm)], ids=["ray", "slurm"]
+)
+async def test_a_whole_run_on_the_scheduler_leaves_nothing_behind(
+    tmp_path: Path, scheduler: str
+) -> None:
+    run_dir = tmp_path / "run"
+    args = ["run", "--agent", "math_calculator", "--limit", "1", "-o", str(run_dir)]
+    args += ["--scheduler", scheduler, "--backend", "llamacpp:d1", "agent.max_turns=2"]
+    code, out, err = await finish(await agent_eval(*args, *SETTINGS[scheduler], cwd=tmp_path), 600)
+    assert code == 0, err
+    (record,) = lines(run_dir)
+    assert record["model_calls"] >= 1 and summary(run_dir)["attempts"] == 1
+    assert "accuracy" in out
+    workers = json.loads((run_dir / "workers.json").read_text())["workers"]
+    assert len(workers) == 1 and workers[0]["served"] >= 1
+    ports = {int(w["url"].rsplit(":", 1)[1]) for w in workers}
+    assert servers_on(ports) == []
+    if scheduler == "slurm":
+        assert slurm_jobs() == []

@@ -93,7 +93,13 @@ class EvalSection(Section):
     """How many attempts, how many at once, and how long each may take."""
 
     n_samples: int = Field(1, ge=1, description="Attempts per sample.")
-    concurrency: int = Field(8, ge=1, description="Attempts in flight at once.")
+    concurrency: int = Field(8, ge=1, description="Attempts in flight at once, per process.")
+    processes: int = Field(
+        1,
+        ge=1,
+        description="Engine processes; each plays the samples whose id hashes to it. "
+        "One process drives about 60 model calls/s.",
+    )
     seed: int = Field(0, description="Run seed; each attempt's seed derives from it.")
     attempt_timeout: float = Field(600.0, gt=0, description="Seconds one attempt may take.")
     ks: list[int] | None = Field(

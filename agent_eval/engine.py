@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from openai import AsyncOpenAI
 
@@ -44,6 +44,12 @@ class Progress:
     errors: Counter[str] = field(default_factory=Counter)
 
 
+class RecordSink(Protocol):
+    """Where finished attempts go: the run directory, or the pipe to the parent process."""
+
+    async def append(self, record: dict[str, Any]) -> None: ...
+
+
 def attempt_seed(run_seed: int, sample_id: str, attempt: int) -> int:
     """A per-attempt seed that depends only on the run seed, the sample and the attempt."""
     digest = hashlib.blake2b(f"{run_seed}:{sample_id}:{attempt}".encode(), digest_size=4)
@@ -70,29 +76,58 @@ class Engine:
     ) -> Summary:
         """Play every attempt not already in `run_dir`, then summarise the whole directory."""
         started = time.monotonic()
+        done = await self.start(run_dir, total)
+        await self.play(items, done, run_dir)
+        return await self.finish(run_dir, time.monotonic() - started)
+
+    async def start(self, run_dir: RunDirectory, total: int | None) -> set[tuple[str, int]]:
+        """Ready the run directory; the (sample id, attempt) pairs it already holds."""
         done = await asyncio.to_thread(run_dir.prepare)
         self.progress.total = (total or 0) * self.config.n_samples
         self.progress.done = len(done)
+        return done
+
+    async def play(
+        self,
+        items: Iterable[Item],
+        done: set[tuple[str, int]] | frozenset[tuple[str, int]],
+        sink: RecordSink,
+    ) -> None:
+        """Play the attempts of `items` not in `done`, each record to `sink` as it finishes."""
         pending = (pair for pair in self._attempts(items) if (pair[0].id, pair[1]) not in done)
         # A task group: if one worker fails (or the run is cancelled), the others stop too.
         async with asyncio.TaskGroup() as group:
             for _ in range(self.config.concurrency):
-                group.create_task(self._work(pending, run_dir))
-        summary = await asyncio.to_thread(self._summarize, run_dir, time.monotonic() - started)
+                group.create_task(self._work(pending, sink))
+
+    async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
+        """Summarise every attempt in `run_dir` and write summary.json."""
+        summary = await asyncio.to_thread(self._summarize, run_dir, wall_time)
         await asyncio.to_thread(run_dir.write_json, SUMMARY, summary.to_dict())
         return summary
+
+    def count(self, record: dict[str, Any]) -> None:
+        """Add one finished attempt to the progress, and tell the live view."""
+        progress = self.progress
+        progress.done += 1
+        progress.correct += int(record["correct"])
+        progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
+        if record["error"]:
+            progress.errors[record["error"]["kind"]] += 1
+        if self.on_progress is not None:
+            self.on_progress(progress)
 
     def _attempts(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
         for item in items:
             for attempt in range(self.config.n_samples):
                 yield item, attempt
 
-    async def _work(self, pending: Iterator[tuple[Item, int]], run_dir: RunDirectory) -> None:
+    async def _work(self, pending: Iterator[tuple[Item, int]], sink: RecordSink) -> None:
         # The shared iterator hands each attempt to exactly one of the concurrent workers.
         for item, attempt in pending:
             record = await self._attempt(item, attempt)
-            await run_dir.append(record)
-            self._advance(record)
+            await sink.append(record)
+            self.count(record)
 
     async def _attempt(self, item: Item, attempt: int) -> dict[str, Any]:
         session_id = f"{item.id}-{attempt}"
@@ -133,16 +168,6 @@ class Engine:
             return 0.0, False, None
         result = await self.scorer.score(output, gold)
         return result.reward, result.correct, result.parsed
-
-    def _advance(self, record: dict[str, Any]) -> None:
-        progress = self.progress
-        progress.done += 1
-        progress.correct += int(record["correct"])
-        progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
-        if record["error"]:
-            progress.errors[record["error"]["kind"]] += 1
-        if self.on_progress is not None:
-            self.on_progress(progress)
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         scores = (attempt_score(record) for record in run_dir.records())

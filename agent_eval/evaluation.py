@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, load_reward
 from agent_eval.serving import Served, serving
+from agent_eval.shards import play_in_processes, shard_of
+from agent_eval.shards.job import ShardJob
 
 
 class RunObserver(Protocol):
@@ -84,11 +87,41 @@ async def play(
     limit: int | None = None,
 ) -> Summary:
     """Every attempt of the plan (or of its first `limit` items) against a served model."""
-    settings = _engine_config(plan.config, served.model)
+    settings = engine_config(plan.config, served.model)
     engine = Engine(plan.runner, scorer, served.client, settings, observer.on_progress)
     items = plan.items() if limit is None else itertools.islice(plan.items(), limit)
     total = plan.total if limit is None else min(limit, plan.total)
-    return await engine.run(items, run_dir, total=total)
+    if plan.config.eval.processes == 1:
+        return await engine.run(items, run_dir, total=total)
+    started = time.monotonic()
+    done = await engine.start(run_dir, total)
+    await _play_sharded(plan, served, engine, items, done, run_dir, limit)
+    return await engine.finish(run_dir, time.monotonic() - started)
+
+
+async def _play_sharded(
+    plan: Plan,
+    served: Served,
+    engine: Engine,
+    items: Iterator[Item],
+    done: set[tuple[str, int]],
+    run_dir: RunDirectory,
+    limit: int | None,
+) -> None:
+    """This process plays shard 0; one more engine process for each other shard."""
+    shards = plan.config.eval.processes
+    job = ShardJob(
+        config=plan.config,
+        base_url=served.base_url,
+        model=served.model,
+        index=0,
+        shards=shards,
+        limit=limit,
+        done=sorted(done),
+    )
+    jobs = [job.model_copy(update={"index": index}) for index in range(1, shards)]
+    own = (item for item in items if shard_of(item.id, shards) == 0)
+    await play_in_processes(engine, own, done, jobs, run_dir, served.api_key)
 
 
 @contextlib.asynccontextmanager
@@ -107,7 +140,8 @@ async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
         await scorer.close()
 
 
-def _engine_config(config: RunConfig, model: str) -> EngineConfig:
+def engine_config(config: RunConfig, model: str) -> EngineConfig:
+    """The engine settings of a run against `model`."""
     return EngineConfig(
         model=model,
         n_samples=config.eval.n_samples,

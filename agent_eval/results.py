@@ -41,7 +41,10 @@ class RunDirectory:
                     yield orjson.loads(line)
 
     async def append(self, record: dict[str, Any]) -> None:
-        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        await self.append_line(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+
+    async def append_line(self, line: bytes) -> None:
+        """Append one record already serialised as a JSON line."""
         write = asyncio.ensure_future(asyncio.to_thread(self._write, line))
         try:
             await asyncio.shield(write)

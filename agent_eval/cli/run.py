@@ -57,6 +57,9 @@ def run(
     concurrency: Annotated[
         int | None, flag(EvalSection, "concurrency", HOW, "--concurrency", "-j")
     ] = None,
+    processes: Annotated[
+        int | None, flag(EvalSection, "processes", HOW, "--processes", "-P")
+    ] = None,
     seed: Annotated[int | None, flag(EvalSection, "seed", HOW, "--seed")] = None,
     temperature: Annotated[
         float | None, flag(SamplingSection, "temperature", HOW, "--temperature")
@@ -86,6 +89,7 @@ def run(
         "dataset.limit": limit,
         "eval.n_samples": n_samples,
         "eval.concurrency": concurrency,
+        "eval.processes": processes,
         "eval.seed": seed,
         "sampling.temperature": temperature,
         "rollout.backend": backend,

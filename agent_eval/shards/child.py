@@ -1,0 +1,73 @@
+"""One engine process: plays its share of the attempts, writing each record as a stdout line.
+
+`python -m agent_eval.shards.child` reads its ShardJob from stdin; the parent, the only
+writer of samples.jsonl, appends the lines it reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import sys
+from typing import IO, Any
+
+import orjson
+from openai import AsyncOpenAI
+
+from agent_eval.agents import load_runner
+from agent_eval.data import Item, load_dataset
+from agent_eval.engine import Engine
+from agent_eval.errors import AgentEvalError
+from agent_eval.evaluation import engine_config
+from agent_eval.lifecycle import run_until_signalled
+from agent_eval.rewards import RewardScorer
+from agent_eval.shards.job import KEY_VARIABLE, ShardJob, shard_of
+
+
+class LineSink:
+    """Records as JSON lines on the pipe to the parent."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+
+    async def append(self, record: dict[str, Any]) -> None:
+        # A full pipe blocks here: the parent is behind, and waiting is the right backpressure.
+        self._out.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+        self._out.flush()
+
+
+def items_of(job: ShardJob) -> itertools.islice[Item] | filter[Item]:
+    """The samples of this process's share, in dataset order."""
+    dataset = job.config.dataset
+    items = load_dataset(job.config.dataset_name, dataset.path, dataset.limit)
+    limited = itertools.islice(items, job.limit) if job.limit is not None else items
+    return filter(lambda item: shard_of(item.id, job.shards) == job.index, limited)
+
+
+async def play(job: ShardJob, out: IO[bytes]) -> None:
+    config = job.config
+    runner = load_runner(config.agent.name, **config.agent.runner_options())
+    reward = config.reward
+    scorer = RewardScorer(reward.function, timeout=reward.timeout, max_workers=reward.workers)
+    client = AsyncOpenAI(base_url=job.base_url, api_key=os.environ.get(KEY_VARIABLE, "unused"))
+    async with scorer, client:
+        engine = Engine(runner, scorer, client, engine_config(config, job.model))
+        await engine.play(items_of(job), frozenset(job.done), LineSink(out))
+
+
+def main() -> None:
+    job = ShardJob.model_validate_json(sys.stdin.buffer.read())
+    # The record stream gets the real stdout; anything a library prints goes to the log.
+    records = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        run_until_signalled(play(job, records))
+    except AgentEvalError as exc:
+        sys.stderr.write(f"error: {exc}\n")  # the parent shows the log's tail to the user
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""What one engine process is given: the run's config, the served model, its share."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict
+
+from agent_eval.config import RunConfig
+
+# The proxy's client key reaches an engine process through its environment, never its stdin.
+KEY_VARIABLE = "AGENT_EVAL_SHARD_API_KEY"
+
+
+def shard_of(sample_id: str, shards: int) -> int:
+    """The engine process that plays every attempt of a sample: a stable hash of its id."""
+    digest = hashlib.blake2b(sample_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+class ShardJob(BaseModel):
+    """Sent as JSON on the engine process's stdin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: RunConfig
+    base_url: str
+    model: str
+    index: int
+    shards: int
+    limit: int | None
+    done: list[tuple[str, int]]
+    """Attempts already in the run directory (a resumed run), which it must not play again."""

@@ -1,0 +1,87 @@
+"""The parent's side: start the engine processes, play its own share, append what they send."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+
+from agent_eval.children import die_with_parent, stop_groups
+from agent_eval.data import Item
+from agent_eval.engine import Engine
+from agent_eval.errors import AgentEvalError
+from agent_eval.results import RunDirectory
+from agent_eval.schedulers.errors import log_tail
+from agent_eval.shards.job import KEY_VARIABLE, ShardJob
+
+STOP_GRACE = 10.0
+# The longest record line read from an engine process; a trajectory is far shorter.
+MAX_LINE = 1 << 30
+
+
+class EngineProcessError(AgentEvalError):
+    """An engine process ended before its share was played."""
+
+
+async def play_in_processes(
+    engine: Engine,
+    own: Iterable[Item],
+    done: set[tuple[str, int]],
+    jobs: list[ShardJob],
+    run_dir: RunDirectory,
+    api_key: str,
+) -> None:
+    """Play `own` here and each job in its own process; every record lands in `run_dir`."""
+    logs = [run_dir.path / f"engine-{job.index}.log" for job in jobs]
+    processes: list[asyncio.subprocess.Process] = []
+    try:
+        for job, log in zip(jobs, logs, strict=True):
+            processes.append(await _spawn(job, log, api_key))
+        async with asyncio.TaskGroup() as group:
+            group.create_task(engine.play(own, done, run_dir))
+            for job, process, log in zip(jobs, processes, logs, strict=True):
+                group.create_task(_collect(process, job.index, log, engine, run_dir))
+    finally:
+        await stop_groups(processes, STOP_GRACE)
+
+
+async def _spawn(job: ShardJob, log: Path, api_key: str) -> asyncio.subprocess.Process:
+    env = {**os.environ, KEY_VARIABLE: api_key}
+    with log.open("ab") as log_file:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agent_eval.shards.child",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log_file,
+            env=env, start_new_session=True, preexec_fn=die_with_parent, limit=MAX_LINE,
+        )  # fmt: skip
+    assert process.stdin is not None
+    process.stdin.write(job.model_dump_json().encode())
+    await process.stdin.drain()
+    process.stdin.close()
+    return process
+
+
+async def _collect(
+    process: asyncio.subprocess.Process,
+    index: int,
+    log: Path,
+    engine: Engine,
+    run_dir: RunDirectory,
+) -> None:
+    """Append each record line the process sends; raises when it stops short."""
+    assert process.stdout is not None
+    while line := await process.stdout.readline():
+        if not line.endswith(b"\n"):
+            break  # a process killed mid-write: the attempt is played again on resume
+        await run_dir.append_line(line)
+        engine.count(orjson.loads(line))
+    code = await process.wait()
+    if code != 0:
+        raise EngineProcessError(
+            f"engine process {index} exited with code {code} before its share was played; "
+            f"its log ({log}) ends with:\n{log_tail(log)}\n"
+            "Finished attempts are kept: `agent-eval run --resume` plays the rest."
+        )

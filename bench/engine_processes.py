@@ -1,0 +1,95 @@
+"""Benchmark `agent-eval run` with one engine process against several.
+
+Two mock workers play the two-step calculator trajectory at zero latency, so the harness
+is the bottleneck; the same GSM8K run is made with each process count and the attempt
+rates print side by side, as ratios to one process. Run from the repository root:
+`python bench/engine_processes.py [--attempts N] [--processes 1 2 4] [--concurrency C]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fleet import BenchError, Fleet, run_with_fleet, worker_urls
+from rich.console import Console
+from rich.table import Table
+
+GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+RUN_TIMEOUT = 1800.0
+
+
+def run_once(
+    urls: list[str], processes: int, args: argparse.Namespace, run_dir: Path
+) -> dict[str, float]:
+    """One whole `agent-eval run`; its attempt rate (engine wall time) and the command's time."""
+    endpoints = [arg for url in urls for arg in ("--endpoint", url)]
+    argv = [sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator"]
+    argv += ["--dataset", str(args.gsm8k), "--limit", str(args.attempts), *endpoints]
+    argv += ["-j", str(args.concurrency), "--processes", str(processes), "-o", str(run_dir)]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        message = f"the run with {processes} process(es) took over {RUN_TIMEOUT:.0f} s"
+        raise BenchError(message) from None
+    if done.returncode != 0:
+        raise BenchError(f"the run with {processes} process(es) failed:\n{done.stderr[-2000:]}")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    throughput = summary["efficiency"]["throughput"]
+    return {
+        "attempts": summary["attempts"],
+        "rate": throughput["attempts_per_s"],
+        "engine_s": throughput["wall_time_s"],
+        "command_s": time.monotonic() - started,
+    }
+
+
+def report(results: dict[int, dict[str, float]], args: argparse.Namespace) -> None:
+    base = results[args.processes[0]]["rate"]
+    title = f"math_calculator on GSM8K, {args.attempts} attempts, -j {args.concurrency}"
+    table = Table(title=title)
+    for name in ("processes", "attempts", "attempts/s", "engine wall s", "command s", "vs first"):
+        table.add_column(name, justify="right")
+    for processes, figures in results.items():
+        table.add_row(
+            str(processes),
+            f"{figures['attempts']:.0f}",
+            f"{figures['rate']:.1f}",
+            f"{figures['engine_s']:.1f}",
+            f"{figures['command_s']:.1f}",
+            f"{figures['rate'] / base:.2f}x",
+        )
+    Console(width=100).print(table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=1000)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--concurrency", type=int, default=64, help="in flight per process")
+    parser.add_argument("--gsm8k", type=Path, default=GSM8K_TEST, help="GSM8K test set (.jsonl)")
+    parser.add_argument("--keep", action="store_true", help="keep the run directories and logs")
+    args = parser.parse_args()
+    if not args.gsm8k.is_file():
+        sys.exit(f"error: no GSM8K test set at {args.gsm8k}; pass --gsm8k PATH")
+
+    def body(fleet: Fleet, work: Path) -> None:
+        argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--two-step"]
+        workers = [fleet.start(name, [*argv, "--name", name]) for name in ("w0", "w1")]
+        urls = worker_urls(workers)
+        results = {}
+        for processes in args.processes:
+            print(f"running {args.attempts} attempts with {processes} engine process(es) ...")
+            results[processes] = run_once(urls, processes, args, work / f"p{processes}")
+        report(results, args)
+
+    run_with_fleet("engine-processes", args.keep, body)
+
+
+if __name__ == "__main__":
+    main()

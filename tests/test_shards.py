@@ -1,0 +1,102 @@
+"""A run played by several engine processes: the same figures, Ctrl-C and resume, a crash."""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from pathlib import Path
+
+from agent_eval.shards import shard_of
+from tests.conftest import StartWorkers, eventually
+from tests.test_cli_run import (
+    ROWS,
+    agent_eval,
+    finish,
+    lines,
+    running_with,
+    summary,
+    write_dataset,
+)
+
+CHILD = "agent_eval.shards.child"
+CRASHING_RUNNER = """
+import os
+
+from agent_eval.agents.math_calculator import MathCalculatorAgent
+
+
+class CrashInChild(MathCalculatorAgent):
+    async def run(self, sample, ctx):
+        if os.environ.get("AGENT_EVAL_SHARD_API_KEY"):
+            os._exit(3)
+        return await super().run(sample, ctx)
+"""
+
+
+def test_samples_spread_evenly_and_stay_put() -> None:
+    ids = [f"gsm8k-{i}" for i in range(4000)]
+    counts = Counter(shard_of(sample_id, 4) for sample_id in ids)
+    assert set(counts) == {0, 1, 2, 3} and all(900 < n < 1100 for n in counts.values())
+    assert [shard_of(sample_id, 4) for sample_id in ids] == [shard_of(i, 4) for i in ids]
+
+
+async def endpoints_and_data(
+    start_workers: StartWorkers, tmp_path: Path, latency: float = 0.0
+) -> list[str]:
+    """`run` arguments for the known-answer data set over two mock workers."""
+    workers = await start_workers(2)
+    for worker in workers:
+        worker.behavior.latency = latency
+    data = write_dataset(tmp_path / "say.jsonl")
+    return ["--dataset", str(data), *[a for w in workers for a in ("--endpoint", w.url)]]
+
+
+async def test_three_processes_give_the_figures_of_one(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    common = [*await endpoints_and_data(start_workers, tmp_path), "-n", "2", "eval.ks=[1, 2]"]
+    one, three = tmp_path / "one", tmp_path / "three"
+    assert (await finish(await agent_eval("run", *common, "-o", str(one), cwd=tmp_path)))[0] == 0
+    args = ("run", *common, "-o", str(three), "eval.processes=3")
+    code, out, err = await finish(await agent_eval(*args, cwd=tmp_path))
+    assert code == 0, err
+    played = [(r["sample_id"], r["attempt"]) for r in lines(three)]
+    assert len(played) == len(set(played)) == ROWS * 2
+    # Every shard's samples are there, so the two engine processes played theirs.
+    assert {shard_of(sample_id, 3) for sample_id, _ in played} == {0, 1, 2}
+    assert (three / "engine-1.log").is_file() and (three / "engine-2.log").is_file()
+    for group in ("quality", "stability"):
+        assert summary(three)[group] == summary(one)[group]
+    assert summary(three)["quality"]["accuracy"]["value"] == 0.5
+    assert "0.500" in out and not running_with(CHILD)
+
+
+async def test_ctrl_c_stops_every_process_and_resume_finishes(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    common = await endpoints_and_data(start_workers, tmp_path, latency=0.3)
+    run_dir = tmp_path / "run"
+    args = ("run", *common, "-n", "3", "-j", "1", "-o", str(run_dir), "--processes", "2")
+    process = await agent_eval(*args, cwd=tmp_path)
+    samples = run_dir / "samples.jsonl"
+    await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 2, 60)
+    process.send_signal(signal.SIGINT)
+    code, _, err = await finish(process, 60)
+    assert code == 130 and f"agent-eval run --resume {run_dir}" in err
+    assert not running_with(CHILD)
+    code, _, err = await finish(await agent_eval("run", "--resume", str(run_dir), cwd=tmp_path))
+    assert code == 0, err
+    played = [(r["sample_id"], r["attempt"]) for r in lines(run_dir)]
+    assert len(played) == len(set(played)) == ROWS * 3
+
+
+async def test_a_crashed_engine_process_ends_the_run_with_its_log(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (tmp_path / "crashing.py").write_text(CRASHING_RUNNER)
+    common = await endpoints_and_data(start_workers, tmp_path)
+    args = ("run", "--agent", "crashing:CrashInChild", *common, "-o", str(tmp_path / "run"))
+    code, _, err = await finish(await agent_eval(*args, "eval.processes=2", cwd=tmp_path))
+    assert code == 2 and "Traceback" not in err
+    assert "engine process 1 exited with code 3" in err and "engine-1.log" in err
+    assert not running_with(CHILD)

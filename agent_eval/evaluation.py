@@ -31,7 +31,8 @@ class RunObserver(Protocol):
 
     def waiting(self, reason: str) -> None: ...
 
-    def set_proxy(self, base_url: str, api_key: str | None) -> None: ...
+    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
+        """The proxy whose workers to show; None when it is about to stop."""
 
     def on_progress(self, progress: Progress) -> None: ...
 
@@ -75,7 +76,10 @@ async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     await asyncio.to_thread(save_run_config, config, config.run_dir)
     async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
         observer.set_proxy(served.base_url, served.api_key)
-        return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
+        try:
+            return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
+        finally:
+            observer.set_proxy(None)
 
 
 async def play(

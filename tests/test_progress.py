@@ -15,8 +15,10 @@ from agent_eval.engine import Progress
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.progress import RunView
 from agent_eval.progress.stats import RunStats, duration_text, errors_text
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.server import running_proxy
 from agent_eval.schedulers.local import free_port
-from tests.conftest import StartProxy, StartWorkers, eventually
+from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, wait_ready
 
 FAST = {"plain_interval": 0.02, "poll_interval": 0.02}
 ERROR_KINDS = {3: "max_turns", 10: "timeout", 20: "timeout", 30: "timeout"}
@@ -133,6 +135,25 @@ async def test_a_proxy_that_does_not_answer_is_shown_not_raised(live: bool) -> N
 
     text = console.export_text() if live else out.getvalue()
     assert f"proxy not answering at {url.removesuffix('/v1')}" in text
+
+
+async def test_a_proxy_stopped_at_the_end_keeps_its_last_view(
+    start_workers: StartWorkers,
+) -> None:
+    (worker,) = await start_workers(1)
+    console, out = plain_console()
+    config = ProxyConfig(endpoints=[worker.url], port=0, health=FAST_HEALTH)
+    async with RunView(console, "run", live=False, **FAST) as view:
+        async with running_proxy(config) as base_url:
+            await wait_ready(base_url, 1)
+            view.set_proxy(base_url)
+            await eventually(lambda: view.workers is not None and view.workers.error is None)
+            view.set_proxy(None)  # as the run does before its proxy stops
+        await asyncio.sleep(10 * FAST["poll_interval"])
+        await finish(view, Progress(total=4), 1)
+
+    last = out.getvalue().strip().splitlines()[-1]
+    assert "workers 1/1 healthy" in last and "not answering" not in out.getvalue()
 
 
 async def test_a_proxy_with_a_key_needs_it(

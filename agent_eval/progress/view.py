@@ -77,8 +77,8 @@ class RunView:
             if not self.live:
                 self.console.out(reason, highlight=False)
 
-    def set_proxy(self, url: str, api_key: str | None = None) -> None:
-        """Show this proxy's workers; `url` may end in /v1."""
+    def set_proxy(self, url: str | None, api_key: str | None = None) -> None:
+        """Show this proxy's workers; `url` may end in /v1. None: it stops; keep the last view."""
         self._poller.set_proxy(url, api_key)
 
     async def __aenter__(self) -> RunView:

@@ -66,8 +66,14 @@ class WorkerPoller:
         if proxy_url is not None:
             self.set_proxy(proxy_url, api_key)
 
-    def set_proxy(self, url: str, api_key: str | None = None) -> None:
-        """Poll this proxy from now on; `url` may end in /v1. `api_key` if the proxy has one."""
+    def set_proxy(self, url: str | None, api_key: str | None = None) -> None:
+        """Poll this proxy from now on; `url` may end in /v1. `api_key` if the proxy has one.
+
+        None: the proxy is going away; polling stops and the last status stays.
+        """
+        if url is None:
+            self._root = None
+            return
         self._root = proxy_root(url)
         self._api_key = api_key
         self.status = None
@@ -76,8 +82,10 @@ class WorkerPoller:
         """Poll until cancelled."""
         async with aiohttp.ClientSession(timeout=_REQUEST_TIMEOUT) as http:
             while True:
-                if self._root is not None:
-                    self.status = await self._poll(http, self._root)
+                if (root := self._root) is not None:
+                    status = await self._poll(http, root)
+                    if root == self._root:  # a proxy stopped meanwhile is not "not answering"
+                        self.status = status
                 await asyncio.sleep(self.interval)
 
     async def _poll(self, http: aiohttp.ClientSession, root: str) -> WorkerStatus:

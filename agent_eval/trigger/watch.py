@@ -183,6 +183,7 @@ class CheckpointServer:
     async def _close(self) -> None:
         stack, self._stack, self._served = self._stack, None, None
         if stack is not None:
+            self.observer.set_proxy(None)
             await stack.aclose()
 
 

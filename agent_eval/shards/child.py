@@ -19,9 +19,8 @@ from agent_eval.agents import load_runner
 from agent_eval.data import Item, load_dataset
 from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
-from agent_eval.evaluation import engine_config
+from agent_eval.evaluation import engine_config, warm_scorer
 from agent_eval.lifecycle import run_until_signalled
-from agent_eval.rewards import RewardScorer
 from agent_eval.shards.job import KEY_VARIABLE, ShardJob, shard_of
 
 
@@ -48,10 +47,8 @@ def items_of(job: ShardJob) -> itertools.islice[Item] | filter[Item]:
 async def play(job: ShardJob, out: IO[bytes]) -> None:
     config = job.config
     runner = load_runner(config.agent.name, **config.agent.runner_options())
-    reward = config.reward
-    scorer = RewardScorer(reward.function, timeout=reward.timeout, max_workers=reward.workers)
     client = AsyncOpenAI(base_url=job.base_url, api_key=os.environ.get(KEY_VARIABLE, "unused"))
-    async with scorer, client:
+    async with warm_scorer(config) as scorer, client:
         engine = Engine(runner, scorer, client, engine_config(config, job.model))
         await engine.play(items_of(job), frozenset(job.done), LineSink(out))
 

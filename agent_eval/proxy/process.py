@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agent_eval.children import die_with_parent, stop_groups
-from agent_eval.errors import AgentEvalError, ProxyStartError
-from agent_eval.lifecycle import run_until_signalled
+from agent_eval.errors import ProxyStartError
+from agent_eval.lifecycle import run_child_main
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import serve_forever
 from agent_eval.schedulers.errors import log_tail
@@ -89,11 +89,7 @@ def main(config_path: str) -> None:
         sys.stdout.write(f"{READY}{base_url}\n")
         sys.stdout.flush()
 
-    try:
-        run_until_signalled(serve_forever(config, announce))
-    except AgentEvalError as exc:
-        sys.stderr.write(f"error: {exc}\n")  # the parent shows the log's tail to the user
-        sys.exit(2)
+    run_child_main(serve_forever(config, announce))
 
 
 if __name__ == "__main__":

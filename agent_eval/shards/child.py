@@ -18,9 +18,8 @@ from openai import AsyncOpenAI
 from agent_eval.agents import load_runner
 from agent_eval.data import Item, load_dataset
 from agent_eval.engine import Engine
-from agent_eval.errors import AgentEvalError
 from agent_eval.evaluation import engine_config, warm_scorer
-from agent_eval.lifecycle import run_until_signalled
+from agent_eval.lifecycle import run_child_main
 from agent_eval.shards.job import KEY_VARIABLE, ShardJob, shard_of
 
 
@@ -59,11 +58,7 @@ def main() -> None:
     records = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    try:
-        run_until_signalled(play(job, records))
-    except AgentEvalError as exc:
-        sys.stderr.write(f"error: {exc}\n")  # the parent shows the log's tail to the user
-        sys.exit(2)
+    run_child_main(play(job, records))
 
 
 if __name__ == "__main__":

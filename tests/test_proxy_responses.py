@@ -288,3 +288,35 @@ async def test_other_routes_reach_a_translated_worker_untouched(
     assert worker.requests_to("/v1/completions") == [
         {"model": MODEL, "prompt": "Once", "max_tokens": 5}
     ]
+
+
+async def test_the_agents_sdk_streams_a_tool_round_trip_over_translation(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool
+
+    (worker,) = await start_workers(1, responses_api=False)
+    worker.script(
+        Reply("Let me add.", [ToolCall("add", json.dumps({"a": 2, "b": 3}))]),
+        Reply("The answer is 5."),
+    )
+
+    @function_tool
+    def add(a: float, b: float) -> float:
+        """Add two numbers."""
+        return a + b
+
+    provider = OpenAIProvider(openai_client=make_client(await start_proxy([worker])))
+    config = RunConfig(model_provider=provider, tracing_disabled=True)
+    agent = Agent(name="calc", tools=[add], model=MODEL)
+    result = Runner.run_streamed(agent, "2+3?", run_config=config)
+    raw = [e.data.type async for e in result.stream_events() if e.type == "raw_response_event"]
+    assert result.final_output == "The answer is 5."
+    assert [item.type for item in result.new_items] == [
+        "message_output_item",
+        "tool_call_item",
+        "tool_call_output_item",
+        "message_output_item",
+    ]
+    assert raw.count("response.completed") == 2 and "response.function_call_arguments.done" in raw
+    assert len(worker.requests_to(CHAT)) == 2

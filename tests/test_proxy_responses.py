@@ -320,3 +320,36 @@ async def test_the_agents_sdk_streams_a_tool_round_trip_over_translation(
     ]
     assert raw.count("response.completed") == 2 and "response.function_call_arguments.done" in raw
     assert len(worker.requests_to(CHAT)) == 2
+
+
+async def test_stored_responses_can_be_retrieved_and_deleted(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    (worker,) = await start_workers(1, responses_api=False)
+    worker.script(Reply("Kept."))
+    client = make_client(await start_proxy([worker]))
+    made = await client.responses.create(model=MODEL, input="Keep this.")
+    again = await client.responses.retrieve(made.id)
+    assert (again.id, again.output_text, again.status) == (made.id, "Kept.", "completed")
+    await client.responses.delete(made.id)
+    for gone in (
+        client.responses.retrieve(made.id),
+        client.responses.create(model=MODEL, input="More.", previous_response_id=made.id),
+    ):
+        with pytest.raises(openai.NotFoundError):
+            await gone
+    assert len(worker.requests_to(CHAT)) == 1
+
+
+async def test_a_native_response_is_retrieved_from_the_worker_that_made_it(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    workers = await start_workers(2)
+    client = make_client(await start_proxy(workers))
+    raw = await client.responses.with_raw_response.create(model=MODEL, input="Hi")
+    made, maker = raw.parse(), raw.headers["X-Agent-Eval-Worker"]
+    # The mock worker keeps no responses: its 404 comes back in OpenAI's shape.
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(made.id)
+    asked = [w for w in workers if w.stats.requests[f"{RESPONSES}/{made.id}"]]
+    assert [w.url for w in asked] == [maker]

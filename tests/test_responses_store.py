@@ -32,6 +32,7 @@ def test_the_least_recently_used_go_first_past_capacity() -> None:
     assert store.get("a") is not None  # a is now the most recently used
     store.put("c", stored())
     assert (store.get("a"), store.get("b"), len(store)) == (stored(), None, 2)
+    assert store.pop("a") == stored() and store.pop("a") is None and store.get("a") is None
 
 
 def test_a_response_expires_ttl_after_its_last_use() -> None:

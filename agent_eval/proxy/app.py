@@ -11,7 +11,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from agent_eval.proxy import admin
+from agent_eval.proxy import admin, stored_responses
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.errors import (
     body_too_large,
@@ -25,7 +25,7 @@ from agent_eval.proxy.errors import (
 from agent_eval.proxy.forward import Exchange, Forwarder
 from agent_eval.proxy.health import HealthChecker
 from agent_eval.proxy.http1 import UpstreamPool
-from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL
+from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL, RESPONSES, SESSION
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo, build_policy
 from agent_eval.proxy.pool import WorkerPool
@@ -48,6 +48,8 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[CONFIG] = config
     app[POOL] = pool
     app[METRICS] = ProxyMetrics(pool)
+    store = ResponseStore(config.responses.store_capacity, config.responses.store_ttl)
+    app[RESPONSES] = ResponsesRoute(store)
     app.cleanup_ctx.append(_upstream)
     for route in GENERATION_ROUTES:
         app.router.add_post(route, generate)
@@ -56,6 +58,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     app.router.add_get("/readiness", readiness)
     app.router.add_get("/metrics", metrics)
     admin.add_routes(app)
+    stored_responses.add_routes(app)
     return app
 
 
@@ -64,6 +67,7 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
     session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+    app[SESSION] = session
     recorder = Recorder(config.record_dir) if config.record_dir else None
     if recorder is not None:
         await recorder.start()
@@ -71,10 +75,7 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     probe_headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
     app[HEALTH] = HealthChecker(app[POOL], config.health, session, probe_headers)
     upstream = UpstreamPool(config.timeouts.connect)
-    store = ResponseStore(config.responses.store_capacity, config.responses.store_ttl)
-    app[FORWARDER] = Forwarder(
-        config, app[POOL], upstream, app[METRICS], recorder, ResponsesRoute(store)
-    )
+    app[FORWARDER] = Forwarder(config, app[POOL], upstream, app[METRICS], recorder, app[RESPONSES])
     app[HEALTH].start()
     try:
         yield

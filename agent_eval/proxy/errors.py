@@ -52,7 +52,8 @@ def not_found(path: str) -> web.Response:
         404,
         "unknown_route",
         f"no route {path}; the proxy serves /v1/chat/completions, /v1/completions, "
-        "/v1/responses, /v1/models, /health, /readiness, /metrics and /workers",
+        "/v1/responses (and /v1/responses/ID), /v1/models, /health, /readiness, /metrics "
+        "and /workers",
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import aiohttp
 from aiohttp import web
 
 from agent_eval.proxy.config import ProxyConfig
@@ -9,9 +10,12 @@ from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.health import HealthChecker
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.pool import WorkerPool
+from agent_eval.proxy.responses import ResponsesRoute
 
 CONFIG = web.AppKey("config", ProxyConfig)
 POOL = web.AppKey("pool", WorkerPool)
 METRICS = web.AppKey("metrics", ProxyMetrics)
 FORWARDER = web.AppKey("forwarder", Forwarder)
 HEALTH = web.AppKey("health", HealthChecker)
+RESPONSES = web.AppKey("responses", ResponsesRoute)
+SESSION = web.AppKey("session", aiohttp.ClientSession)

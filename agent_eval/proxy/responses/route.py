@@ -28,7 +28,7 @@ class ResponsesRoute:
     """Serves /v1/responses on every worker: natively where it can, translated where not."""
 
     def __init__(self, store: ResponseStore) -> None:
-        self._store = store
+        self.store = store
 
     @staticmethod
     def handles(exchange: Exchange) -> bool:
@@ -40,7 +40,7 @@ class ResponsesRoute:
         Raises: RequestRefused when `input` is malformed.
         """
         previous = exchange.payload.get("previous_response_id")
-        stored = self._store.get(previous) if isinstance(previous, str) else None
+        stored = self.store.get(previous) if isinstance(previous, str) else None
         if stored is None:
             # Unknown here: a native worker may hold it; a translated one answers 404.
             return exchange
@@ -89,5 +89,8 @@ class ResponsesRoute:
             return
         if answer.get("status") not in {"completed", "incomplete"} or "id" not in answer:
             return
-        items = translation.conversation(answer) if translation is not None else None
-        self._store.put(str(answer["id"]), StoredResponse(worker.url, items))
+        if translation is None:
+            stored = StoredResponse(worker.url, None)
+        else:
+            stored = StoredResponse(worker.url, translation.conversation(answer), answer)
+        self.store.put(str(answer["id"]), stored)

@@ -18,6 +18,8 @@ class StoredResponse:
     items: tuple[dict[str, Any], ...] | None
     """The whole conversation (input, then output items) of a translated response; None when
     a worker serving the Responses API natively made it and keeps it itself."""
+    response: dict[str, Any] | None = None
+    """The Responses object of a translated response, for GET /v1/responses/{id}."""
 
 
 class ResponseStore:
@@ -56,6 +58,11 @@ class ResponseStore:
         self._entries[response_id] = (now + self._ttl, entry[1])
         self._entries.move_to_end(response_id)
         return entry[1]
+
+    def pop(self, response_id: str) -> StoredResponse | None:
+        """Forget a response; the stored one, or None when it was not held."""
+        entry = self._entries.pop(response_id, None)
+        return entry[1] if entry is not None else None
 
     def _expire(self, now: float) -> None:
         # Entries are kept in order of last use, and every use adds the same ttl, so the

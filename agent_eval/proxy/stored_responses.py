@@ -1,0 +1,69 @@
+"""GET and DELETE /v1/responses/{id}: the responses made through the proxy and stored."""
+
+from __future__ import annotations
+
+import aiohttp
+from aiohttp import web
+
+from agent_eval.proxy.errors import error_response
+from agent_eval.proxy.keys import CONFIG, RESPONSES, SESSION
+from agent_eval.proxy.upstream import WORKER_HEADER, openai_error_body
+
+WORKER_TIMEOUT = aiohttp.ClientTimeout(total=60)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/responses/{response_id}", retrieve)
+    app.router.add_delete("/v1/responses/{response_id}", delete)
+
+
+async def retrieve(request: web.Request) -> web.StreamResponse:
+    """A stored response: the proxy's own copy, or the native worker that made it answers."""
+    response_id = request.match_info["response_id"]
+    stored = request.app[RESPONSES].store.get(response_id)
+    if stored is None:
+        return _unknown(response_id)
+    if stored.response is None:
+        return await _from_worker(request, stored.worker)
+    return web.json_response(stored.response, headers={WORKER_HEADER: stored.worker})
+
+
+async def delete(request: web.Request) -> web.StreamResponse:
+    """Forget a stored response; a native worker's own copy is deleted there too."""
+    response_id = request.match_info["response_id"]
+    stored = request.app[RESPONSES].store.pop(response_id)
+    if stored is None:
+        return _unknown(response_id)
+    if stored.response is None:
+        return await _from_worker(request, stored.worker)
+    return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+async def _from_worker(request: web.Request, worker: str) -> web.StreamResponse:
+    """The same request made to `worker`, its answer passed back."""
+    key = request.app[CONFIG].worker_api_key
+    headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+    try:
+        async with request.app[SESSION].request(
+            request.method, worker + request.path, headers=headers, timeout=WORKER_TIMEOUT
+        ) as answer:
+            body = await answer.read()
+            status = answer.status
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return error_response(
+            502, "worker_unreachable", f"worker {worker}, which holds this response: {exc}"
+        )
+    if status >= 400:
+        body = openai_error_body(status, body)
+    return web.Response(
+        status=status, body=body, content_type="application/json", headers={WORKER_HEADER: worker}
+    )
+
+
+def _unknown(response_id: str) -> web.Response:
+    return error_response(
+        404,
+        "response_not_found",
+        f"no stored response has id {response_id!r}: it was made with `store: false`, "
+        "not through this proxy, or expired from its store",
+    )

@@ -10,6 +10,7 @@ import itertools
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import IO, Any
 
 import orjson
@@ -35,7 +36,7 @@ class LineSink:
         self._out.flush()
 
 
-def items_of(job: ShardJob) -> itertools.islice[Item] | filter[Item]:
+def items_of(job: ShardJob) -> Iterator[Item]:
     """The samples of this process's share, in dataset order."""
     dataset = job.config.dataset
     items = load_dataset(job.config.dataset_name, dataset.path, dataset.limit)
@@ -44,6 +45,7 @@ def items_of(job: ShardJob) -> itertools.islice[Item] | filter[Item]:
 
 
 async def play(job: ShardJob, out: IO[bytes]) -> None:
+    """Play the job's share against the served model, each record a line on `out`."""
     config = job.config
     runner = load_runner(config.agent.name, **config.agent.runner_options())
     client = AsyncOpenAI(base_url=job.base_url, api_key=os.environ.get(KEY_VARIABLE, "unused"))

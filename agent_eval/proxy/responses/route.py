@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 RESPONSES_ROUTE = "/v1/responses"
 CHAT_ROUTE = "/v1/chat/completions"
-# What a server answers for a route it does not have (405: the path exists for GET only).
+# What a server answers to a POST it has no route for (405: the path exists, not for POST).
 MISSING_ROUTE_STATUSES = frozenset({404, 405})
 
 

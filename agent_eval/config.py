@@ -125,7 +125,9 @@ class RewardSection(Section):
 
     function: str = Field("math", description="math, or package.module:function.")
     timeout: float = Field(10.0, gt=0, description="Seconds to score one answer.")
-    workers: int | None = Field(None, ge=1, description="Scoring processes (default: up to 4).")
+    workers: int | None = Field(
+        None, ge=1, description="Scoring processes, shared by engine processes (default: up to 4)."
+    )
 
 
 class RunProxyConfig(ProxyConfig):

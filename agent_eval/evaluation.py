@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, load_reward
+from agent_eval.rewards.scorer import default_workers
 from agent_eval.serving import Served, serving
 from agent_eval.shards import play_in_processes, shard_of
 from agent_eval.shards.job import ShardJob
@@ -132,7 +134,7 @@ async def _play_sharded(
 async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
     """A reward scorer whose processes warm up while the workers start."""
     scorer = RewardScorer(
-        config.reward.function, timeout=config.reward.timeout, max_workers=config.reward.workers
+        config.reward.function, timeout=config.reward.timeout, max_workers=scoring_workers(config)
     )
     # A failure to start shows at the first score, with its own message.
     warming = asyncio.ensure_future(scorer.start())
@@ -142,6 +144,12 @@ async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
         warming.cancel()
         await asyncio.gather(warming, return_exceptions=True)
         await scorer.close()
+
+
+def scoring_workers(config: RunConfig) -> int:
+    """Scoring processes of each engine process: `reward.workers` (or the default) shared."""
+    total = config.reward.workers or default_workers()
+    return max(1, math.ceil(total / config.eval.processes))
 
 
 def engine_config(config: RunConfig, model: str) -> EngineConfig:

@@ -6,6 +6,8 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+from agent_eval.config import RunConfig
+from agent_eval.evaluation import scoring_workers
 from agent_eval.shards import shard_of
 from tests.conftest import StartWorkers, eventually
 from tests.test_cli_run import (
@@ -38,6 +40,16 @@ def test_samples_spread_evenly_and_stay_put() -> None:
     counts = Counter(shard_of(sample_id, 4) for sample_id in ids)
     assert set(counts) == {0, 1, 2, 3} and all(900 < n < 1100 for n in counts.values())
     assert [shard_of(sample_id, 4) for sample_id in ids] == [shard_of(i, 4) for i in ids]
+
+
+def test_engine_processes_share_the_scoring_processes() -> None:
+    def workers(**settings: object) -> int:
+        return scoring_workers(RunConfig.model_validate(settings))
+
+    assert workers(reward={"workers": 4}) == 4
+    assert workers(reward={"workers": 4}, eval={"processes": 2}) == 2
+    assert workers(reward={"workers": 3}, eval={"processes": 2}) == 2
+    assert workers(reward={"workers": 2}, eval={"processes": 8}) == 1
 
 
 async def endpoints_and_data(

@@ -25,7 +25,8 @@ class RewardPoolError(AgentEvalError):
     """The scoring worker processes could not start, or the scorer is closed."""
 
 
-def _default_workers() -> int:
+def default_workers() -> int:
+    """Scoring processes when none are asked for: up to 4, never more than cores."""
     return min(4, os.cpu_count() or 1)
 
 
@@ -49,7 +50,7 @@ class RewardScorer:
         module = getattr(self._fn, "__module__", None) or "math_verify"
         self._modules = tuple(dict.fromkeys(("math_verify", module)))
         self._timeout = timeout
-        self._workers = max_workers or _default_workers()
+        self._workers = max_workers or default_workers()
         self._startup_timeout = startup_timeout
         self._close_grace = close_grace
         self._slots = asyncio.Semaphore(self._workers)

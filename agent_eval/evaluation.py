@@ -116,16 +116,22 @@ async def _play_sharded(
 ) -> None:
     """This process plays shard 0; one more engine process for each other shard."""
     shards = plan.config.eval.processes
-    job = ShardJob(
-        config=plan.config,
-        base_url=served.base_url,
-        model=served.model,
-        index=0,
-        shards=shards,
-        limit=limit,
-        done=sorted(done),
-    )
-    jobs = [job.model_copy(update={"index": index}) for index in range(1, shards)]
+    # Each process is told only of the finished attempts of its own samples.
+    done_by_shard: list[list[tuple[str, int]]] = [[] for _ in range(shards)]
+    for sample_id, attempt in sorted(done):
+        done_by_shard[shard_of(sample_id, shards)].append((sample_id, attempt))
+    jobs = [
+        ShardJob(
+            config=plan.config,
+            base_url=served.base_url,
+            model=served.model,
+            index=index,
+            shards=shards,
+            limit=limit,
+            done=done_by_shard[index],
+        )
+        for index in range(1, shards)
+    ]
     own = (item for item in items if shard_of(item.id, shards) == 0)
     await play_in_processes(engine, own, done, jobs, run_dir, served.api_key)
 

@@ -88,31 +88,28 @@ class HealthChecker:
         A GET on a POST-only route answers 405; on a route that does not exist, 404.
         Anything else (a key required, an error) leaves it unknown: the first request tells.
         """
-        timeout = aiohttp.ClientTimeout(total=self._config.timeout)
-        try:
-            async with self._session.get(
-                worker.url + "/v1/responses", headers=self._headers, timeout=timeout
-            ) as resp:
-                status = resp.status
-        except (TimeoutError, aiohttp.ClientError, OSError):
-            return None
-        return {404: False, 405: True, 200: True}.get(status)
+        status, _, _ = await self._fetch(worker, "/v1/responses")
+        return {404: False, 405: True, 200: True}.get(status) if status is not None else None
 
     async def _get(self, worker: Worker, path: str) -> tuple[bytes | None, str | None]:
         """GET a worker path; (body, None) on 200, else (None, reason)."""
+        status, body, error = await self._fetch(worker, path)
+        if status == 200:
+            return body, None
+        return None, error or f"{path} answered {status}"
+
+    async def _fetch(self, worker: Worker, path: str) -> tuple[int | None, bytes, str | None]:
+        """GET a worker path: (status, body, None), or (None, b"", reason) when it failed."""
         timeout = aiohttp.ClientTimeout(total=self._config.timeout)
         try:
             async with self._session.get(
                 worker.url + path, headers=self._headers, timeout=timeout
             ) as resp:
-                body = await resp.read()
-                if resp.status == 200:
-                    return body, None
-                return None, f"{path} answered {resp.status}"
+                return resp.status, await resp.read(), None
         except aiohttp.ClientConnectorError as exc:
-            return None, f"cannot connect ({os_reason(exc.os_error)})"
+            return None, b"", f"cannot connect ({os_reason(exc.os_error)})"
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            return None, f"{path} failed: {type(exc).__name__} {exc}".strip()
+            return None, b"", f"{path} failed: {type(exc).__name__} {exc}".strip()
 
     async def _loop(self) -> None:
         while True:

@@ -31,6 +31,7 @@ from agent_eval.proxy.policies import RequestInfo, build_policy
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.responses import ResponsesRoute, ResponseStore
+from agent_eval.proxy.upstream import worker_auth
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +72,7 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     recorder = Recorder(config.record_dir) if config.record_dir else None
     if recorder is not None:
         await recorder.start()
-    key = config.worker_api_key
-    probe_headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+    probe_headers = worker_auth(config.worker_api_key)
     app[HEALTH] = HealthChecker(app[POOL], config.health, session, probe_headers)
     upstream = UpstreamPool(config.timeouts.connect)
     app[FORWARDER] = Forwarder(config, app[POOL], upstream, app[METRICS], recorder, app[RESPONSES])

@@ -7,7 +7,7 @@ from aiohttp import web
 
 from agent_eval.proxy.errors import error_response
 from agent_eval.proxy.keys import CONFIG, RESPONSES, SESSION
-from agent_eval.proxy.upstream import WORKER_HEADER, openai_error_body
+from agent_eval.proxy.upstream import WORKER_HEADER, openai_error_body, worker_auth
 
 WORKER_TIMEOUT = aiohttp.ClientTimeout(total=60)
 
@@ -41,8 +41,7 @@ async def delete(request: web.Request) -> web.StreamResponse:
 
 async def _from_worker(request: web.Request, worker: str) -> web.StreamResponse:
     """The same request made to `worker`, its answer passed back."""
-    key = request.app[CONFIG].worker_api_key
-    headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+    headers = worker_auth(request.app[CONFIG].worker_api_key)
     try:
         async with request.app[SESSION].request(
             request.method, worker + request.path, headers=headers, timeout=WORKER_TIMEOUT

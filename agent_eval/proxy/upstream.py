@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import orjson
 from multidict import CIMultiDictProxy
+from pydantic import SecretStr
 
 from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.http1 import UpstreamConnectError
@@ -35,6 +36,11 @@ _DROPPED_REQUEST_HEADERS = frozenset(
 
 # Every upstream failure is an OSError: connect errors, disconnects and timeouts alike.
 UPSTREAM_ERRORS = (OSError,)
+
+
+def worker_auth(key: SecretStr | None) -> dict[str, str]:
+    """The Authorization header the proxy sends workers of its own accord (probes, lookups)."""
+    return {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
 
 
 def upstream_headers(

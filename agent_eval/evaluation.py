@@ -24,7 +24,7 @@ from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, load_reward
 from agent_eval.rewards.scorer import default_workers
 from agent_eval.serving import Served, serving
-from agent_eval.shards import play_in_processes, shard_of
+from agent_eval.shards import play_in_processes, shard_of, share
 from agent_eval.shards.job import ShardJob
 
 
@@ -47,10 +47,16 @@ class Plan:
     runner: AgentRunner
     total: int
 
-    def items(self) -> Iterator[Item]:
-        """The dataset, streamed afresh."""
-        dataset = self.config.dataset
-        return load_dataset(self.config.dataset_name, dataset.path, dataset.limit)
+    def items(self, limit: int | None = None) -> Iterator[Item]:
+        """The dataset (or its first `limit` items), streamed afresh."""
+        return dataset_items(self.config, limit)
+
+
+def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]:
+    """A run's dataset (or its first `limit` items), streamed afresh."""
+    dataset = config.dataset
+    items = load_dataset(config.dataset_name, dataset.path, dataset.limit)
+    return items if limit is None else itertools.islice(items, limit)
 
 
 def plan(config: RunConfig, model_given: bool = True) -> Plan:
@@ -95,13 +101,13 @@ async def play(
     """Every attempt of the plan (or of its first `limit` items) against a served model."""
     settings = engine_config(plan.config, served.model)
     engine = Engine(plan.runner, scorer, served.client, settings, observer.on_progress)
-    items = plan.items() if limit is None else itertools.islice(plan.items(), limit)
     total = plan.total if limit is None else min(limit, plan.total)
-    if plan.config.eval.processes == 1:
-        return await engine.run(items, run_dir, total=total)
     started = time.monotonic()
     done = await engine.start(run_dir, total)
-    await _play_sharded(plan, served, engine, items, done, run_dir, limit)
+    if plan.config.eval.processes == 1:
+        await engine.play(plan.items(limit), done, run_dir)
+    else:
+        await _play_sharded(plan, served, engine, done, run_dir, limit)
     return await engine.finish(run_dir, time.monotonic() - started)
 
 
@@ -109,7 +115,6 @@ async def _play_sharded(
     plan: Plan,
     served: Served,
     engine: Engine,
-    items: Iterator[Item],
     done: set[tuple[str, int]],
     run_dir: RunDirectory,
     limit: int | None,
@@ -132,7 +137,7 @@ async def _play_sharded(
         )
         for index in range(1, shards)
     ]
-    own = (item for item in items if shard_of(item.id, shards) == 0)
+    own = share(plan.items(limit), 0, shards)
     await play_in_processes(engine, own, done, jobs, run_dir, served.api_key)
 
 

@@ -6,22 +6,19 @@ writer of samples.jsonl, appends the lines it reads.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import sys
-from collections.abc import Iterator
 from typing import IO, Any
 
 import orjson
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
-from agent_eval.data import Item, load_dataset
 from agent_eval.engine import Engine
-from agent_eval.evaluation import engine_config, warm_scorer
+from agent_eval.evaluation import dataset_items, engine_config, warm_scorer
 from agent_eval.lifecycle import run_child_main
-from agent_eval.shards.job import KEY_VARIABLE, ShardJob, shard_of
+from agent_eval.shards.job import KEY_VARIABLE, ShardJob, share
 
 
 class LineSink:
@@ -36,14 +33,6 @@ class LineSink:
         self._out.flush()
 
 
-def items_of(job: ShardJob) -> Iterator[Item]:
-    """The samples of this process's share, in dataset order."""
-    dataset = job.config.dataset
-    items = load_dataset(job.config.dataset_name, dataset.path, dataset.limit)
-    limited = itertools.islice(items, job.limit) if job.limit is not None else items
-    return filter(lambda item: shard_of(item.id, job.shards) == job.index, limited)
-
-
 async def play(job: ShardJob, out: IO[bytes]) -> None:
     """Play the job's share against the served model, each record a line on `out`."""
     config = job.config
@@ -51,7 +40,8 @@ async def play(job: ShardJob, out: IO[bytes]) -> None:
     client = AsyncOpenAI(base_url=job.base_url, api_key=os.environ.get(KEY_VARIABLE, "unused"))
     async with warm_scorer(config) as scorer, client:
         engine = Engine(runner, scorer, client, engine_config(config, job.model))
-        await engine.play(items_of(job), frozenset(job.done), LineSink(out))
+        items = share(dataset_items(config, job.limit), job.index, job.shards)
+        await engine.play(items, frozenset(job.done), LineSink(out))
 
 
 def main() -> None:

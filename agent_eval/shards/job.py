@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
 from agent_eval.config import RunConfig
+from agent_eval.data import Item
 
 # The proxy's client key reaches an engine process through its environment, never its stdin.
 KEY_VARIABLE = "AGENT_EVAL_SHARD_API_KEY"
@@ -16,6 +18,11 @@ def shard_of(sample_id: str, shards: int) -> int:
     """The engine process that plays every attempt of a sample: a stable hash of its id."""
     digest = hashlib.blake2b(sample_id.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % shards
+
+
+def share(items: Iterable[Item], index: int, shards: int) -> Iterator[Item]:
+    """The items engine process `index` of `shards` plays, in their order."""
+    return (item for item in items if shard_of(item.id, shards) == index)
 
 
 class ShardJob(BaseModel):

@@ -111,4 +111,5 @@ async def test_a_crashed_engine_process_ends_the_run_with_its_log(
     code, _, err = await finish(await agent_eval(*args, "eval.processes=2", cwd=tmp_path))
     assert code == 2 and "Traceback" not in err
     assert "engine process 1 exited with code 3" in err and "engine-1.log" in err
+    assert f"agent-eval run --resume {tmp_path / 'run'}" in err
     assert not running_with(CHILD)

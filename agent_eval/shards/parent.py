@@ -83,5 +83,5 @@ async def _collect(
         raise EngineProcessError(
             f"engine process {index} exited with code {code} before its share was played; "
             f"its log ({log}) ends with:\n{log_tail(log)}\n"
-            "Finished attempts are kept: `agent-eval run --resume` plays the rest."
+            f"Finished attempts are kept: `agent-eval run --resume {run_dir.path}` plays the rest."
         )

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from agent_eval.proxy.connections import UpstreamPool
 from agent_eval.proxy.http1 import (
     Origin,
     UpstreamConnectError,
     UpstreamDisconnected,
-    UpstreamPool,
     UpstreamTimeout,
 )
 
@@ -175,4 +175,82 @@ async def test_large_body_pauses_and_resumes_reading(serve) -> None:
         sizes.append(len(chunk))
     assert sum(sizes) == len(big)
     assert max(sizes) >= 1 << 20, "reading never paused"
+    pool.close()
+
+
+async def test_closing_a_complete_answer_leaves_its_reused_connection_alone(serve) -> None:
+    """A client that leaves while the last bytes of an answer are relayed closes that answer
+    after its connection went back to the pool and carries the next request."""
+    finish_second = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK)
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n{}")
+        await finish_second.wait()
+        writer.write(b"{}")
+        await writer.drain()
+
+    origin = await serve(handler)
+    pool = UpstreamPool(connect_timeout=2)
+    first = await pool.post(origin, "/", [], b"{}", 5)
+    assert await first.read() == b"{}"
+    second = await pool.post(origin, "/", [], b"{}", 5)  # on the same connection
+    assert await second.readany() == b"{}"
+    first.close()
+    finish_second.set()
+    assert await second.read() == b"{}"
+    pool.close()
+
+
+async def test_idle_connections_are_capped_and_trimmed(serve) -> None:
+    async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            await asyncio.sleep(0.05)
+            writer.write(OK)
+
+    origin = await serve(keep_alive)
+    pool = UpstreamPool(connect_timeout=2, max_idle=2, idle_timeout=0.3)
+
+    async def one() -> bytes:
+        return await (await pool.post(origin, "/", [], b"{}", 5)).read()
+
+    assert await asyncio.gather(*(one() for _ in range(6))) == [b"{}"] * 6
+    await asyncio.sleep(0.05)  # closed connections report their loss on a later loop pass
+    assert pool.connections(origin) == (2, 2)
+    await asyncio.sleep(0.6)
+    assert pool.connections(origin) == (0, 0)
+    pool.close()
+
+
+async def test_requests_past_the_connection_cap_wait_for_a_free_one(serve) -> None:
+    concurrent = peak = 0
+
+    async def counting(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal concurrent, peak
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            concurrent += 1
+            peak = max(peak, concurrent)
+            await asyncio.sleep(0.05)
+            concurrent -= 1
+            writer.write(OK)
+
+    origin = await serve(counting)
+    pool = UpstreamPool(connect_timeout=2, max_connections=2)
+
+    async def one() -> bytes:
+        return await (await pool.post(origin, "/", [], b"{}", 5)).read()
+
+    assert await asyncio.gather(*(one() for _ in range(10))) == [b"{}"] * 10
+    assert peak == 2
+    assert pool.connections(origin)[0] == 2
     pool.close()

@@ -118,24 +118,30 @@ async def test_workers_can_be_added_and_removed_at_run_time(
     start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     first, second = await start_workers(2)
-    base_url = await start_proxy([first])
+    base_url = await start_proxy([first], admin_token="admin")
     admin = base_url.removesuffix("/v1") + "/workers"
-    status, added = await raw("POST", admin, json.dumps({"url": second.url + "/v1/"}).encode())
-    assert status == 201 and added["url"] == second.url and added["healthy"] is True
-    status, body = await raw("POST", admin, json.dumps({"url": second.url}).encode())
-    assert status == 409 and "already" in assert_openai_error(body, "worker_exists")
-    status, body = await raw("POST", admin, json.dumps({"url": "ftp://nowhere"}).encode())
-    assert status == 400 and "http" in assert_openai_error(body, "invalid_worker_url")
-    bad_path = {"url": "http://127.0.0.1:9", "health_path": "health"}
-    status, body = await raw("POST", admin, json.dumps(bad_path).encode())
-    assert status == 400 and "start with '/'" in assert_openai_error(body, "invalid_worker_url")
+    token = {"Authorization": "Bearer admin"}
 
-    status, removed = await raw("DELETE", f"{admin}?url={first.url}")
+    async def change(method: str, url: str, fields: dict | None = None) -> tuple[int, dict]:
+        return await raw(method, url, json.dumps(fields).encode() if fields else None, token)
+
+    status, added = await change("POST", admin, {"url": second.url + "/v1/"})
+    assert status == 201 and added["url"] == second.url and added["healthy"] is True
+    status, body = await change("POST", admin, {"url": second.url})
+    assert status == 409 and "already" in assert_openai_error(body, "worker_exists")
+    status, body = await change("POST", admin, {"url": "ftp://nowhere"})
+    assert status == 400 and "http" in assert_openai_error(body, "invalid_worker_url")
+    status, body = await change("POST", admin, {"url": "http://127.0.0.1:9", "health_path": "h"})
+    assert status == 400 and "starting with one '/'" in assert_openai_error(
+        body, "invalid_worker_url"
+    )
+
+    status, removed = await change("DELETE", f"{admin}?url={first.url}")
     assert status == 200 and removed["url"] == first.url
     for _ in range(3):
         answer = await make_client(base_url).chat.completions.create(**CHAT)
         assert answer.system_fingerprint == second.name
-    status, body = await raw("DELETE", admin, json.dumps({"url": first.url}).encode())
+    status, body = await change("DELETE", admin, {"url": first.url})
     assert status == 404 and "no worker" in assert_openai_error(body, "unknown_worker")
     _, listing = await raw("GET", admin)
     assert [w["url"] for w in listing["workers"]] == [second.url]

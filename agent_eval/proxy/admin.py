@@ -27,16 +27,21 @@ async def list_workers(request: web.Request) -> web.Response:
 
 
 async def add_worker(request: web.Request) -> web.Response:
-    """POST /workers {"url", "health_path"?}: add a worker and probe it at once."""
+    """POST /workers {"url", "health_path"?, "worker_key"?}: add a worker and probe it at once.
+
+    The proxy's worker key goes to the new worker only when `worker_key` is true.
+    """
     fields = await _json_fields(request)
     if isinstance(fields, web.Response):
         return fields
-    url = fields.get("url")
-    health_path = fields.get("health_path")
-    if not isinstance(url, str) or not (health_path is None or isinstance(health_path, str)):
+    url, health_path = fields.get("url"), fields.get("health_path")
+    takes_key = fields.get("worker_key", False)
+    if not (
+        isinstance(url, str) and isinstance(health_path, str | None) and isinstance(takes_key, bool)
+    ):
         return _bad_fields()
     try:
-        worker = request.app[POOL].add(url, health_path)
+        worker = request.app[POOL].add(url, health_path, takes_key)
     except WorkerExistsError as exc:
         return error_response(409, "worker_exists", f"{exc}; remove it first to re-add it")
     except ConfigError as exc:
@@ -76,5 +81,6 @@ def _bad_fields() -> web.Response:
     return error_response(
         400,
         "invalid_worker",
-        'send {"url": "http://HOST:PORT", "health_path": "/health"}; health_path is optional',
+        'send {"url": "http://HOST:PORT", "health_path": "/health", "worker_key": false}; '
+        "health_path and worker_key (whether the proxy's worker key goes to it) are optional",
     )

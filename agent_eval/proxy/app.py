@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,9 +12,13 @@ import orjson
 from aiohttp import web
 
 from agent_eval.proxy import admin, stored_responses
+from agent_eval.proxy.auth import bearer_matches, secret_bytes
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.connections import UpstreamPool
 from agent_eval.proxy.errors import (
+    admin_unauthorized,
     body_too_large,
+    body_too_slow,
     error_response,
     invalid_json,
     method_not_allowed,
@@ -24,19 +28,19 @@ from agent_eval.proxy.errors import (
 )
 from agent_eval.proxy.forward import Exchange, Forwarder
 from agent_eval.proxy.health import HealthChecker
-from agent_eval.proxy.http1 import UpstreamPool
 from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL, RESPONSES, SESSION
+from agent_eval.proxy.limits import in_flight_cap
 from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.policies import RequestInfo, build_policy
+from agent_eval.proxy.policies import RequestInfo, build_policy, session_key
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.responses import ResponsesRoute, ResponseStore
-from agent_eval.proxy.upstream import worker_auth
 
 log = logging.getLogger(__name__)
 
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
 PROTECTED_PREFIXES = ("/v1/", "/workers")
+ADMIN_METHODS = frozenset({"POST", "DELETE"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -72,10 +76,23 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     recorder = Recorder(config.record_dir) if config.record_dir else None
     if recorder is not None:
         await recorder.start()
-    probe_headers = worker_auth(config.worker_api_key)
-    app[HEALTH] = HealthChecker(app[POOL], config.health, session, probe_headers)
-    upstream = UpstreamPool(config.timeouts.connect)
-    app[FORWARDER] = Forwarder(config, app[POOL], upstream, app[METRICS], recorder, app[RESPONSES])
+    app[HEALTH] = HealthChecker(app[POOL], config.health, session, config.worker_api_key)
+    limits = config.limits
+    upstream = UpstreamPool(
+        config.timeouts.connect,
+        limits.max_connections_per_worker,
+        limits.max_idle_per_worker,
+        limits.idle_timeout,
+    )
+    app[FORWARDER] = Forwarder(
+        config,
+        app[POOL],
+        upstream,
+        app[METRICS],
+        recorder,
+        app[RESPONSES],
+        in_flight_cap(limits.max_in_flight),
+    )
     app[HEALTH].start()
     try:
         yield
@@ -88,16 +105,23 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
 
 
 def _guard(config: ProxyConfig) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """Checks the API key and turns routing misses and surprises into OpenAI-style errors."""
-    key = config.api_key.get_secret_value().encode() if config.api_key else None
+    """Checks keys and turns routing misses and surprises into OpenAI-style errors."""
+    key, admin = secret_bytes(config.api_key), secret_bytes(config.admin_token)
     limit = config.max_body_bytes
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if key is not None and request.path.startswith(PROTECTED_PREFIXES):
-            sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(sent.encode(), key):
-                return unauthorized()
+        sent = request.headers.get("Authorization", "")
+        if request.path == "/workers" and request.method in ADMIN_METHODS:
+            # Changing workers takes the admin token, whatever key clients use.
+            if admin is None or not bearer_matches(sent, admin):
+                return admin_unauthorized()
+        elif (
+            key is not None
+            and request.path.startswith(PROTECTED_PREFIXES)
+            and not bearer_matches(sent, key)
+        ):
+            return unauthorized()
         try:
             return await handler(request)
         except web.HTTPRequestEntityTooLarge:
@@ -123,7 +147,11 @@ async def generate(request: web.Request) -> web.StreamResponse:
     limit = request.app[CONFIG].max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         return body_too_large(limit)
-    body = await request.read()
+    try:
+        async with asyncio.timeout(request.app[CONFIG].limits.client_timeout):
+            body = await request.read()
+    except TimeoutError:
+        return body_too_slow(request.app[CONFIG].limits.client_timeout)
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -133,7 +161,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
     info = RequestInfo(
         route=request.path,
         model=_text(payload.get("model")),
-        session_key=request.headers.get("X-Session-ID") or _text(payload.get("user")),
+        session_key=session_key(request.headers.get("X-Session-ID") or _text(payload.get("user"))),
         stream=payload.get("stream") is True,
     )
     return await request.app[FORWARDER].forward(Exchange(request, body, payload, info, started))

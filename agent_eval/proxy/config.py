@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from agent_eval.proxy.auth import new_admin_token
 from agent_eval.proxy.urls import normalize_worker_url
 
 PolicyName = Literal["session", "round_robin", "least_requests", "power_of_two"]
@@ -60,6 +61,41 @@ class TimeoutConfig(BaseModel):
         1800.0, gt=0, description="Seconds one client request may take, retries included."
     )
     stream_idle: float = Field(120.0, gt=0, description="Seconds a stream may go without a byte.")
+    attempt: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds one worker may take before the answer starts reaching the client "
+        "(the whole answer when not streamed); past it the request goes to another worker. "
+        "Off by default: long generations are normal.",
+    )
+
+
+class LimitsConfig(BaseModel):
+    """Bounds that keep a flood of clients from exhausting the proxy or a worker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_in_flight: int = Field(
+        8192,
+        ge=1,
+        description="Requests in flight at once; past it clients get 429 with Retry-After. "
+        "Lowered at start to what the open-files limit allows.",
+    )
+    max_connections_per_worker: int = Field(
+        1024, ge=1, description="Connections open to one worker; more requests wait for one."
+    )
+    max_idle_per_worker: int = Field(
+        128, ge=0, description="Idle connections kept open to one worker for reuse."
+    )
+    idle_timeout: float = Field(
+        30.0, gt=0, description="Seconds an idle connection to a worker is kept."
+    )
+    client_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a client may take to send a request's headers, then its body, "
+        "or keep an idle connection open; past it the connection is closed.",
+    )
 
 
 class SessionConfig(BaseModel):
@@ -73,6 +109,9 @@ class SessionConfig(BaseModel):
     ttl: float = Field(
         600.0, gt=0, description="Seconds after its last request that a session stops counting."
     )
+    max_sessions: int = Field(
+        100_000, ge=1, description="Sessions remembered at most; the least recently used go first."
+    )
 
 
 class ResponsesConfig(BaseModel):
@@ -85,6 +124,11 @@ class ResponsesConfig(BaseModel):
     )
     store_ttl: float = Field(
         3600.0, gt=0, description="Seconds a stored response is kept after its last use."
+    )
+    store_bytes: int = Field(
+        256 * 1024**2,
+        ge=1024,
+        description="Bytes of stored conversations kept at most; the least recently used go first.",
     )
 
 
@@ -103,6 +147,11 @@ class ProxyConfig(BaseModel):
     worker_api_key: SecretStr | None = Field(
         None, description="Bearer key the proxy sends to workers."
     )
+    admin_token: SecretStr | None = Field(
+        None,
+        description="Bearer token for adding and removing workers (POST and DELETE /workers); "
+        "one is made at start when not given.",
+    )
     max_body_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, description="Largest request body accepted."
     )
@@ -112,8 +161,15 @@ class ProxyConfig(BaseModel):
     health: HealthConfig = Field(default_factory=HealthConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     timeouts: TimeoutConfig = Field(default_factory=TimeoutConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     sessions: SessionConfig = Field(default_factory=SessionConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+
+    def with_admin_token(self) -> ProxyConfig:
+        """This config with an admin token, made now when it has none."""
+        if self.admin_token is not None:
+            return self
+        return self.model_copy(update={"admin_token": new_admin_token()})
 
     @field_validator("endpoints")
     @classmethod

@@ -10,6 +10,7 @@ ERROR_TYPES = {
     401: "authentication_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     413: "invalid_request_error",
     429: "rate_limit_error",
     502: "upstream_error",
@@ -24,11 +25,19 @@ def error_body(status: int, code: str, message: str, param: str | None = None) -
     return orjson.dumps({"error": {**error, "param": param}})
 
 
-def error_response(status: int, code: str, message: str, param: str | None = None) -> web.Response:
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    param: str | None = None,
+    retry_after: int | None = None,
+) -> web.Response:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return web.Response(
         status=status,
         body=error_body(status, code, message, param),
         content_type="application/json",
+        headers=headers,
     )
 
 
@@ -45,6 +54,17 @@ def body_too_large(limit: int) -> web.Response:
         f"the request body is over the proxy's limit of {limit} bytes; "
         "send less, or start the proxy with a larger --max-body-bytes",
     )
+
+
+def body_too_slow(limit: float) -> web.Response:
+    response = error_response(
+        408,
+        "request_timeout",
+        f"the request body did not arrive within {limit:g} s; send it faster, or start the "
+        "proxy with a larger --client-timeout",
+    )
+    response.force_close()
+    return response
 
 
 def not_found(path: str) -> web.Response:
@@ -71,6 +91,16 @@ def unauthorized() -> web.Response:
     )
 
 
+def admin_unauthorized() -> web.Response:
+    return error_response(
+        401,
+        "invalid_admin_token",
+        "adding or removing workers takes the proxy's admin token: send it as "
+        "'Authorization: Bearer TOKEN'; `agent-eval serve` prints it and writes it to "
+        "admin-token in its run directory (or set it with --admin-token)",
+    )
+
+
 def no_healthy_worker(total: int) -> web.Response:
     hint = "add one with POST /workers" if total == 0 else "see their state at GET /workers"
     return error_response(
@@ -78,6 +108,20 @@ def no_healthy_worker(total: int) -> web.Response:
         "no_healthy_worker",
         f"no healthy worker can take the request ({total} in the pool); {hint} and retry",
     )
+
+
+def overloaded(limit: int) -> web.Response:
+    return error_response(
+        429,
+        "proxy_overloaded",
+        f"the proxy has {limit} requests in flight, its limit; retry after a second, or "
+        "start it with a larger --max-in-flight",
+        retry_after=1,
+    )
+
+
+def out_of_resources(detail: str) -> web.Response:
+    return error_response(503, "proxy_out_of_resources", f"{detail}; retry later", retry_after=1)
 
 
 def model_not_found(message: str) -> web.Response:

@@ -14,8 +14,15 @@ from aiohttp import web
 
 from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.errors import error_response, model_not_found, no_healthy_worker
-from agent_eval.proxy.http1 import UpstreamPool, UpstreamResponse
+from agent_eval.proxy.connections import UpstreamPool
+from agent_eval.proxy.errors import (
+    error_response,
+    model_not_found,
+    no_healthy_worker,
+    out_of_resources,
+    overloaded,
+)
+from agent_eval.proxy.http1 import ProxyOutOfResources, UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
@@ -24,20 +31,25 @@ from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translati
 from agent_eval.proxy.responses.route import CHAT_ROUTE
 from agent_eval.proxy.stream import Passthrough, Relay, pipe_stream
 from agent_eval.proxy.upstream import (
-    RETRYABLE_STATUSES,
     UPSTREAM_ERRORS,
     WORKER_HEADER,
     Failure,
     classify_exception,
     openai_error_body,
+    retryable,
     status_failure,
     upstream_headers,
+    worker_auth,
 )
 from agent_eval.proxy.worker import Worker
 
 log = logging.getLogger(__name__)
 
-_EXHAUSTED = {"connect": (502, "worker_unreachable"), "disconnect": (502, "upstream_disconnected")}
+_EXHAUSTED = {
+    "connect": (502, "worker_unreachable"),
+    "disconnect": (502, "upstream_disconnected"),
+    "busy": (503, "worker_busy"),
+}
 
 
 @dataclass
@@ -62,6 +74,7 @@ class Forwarder:
         metrics: ProxyMetrics,
         recorder: Recorder | None,
         responses: ResponsesRoute,
+        max_in_flight: int,
     ) -> None:
         self._config = config
         self._pool = pool
@@ -69,8 +82,9 @@ class Forwarder:
         self._metrics = metrics
         self._recorder = recorder
         self._responses = responses
-        key = config.worker_api_key
-        self._worker_key = key.get_secret_value() if key else None
+        self._worker_key = config.worker_api_key
+        self._max_in_flight = max_in_flight
+        self._in_flight = 0
 
     async def forward(self, exchange: Exchange) -> web.StreamResponse:
         """The worker's answer, or an OpenAI-style error once every allowed attempt failed."""
@@ -79,18 +93,29 @@ class Forwarder:
                 exchange = self._responses.prepare(exchange)
             except RequestRefused as exc:
                 return self._refuse(exchange, exc)
+        if self._in_flight >= self._max_in_flight:
+            return self._finish(exchange, overloaded(self._max_in_flight), None)
+        self._in_flight += 1
+        try:
+            return await self._attempts(exchange)
+        finally:
+            self._in_flight -= 1
+
+    async def _attempts(self, exchange: Exchange) -> web.StreamResponse:
+        """Try workers one after another until one answers or the retries run out.
+
+        A failure the request itself may have caused is charged to its worker only once
+        another worker tells: if the next one fails the same way the request is poison, is
+        not tried further and counts against no worker.
+        """
         deadline = exchange.started + self._config.timeouts.total
-        headers = upstream_headers(exchange.request.headers, self._worker_key)
+        headers = upstream_headers(exchange.request.headers)
         tried: list[Worker] = []
         failure: Failure | None = None
+        suspect: tuple[Worker, Failure] | None = None
         for attempt in range(self._config.retry.max_retries + 1):
-            info = (
-                replace(exchange.info, detour_from=frozenset(w.url for w in tried))
-                if tried
-                else exchange.info
-            )
             try:
-                worker = self._pool.choose(info, tried)
+                worker = self._choose(exchange, tried)
             except ModelNotServedError as exc:
                 return self._finish(exchange, model_not_found(str(exc)), None)
             if worker is None or time.monotonic() >= deadline:
@@ -99,12 +124,31 @@ class Forwarder:
                 self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
                 await asyncio.sleep(self._backoff(attempt, failure))
             tried.append(worker)
-            outcome = await self._attempt(exchange, worker, deadline, headers)
+            try:
+                outcome = await self._attempt(exchange, worker, deadline, headers)
+            except ProxyOutOfResources as exc:
+                log.error("%s; lower the load or raise the open-files limit", exc)
+                return self._finish(exchange, out_of_resources(str(exc)), None)
             if not isinstance(outcome, Failure):
+                self._charge(suspect)  # another worker managed: the first one was at fault
                 return outcome
             failure = outcome
             log.debug("attempt %d failed: %s", attempt + 1, failure.message)
+            if not failure.may_be_the_request:
+                self._charge((worker, failure))
+            elif suspect is not None and failure.same_as(suspect[1]):
+                return self._finish(exchange, _poisoned(failure, len(tried)), None)
+            else:
+                self._charge(suspect)
+                suspect = (worker, failure)
+        self._charge(suspect)
         return self._finish(exchange, self._exhausted(failure, len(tried)), None)
+
+    def _choose(self, exchange: Exchange, tried: list[Worker]) -> Worker | None:
+        info = exchange.info
+        if tried:
+            info = replace(info, detour_from=frozenset(w.url for w in tried))
+        return self._pool.choose(info, tried)
 
     async def _attempt(
         self, exchange: Exchange, worker: Worker, deadline: float, headers: list[tuple[str, str]]
@@ -112,6 +156,7 @@ class Forwarder:
         worker.in_flight += 1
         trial = worker.breaker.begin()
         upstream: UpstreamResponse | None = None
+        headers = [*headers, *worker_auth(self._worker_key, worker).items()]
         try:
             translation = self._responses.translation(exchange, worker)
             upstream = await self._send(exchange, worker, translation, deadline, headers)
@@ -119,12 +164,15 @@ class Forwarder:
                 await upstream.read()
                 translation = self._responses.translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
-            if upstream.status in RETRYABLE_STATUSES:
+            if retryable(upstream.status):
                 body = await upstream.read()
-                failure = status_failure(upstream.status, body, upstream.headers, worker.url)
-                return self._failed(worker, failure)
+                return status_failure(upstream.status, body, upstream.headers, worker.url)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
-                return await self._stream(exchange, worker, translation, upstream)
+                # The attempt's deadline holds until the first bytes; then the stream is the
+                # client's, never to be replayed, and only the total deadline is left.
+                first = await upstream.readany()
+                upstream.extend(max(deadline - time.monotonic(), 0.001))
+                return await self._stream(exchange, worker, translation, upstream, first)
             body = await upstream.read()
             return self._answer(exchange, worker, translation, upstream.status, body)
         except RequestRefused as exc:
@@ -133,10 +181,10 @@ class Forwarder:
             failure = classify_exception(exc, worker.url)
             if failure.reason == "connect":
                 worker.health.mark_down(failure.message)
-            return self._failed(worker, failure)
+            return failure
         finally:
             worker.in_flight -= 1
-            if upstream is not None and not upstream.complete:
+            if upstream is not None:
                 upstream.close()
             if trial and worker.breaker.trial_in_flight:
                 worker.breaker.end_trial()
@@ -150,8 +198,11 @@ class Forwarder:
         headers: list[tuple[str, str]],
     ) -> UpstreamResponse:
         """Post the request, or its Chat Completions translation, to `worker`."""
-        idle = self._config.timeouts.stream_idle if exchange.info.stream else None
+        timeouts = self._config.timeouts
+        idle = timeouts.stream_idle if exchange.info.stream else None
         remaining = max(deadline - time.monotonic(), 0.001)
+        if timeouts.attempt is not None:
+            remaining = min(remaining, timeouts.attempt)
         route, body = exchange.info.route, exchange.body
         if translation is not None:
             route, body = CHAT_ROUTE, translation.body
@@ -163,6 +214,7 @@ class Forwarder:
         worker: Worker,
         translation: Translation | None,
         upstream: UpstreamResponse,
+        first: bytes,
     ) -> web.StreamResponse:
         self._succeeded(worker)
         relay: Relay
@@ -171,7 +223,7 @@ class Forwarder:
         else:
             follow = self._recorder is not None or self._responses.handles(exchange)
             relay = Passthrough(StreamAssembler() if follow else None)
-        response = await pipe_stream(exchange, upstream, worker, self._metrics, relay)
+        response = await pipe_stream(exchange, upstream, first, worker, self._metrics, relay)
         answer = relay.answer()
         if self._responses.handles(exchange):
             self._responses.remember(exchange, worker, translation, answer)
@@ -185,11 +237,7 @@ class Forwarder:
         status: int,
         body: bytes,
     ) -> web.StreamResponse:
-        if status >= 500:
-            worker.failures += 1
-            worker.breaker.record_failure(time.monotonic())
-        else:
-            self._succeeded(worker)
+        self._succeeded(worker)
         if status >= 400:
             body = openai_error_body(status, body)
         answer = None
@@ -221,11 +269,12 @@ class Forwarder:
         worker.served += 1
         worker.breaker.record_success()
 
-    def _failed(self, worker: Worker, failure: Failure) -> Failure:
-        if failure.counts_against_worker:
+    def _charge(self, blame: tuple[Worker, Failure] | None) -> None:
+        """Count a failure against its worker, unless it was no fault of the worker's."""
+        if blame is not None and blame[1].counts_against_worker:
+            worker = blame[0]
             worker.failures += 1
             worker.breaker.record_failure(time.monotonic())
-        return failure
 
     def _backoff(self, attempt: int, failure: Failure) -> float:
         retry = self._config.retry
@@ -276,6 +325,17 @@ class Forwarder:
                 },
             )
         return response
+
+
+def _poisoned(failure: Failure, attempts: int) -> web.Response:
+    """The answer to a request that failed the same way on two workers."""
+    return error_response(
+        failure.status or 502,
+        "request_failed_on_every_worker",
+        f"the request failed the same way on {attempts} workers (last: {failure.message}), "
+        "so the request itself is the likely cause: it was not tried again and counts "
+        "against no worker. Check the request; worker states are at GET /workers.",
+    )
 
 
 def _body_of(response: web.StreamResponse) -> bytes:

@@ -8,10 +8,12 @@ import logging
 
 import aiohttp
 import orjson
+from pydantic import SecretStr
 
 from agent_eval.proxy.config import HealthConfig
 from agent_eval.proxy.http1 import os_reason
 from agent_eval.proxy.pool import WorkerPool
+from agent_eval.proxy.upstream import worker_auth
 from agent_eval.proxy.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -34,12 +36,12 @@ class HealthChecker:
         pool: WorkerPool,
         config: HealthConfig,
         session: aiohttp.ClientSession,
-        headers: dict[str, str],
+        worker_key: SecretStr | None,
     ) -> None:
         self._pool = pool
         self._config = config
         self._session = session
-        self._headers = headers
+        self._worker_key = worker_key
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -103,7 +105,7 @@ class HealthChecker:
         timeout = aiohttp.ClientTimeout(total=self._config.timeout)
         try:
             async with self._session.get(
-                worker.url + path, headers=self._headers, timeout=timeout
+                worker.url + path, headers=worker_auth(self._worker_key, worker), timeout=timeout
             ) as resp:
                 return resp.status, await resp.read(), None
         except aiohttp.ClientConnectorError as exc:

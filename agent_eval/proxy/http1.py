@@ -3,17 +3,17 @@
 aiohttp's client spends about 250 µs of CPU per request on machinery the proxy
 does not use (cookies, redirects, tracing, per-request timeout objects); on a
 two-core node that made the proxy the bottleneck. This client writes one
-pre-built request head, parses the answer with httptools (llhttp, the parser
-uvicorn uses) and keeps connections per worker. Health probes still use aiohttp.
+pre-built request head and parses the answer with httptools (llhttp, the parser
+uvicorn uses); connections.py keeps them per worker. Health probes still use aiohttp.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import ssl
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httptools
@@ -31,6 +31,10 @@ class UpstreamTimeout(TimeoutError):
 
 class UpstreamConnectError(ConnectionError):
     """No connection could be opened to the worker."""
+
+
+class ProxyOutOfResources(Exception):
+    """The proxy itself ran out of file descriptors, ports or memory: no fault of a worker."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class Origin:
 class UpstreamResponse:
     """Status and headers of a worker's answer; the body arrives through `readany` or `read`."""
 
-    def __init__(self, connection: _Connection) -> None:
+    def __init__(self, connection: Connection) -> None:
         self._connection = connection
         self.status = 0
         self.headers: dict[str, str] = {}
@@ -96,8 +100,18 @@ class UpstreamResponse:
         return b"".join(parts)
 
     def close(self) -> None:
-        """Drop the connection: the worker sees its client leave and aborts the request."""
-        self._connection.abort()
+        """Drop an unfinished answer's connection: the worker sees its client leave and aborts.
+
+        A complete answer's connection went back to the pool and may carry another
+        request by now, so closing it is a no-op.
+        """
+        if not self._complete:
+            self._connection.abort()
+
+    def extend(self, timeout: float) -> None:
+        """Give the rest of the answer `timeout` seconds from now."""
+        if not self._complete:
+            self._connection.extend(timeout)
 
     def _feed(self, data: bytes) -> None:
         self._chunks.append(data)
@@ -120,10 +134,18 @@ class UpstreamResponse:
         self._waiter = None
 
 
-class _Connection(asyncio.Protocol):
+class ConnectionOwner(Protocol):
+    """Where a connection goes when its answer is complete, and says it closed."""
+
+    def release(self, connection: Connection) -> None: ...
+
+    def forget(self, connection: Connection) -> None: ...
+
+
+class Connection(asyncio.Protocol):
     """One keep-alive connection: at most one request at a time, with its own deadline timer."""
 
-    def __init__(self, pool: UpstreamPool, origin: Origin) -> None:
+    def __init__(self, pool: ConnectionOwner, origin: Origin) -> None:
         self._pool = pool
         self._origin = origin
         self._loop = asyncio.get_running_loop()
@@ -138,6 +160,11 @@ class _Connection(asyncio.Protocol):
         self._last_data = 0.0
         self.reusable = False
         self.got_bytes = False
+        self.idle_since = 0.0
+
+    @property
+    def origin(self) -> Origin:
+        return self._origin
 
     @property
     def open(self) -> bool:
@@ -161,6 +188,10 @@ class _Connection(asyncio.Protocol):
         except BaseException:
             self.abort()  # a caller that gives up must not leave the request running
             raise
+
+    def extend(self, timeout: float) -> None:
+        self._deadline = self._loop.time() + timeout
+        self._arm()
 
     def pause(self) -> None:
         self._transport.pause_reading()
@@ -252,83 +283,6 @@ class _Connection(asyncio.Protocol):
             self._timer = None
 
 
-class UpstreamPool:
-    """Keep-alive connections per worker, opened on demand and reused when an answer completes."""
-
-    def __init__(self, connect_timeout: float) -> None:
-        self._connect_timeout = connect_timeout
-        self._idle: dict[Origin, list[_Connection]] = {}
-        self._all: set[_Connection] = set()
-
-    async def post(
-        self,
-        origin: Origin,
-        path: str,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        timeout: float,
-        idle: float | None = None,
-    ) -> UpstreamResponse:
-        """Send a POST; returns once the status and headers are in.
-
-        Raises: UpstreamConnectError, UpstreamDisconnected, UpstreamTimeout (past
-        `timeout` seconds in all, or `idle` seconds without a byte).
-        """
-        head = _request_head(origin, path, headers, len(body))
-        connection = self._reuse(origin)
-        if connection is not None:
-            try:
-                return await connection.exchange(head, body, timeout, idle)
-            except UpstreamDisconnected:
-                if connection.got_bytes:
-                    raise
-                # The worker closed a kept-alive connection as we reused it; try a fresh one.
-        connection = await self._connect(origin)
-        return await connection.exchange(head, body, timeout, idle)
-
-    def release(self, connection: _Connection) -> None:
-        if connection.reusable and connection.open:
-            self._idle.setdefault(connection._origin, []).append(connection)
-        else:
-            connection.abort()
-
-    def forget(self, connection: _Connection) -> None:
-        self._all.discard(connection)
-        idle = self._idle.get(connection._origin)
-        if idle and connection in idle:
-            idle.remove(connection)
-
-    def close(self) -> None:
-        for connection in list(self._all):
-            connection.abort()
-        self._idle.clear()
-
-    def _reuse(self, origin: Origin) -> _Connection | None:
-        idle = self._idle.get(origin)
-        while idle:
-            connection = idle.pop()
-            if connection.open:
-                return connection
-        return None
-
-    async def _connect(self, origin: Origin) -> _Connection:
-        loop = asyncio.get_running_loop()
-        context = ssl.create_default_context() if origin.tls else None
-        try:
-            _, connection = await asyncio.wait_for(
-                loop.create_connection(
-                    lambda: _Connection(self, origin), origin.host, origin.port, ssl=context
-                ),
-                self._connect_timeout,
-            )
-        except OSError as exc:
-            raise UpstreamConnectError(
-                f"cannot connect to {origin.netloc} ({os_reason(exc)})"
-            ) from None
-        self._all.add(connection)
-        return connection
-
-
 def os_reason(exc: OSError) -> str:
     """A short cause such as 'Connection refused', without the address noise asyncio adds."""
     if isinstance(exc, TimeoutError):
@@ -336,7 +290,7 @@ def os_reason(exc: OSError) -> str:
     return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
-def _request_head(origin: Origin, path: str, headers: list[tuple[str, str]], length: int) -> bytes:
+def request_head(origin: Origin, path: str, headers: list[tuple[str, str]], length: int) -> bytes:
     lines = [
         f"POST {origin.prefix}{path} HTTP/1.1",
         f"Host: {origin.netloc}",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from agent_eval.errors import AgentEvalError, ConfigError
+from agent_eval.errors import AgentEvalError
 from agent_eval.proxy.breaker import CircuitBreaker
 from agent_eval.proxy.config import HealthConfig
 from agent_eval.proxy.policies import Policy, RequestInfo
-from agent_eval.proxy.urls import normalize_worker_url
+from agent_eval.proxy.urls import check_health_path, normalize_worker_url
 from agent_eval.proxy.worker import Worker
 
 
@@ -53,15 +53,18 @@ class WorkerPool:
     def __len__(self) -> int:
         return len(self._workers)
 
-    def add(self, url: str, health_path: str | None = None) -> Worker:
-        """Add a worker; it takes traffic once its first probe succeeds."""
+    def add(self, url: str, health_path: str | None = None, takes_key: bool = True) -> Worker:
+        """Add a worker; it takes traffic once its first probe succeeds.
+
+        Raises: ConfigError for a malformed URL or health path, WorkerExistsError.
+        """
         key = normalize_worker_url(url)
-        if health_path is not None and not health_path.startswith("/"):
-            raise ConfigError(f"health path {health_path!r} must start with '/', like /health")
+        if health_path is not None:
+            check_health_path(health_path)
         if key in self._workers:
             raise WorkerExistsError(f"worker {key} is already in the pool")
         breaker = CircuitBreaker(self._health.breaker_failures, self._health.breaker_cooldown)
-        worker = Worker(key, health_path or self._health.path, breaker)
+        worker = Worker(key, health_path or self._health.path, breaker, takes_key=takes_key)
         self._workers[key] = worker
         self._policy.on_workers_changed(list(self._workers))
         return worker
@@ -75,6 +78,10 @@ class WorkerPool:
             raise UnknownWorkerError(f"no worker {key} in the pool (workers: {known})")
         self._policy.on_workers_changed(list(self._workers))
         return worker
+
+    def get(self, url: str) -> Worker | None:
+        """The worker with this URL, if it is in the pool."""
+        return self._workers.get(url)
 
     def healthy(self) -> list[Worker]:
         return [w for w in self._workers.values() if w.health.healthy]

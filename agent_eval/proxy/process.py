@@ -17,12 +17,17 @@ from pathlib import Path
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.errors import ProxyStartError
 from agent_eval.lifecycle import run_child_main
+from agent_eval.proxy.auth import save_admin_token
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import serve_forever
 from agent_eval.schedulers.errors import log_tail
 
 READY = "agent-eval proxy ready at "
-KEYS = {"api_key": "AGENT_EVAL_API_KEY", "worker_api_key": "AGENT_EVAL_WORKER_API_KEY"}
+KEYS = {
+    "api_key": "AGENT_EVAL_API_KEY",
+    "worker_api_key": "AGENT_EVAL_WORKER_API_KEY",
+    "admin_token": "AGENT_EVAL_ADMIN_TOKEN",
+}
 STOP_GRACE = 10.0
 
 
@@ -32,7 +37,9 @@ async def proxy_process(
 ) -> AsyncIterator[str]:
     """A proxy process inside the block; yields its base URL (`http://HOST:PORT/v1`)."""
     config_path, log_path = run_dir / "proxy.json", run_dir / "proxy.log"
+    config = config.with_admin_token()
     await asyncio.to_thread(_write_config, config, config_path)
+    await asyncio.to_thread(save_admin_token, config.admin_token, run_dir)
     process = await _spawn(config, config_path, log_path)
     try:
         yield await _wait_ready(process, log_path, timeout)

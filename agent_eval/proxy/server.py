@@ -13,6 +13,8 @@ from agent_eval.errors import ProxyStartError
 from agent_eval.lifecycle import forever
 from agent_eval.proxy.app import build_app
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.limits import raise_open_files_limit
+from agent_eval.proxy.protocol import ProxyRunner
 
 log = logging.getLogger(__name__)
 
@@ -20,9 +22,17 @@ log = logging.getLogger(__name__)
 @contextlib.asynccontextmanager
 async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
     """Serve the proxy inside the block; yields its base URL (`http://HOST:PORT/v1`)."""
-    app = build_app(config)
-    # Handler cancellation lets a client that disconnects cancel its upstream request.
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    raise_open_files_limit()
+    app = build_app(config.with_admin_token())
+    # Handler cancellation lets a client that disconnects cancel its upstream request. The
+    # keep-alive timeout also closes a connection whose request head is still incomplete
+    # after it: slow clients (slowloris) cannot hold connections for ever.
+    runner = ProxyRunner(
+        app,
+        handler_cancellation=True,
+        access_log=None,
+        keepalive_timeout=config.limits.client_timeout,
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, config.host, config.port, backlog=4096)
@@ -40,7 +50,9 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
 
 
 async def serve_forever(config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None]) -> None:
-    """Serve until cancelled; `on_ready` gets the base URL and the config once bound."""
+    """Serve until cancelled; `on_ready` gets the base URL and the config (with its admin
+    token) once bound."""
+    config = config.with_admin_token()
     async with running_proxy(config) as base_url:
         # Everything built so far lives as long as the process: keep it out of the
         # collector, whose full passes over it otherwise stall the event loop ~50 ms.

@@ -6,7 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from agent_eval.proxy.errors import error_response
-from agent_eval.proxy.keys import CONFIG, RESPONSES, SESSION
+from agent_eval.proxy.keys import CONFIG, POOL, RESPONSES, SESSION
 from agent_eval.proxy.upstream import WORKER_HEADER, openai_error_body, worker_auth
 
 WORKER_TIMEOUT = aiohttp.ClientTimeout(total=60)
@@ -41,7 +41,7 @@ async def delete(request: web.Request) -> web.StreamResponse:
 
 async def _from_worker(request: web.Request, worker: str) -> web.StreamResponse:
     """The same request made to `worker`, its answer passed back."""
-    headers = worker_auth(request.app[CONFIG].worker_api_key)
+    headers = worker_auth(request.app[CONFIG].worker_api_key, request.app[POOL].get(worker))
     try:
         async with request.app[SESSION].request(
             request.method, worker + request.path, headers=headers, timeout=WORKER_TIMEOUT

@@ -37,21 +37,42 @@ class Relay(Protocol):
         """The answer the stream spelled out, when it was followed."""
 
 
-class Passthrough:
-    """The worker's bytes unchanged; followed by an assembler when the answer is wanted."""
+class BreakEnding(Protocol):
+    """How a passed-through stream of one kind ends when it breaks; it follows the bytes."""
 
-    def __init__(self, assembler: StreamAssembler | None) -> None:
+    def feed(self, chunk: bytes) -> None:
+        """Follow one chunk on its way to the client."""
+
+    def broken(self, message: str) -> bytes:
+        """The bytes that end the stream as broken, in `message`'s words."""
+
+
+class Passthrough:
+    """The worker's bytes unchanged; followed by an assembler when the answer is wanted.
+
+    A break ends the stream as `ending` says; without one, with an error `data:` line, the
+    way SGLang and vLLM report errors in Chat Completions and completion streams.
+    """
+
+    def __init__(
+        self, assembler: StreamAssembler | None, ending: BreakEnding | None = None
+    ) -> None:
         self._assembler = assembler
+        self._ending = ending
 
     def feed(self, chunk: bytes) -> bytes:
         if self._assembler is not None:
             self._assembler.feed(chunk)
+        if self._ending is not None:
+            self._ending.feed(chunk)
         return chunk
 
     def end(self) -> bytes:
         return b""
 
     def broken(self, message: str) -> bytes:
+        if self._ending is not None:
+            return self._ending.broken(message)
         return b"data: " + error_body(502, "stream_interrupted", message) + b"\n\n"
 
     def answer(self) -> dict[str, Any] | None:
@@ -61,11 +82,13 @@ class Passthrough:
 async def pipe_stream(
     exchange: Exchange,
     upstream: UpstreamResponse,
+    first: bytes,
     worker: Worker,
     metrics: ProxyMetrics,
     relay: Relay,
 ) -> web.StreamResponse:
-    """Relay the stream through `relay`, which then holds the answer it spelled out.
+    """Relay the stream, from its `first` bytes on, through `relay`, which then holds the
+    answer it spelled out.
 
     Once a byte has reached the client the stream is never replayed: an upstream
     failure ends it with an error event. A client that leaves closes the upstream
@@ -82,7 +105,7 @@ async def pipe_stream(
     finished = False
     try:
         await response.prepare(exchange.request)
-        finished = await _relay(exchange, upstream, response, worker, metrics, relay)
+        finished = await _relay(exchange, upstream, first, response, worker, metrics, relay)
     except OSError:
         # Upstream failures are handled inside; what reaches here is the client going away.
         log.info("client left a stream from %s; closing the upstream request", worker.url)
@@ -95,29 +118,26 @@ async def pipe_stream(
 async def _relay(
     exchange: Exchange,
     upstream: UpstreamResponse,
+    chunk: bytes,
     response: web.StreamResponse,
     worker: Worker,
     metrics: ProxyMetrics,
     relay: Relay,
 ) -> bool:
-    """Copy chunks until the end; True when the upstream stream finished cleanly."""
-    first = True
-    while True:
+    """Copy chunks, from `chunk` on, until the end; True when the upstream stream finished
+    cleanly."""
+    if chunk:
+        metrics.first_byte.labels(exchange.info.route).observe(time.monotonic() - exchange.started)
+    while chunk:
+        if out := relay.feed(chunk):
+            await response.write(out)
         try:
             chunk = await upstream.readany()
         except UPSTREAM_ERRORS as exc:
             await _end_with_error(response, worker, exc, relay)
             return False
-        if not chunk:
-            await response.write_eof(relay.end())
-            return True
-        if first:
-            metrics.first_byte.labels(exchange.info.route).observe(
-                time.monotonic() - exchange.started
-            )
-            first = False
-        if out := relay.feed(chunk):
-            await response.write(out)
+    await response.write_eof(relay.end())
+    return True
 
 
 async def _end_with_error(

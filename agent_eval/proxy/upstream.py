@@ -8,18 +8,25 @@ import orjson
 from multidict import CIMultiDictProxy
 from pydantic import SecretStr
 
+from agent_eval.proxy.connections import UpstreamBusy
 from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.http1 import UpstreamConnectError
+from agent_eval.proxy.worker import Worker
 
 WORKER_HEADER = "X-Agent-Eval-Worker"
-RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+# Statuses that speak of the worker's state (overloaded, restarting, behind a gateway), not of
+# the request; any other 5xx may come from the request itself.
+WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
 
-# Hop-by-hop headers, and those the proxy sets itself. Client keys never reach a worker:
-# the proxy sends its own worker key.
+# Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
+# client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
+# bytes would make every worker fail the request. Client keys never reach a worker: the proxy
+# sends its own worker key.
 _DROPPED_REQUEST_HEADERS = frozenset(
     {
         "host",
         "content-length",
+        "content-encoding",
         "authorization",
         "connection",
         "keep-alive",
@@ -38,18 +45,31 @@ _DROPPED_REQUEST_HEADERS = frozenset(
 UPSTREAM_ERRORS = (OSError,)
 
 
-def worker_auth(key: SecretStr | None) -> dict[str, str]:
-    """The Authorization header the proxy sends workers of its own accord (probes, lookups)."""
-    return {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+def retryable(status: int) -> bool:
+    """A worker's status that another worker may answer better: backpressure or a 5xx."""
+    return status == 429 or status >= 500
 
 
-def upstream_headers(
-    client: CIMultiDictProxy[str], worker_key: str | None
-) -> list[tuple[str, str]]:
-    headers = [(k, v) for k, v in client.items() if k.lower() not in _DROPPED_REQUEST_HEADERS]
-    if worker_key:
-        headers.append(("Authorization", f"Bearer {worker_key}"))
-    return headers
+def worker_auth(key: SecretStr | None, worker: Worker | None) -> dict[str, str]:
+    """The Authorization header for `worker`: only workers the operator gave the key get it."""
+    if key is None or worker is None or not worker.takes_key:
+        return {}
+    return {"Authorization": f"Bearer {key.get_secret_value()}"}
+
+
+def upstream_headers(client: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
+    """The client's headers a worker may see: end-to-end ones about the request itself."""
+    # A client may name more hop-by-hop headers in `Connection` (RFC 9110, 7.6.1).
+    named = {
+        token.strip().lower()
+        for value in client.getall("Connection", ())
+        for token in value.split(",")
+    }
+    return [
+        (k, v)
+        for k, v in client.items()
+        if k.lower() not in _DROPPED_REQUEST_HEADERS and k.lower() not in named
+    ]
 
 
 @dataclass(frozen=True)
@@ -63,14 +83,28 @@ class Failure:
 
     @property
     def counts_against_worker(self) -> bool:
-        """A 429 is backpressure, not a fault of the worker."""
-        return self.status != 429
+        """A 429 is backpressure and `busy` the proxy's own queue: neither is the worker's fault."""
+        return self.status != 429 and self.reason != "busy"
+
+    @property
+    def may_be_the_request(self) -> bool:
+        """Whether the request itself may have caused it: a 5xx other than the worker-state
+        ones, a dropped connection (the worker died on it) or silence past the deadline."""
+        if self.reason in ("disconnect", "timeout"):
+            return True
+        return self.status is not None and self.status not in WORKER_STATE_STATUSES
+
+    def same_as(self, other: Failure) -> bool:
+        """Whether two workers failed this request the same way."""
+        return (self.reason, self.status) == (other.reason, other.status)
 
 
 def classify_exception(exc: OSError, worker_url: str) -> Failure:
     """Name what went wrong with a worker, for the client and the retry decision."""
     if isinstance(exc, UpstreamConnectError):
         return Failure("connect", f"worker {worker_url}: {exc}")
+    if isinstance(exc, UpstreamBusy):
+        return Failure("busy", f"{exc}; the proxy's queue for worker {worker_url} is full")
     if isinstance(exc, TimeoutError):
         return Failure("timeout", f"worker {worker_url} did not answer in time")
     return Failure("disconnect", f"worker {worker_url} dropped the connection ({exc})")

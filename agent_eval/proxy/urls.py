@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from agent_eval.errors import ConfigError
+
+# RFC 3986 path characters (unreserved, sub-delims, ':', '@', '/', percent escapes).
+_PATH = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 
 def normalize_worker_url(url: str) -> str:
@@ -22,5 +26,16 @@ def normalize_worker_url(url: str) -> str:
             f"worker URL {url!r} has a bad port: use a number from 1 to 65535"
         ) from None
     path = parts.path.rstrip("/")
+    if not _PATH.fullmatch(path):
+        raise ConfigError(f"worker URL {url!r} has characters a URL path cannot hold as they are")
     path = path.removesuffix("/v1")
     return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def check_health_path(path: str) -> None:
+    """Raises ConfigError unless `path` is a plain path on the worker, like /health."""
+    if not (path.startswith("/") and not path.startswith("//") and _PATH.fullmatch(path)):
+        raise ConfigError(
+            f"health path {path!r} must be a path on the worker such as /health or /v1/models: "
+            "starting with one '/', without spaces, a query or another host"
+        )

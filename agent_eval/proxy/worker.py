@@ -55,6 +55,8 @@ class Worker:
     models: tuple[str, ...] = ()
     serves_responses: bool | None = None
     """Whether the worker has /v1/responses itself; None until a probe or an answer tells."""
+    takes_key: bool = True
+    """Whether the proxy's worker key goes to this worker: the operator said so when adding it."""
     origin: Origin = field(init=False)
     in_flight: int = 0
     served: int = 0
@@ -79,6 +81,7 @@ class Worker:
             "failures": self.failures,
             "models": list(self.models),
             "health_path": self.health_path,
+            "takes_key": self.takes_key,
             "responses_api": {True: "native", False: "translated", None: "unknown"}[
                 self.serves_responses
             ],

@@ -218,6 +218,7 @@ def _generation(endpoint: Endpoint) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
         state.stats.authorizations.append(request.headers.get("Authorization"))
+        state.stats.headers.append({k.lower(): v for k, v in request.headers.items()})
         state.stats.bodies.append((request.path, await request.read()))
         with state.stats.generation():
             return await _generate(request, state, endpoint)

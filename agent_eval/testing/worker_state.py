@@ -67,13 +67,20 @@ class WorkerStats:
     weight_updates: int = 0  # POST /update_weights_from_disk calls, failed ones included
     # Authorization headers of the latest generation requests: which key reached the worker.
     authorizations: deque[str | None] = field(default_factory=lambda: deque(maxlen=64))
+    # Headers of the latest generation requests, names in lower case.
+    headers: deque[dict[str, str]] = field(default_factory=lambda: deque(maxlen=64))
     # (path, body) of the latest generation requests: what the worker was asked, exactly.
     bodies: deque[tuple[str, bytes]] = field(default_factory=lambda: deque(maxlen=64))
 
     def as_dict(self) -> dict[str, Any]:
         """The counters as JSON-ready values."""
         bodies = [[path, body.decode(errors="replace")] for path, body in self.bodies]
-        return {**vars(self), "authorizations": list(self.authorizations), "bodies": bodies}
+        return {
+            **vars(self),
+            "authorizations": list(self.authorizations),
+            "headers": list(self.headers),
+            "bodies": bodies,
+        }
 
     @contextmanager
     def generation(self) -> Iterator[None]:

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_eval.proxy.worker import Worker
+
+MAX_SESSION_KEY = 64
+
+
+def session_key(sent: str | None) -> str | None:
+    """A session id as the proxy keeps it: short printable ASCII as sent, anything else
+    (long, non-ASCII, bytes that are not UTF-8) as its hash, so memory per session is bounded
+    and every key can be hashed, logged and written."""
+    if not sent:
+        return None
+    if len(sent) <= MAX_SESSION_KEY and sent.isascii() and sent.isprintable():
+        return sent
+    raw = sent.encode("utf-8", "surrogateescape")
+    return "sha-" + hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,12 @@ class SessionAffinity(Policy):
         self,
         balance_factor: float = 1.25,
         ttl: float = 600.0,
+        max_sessions: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factor = balance_factor
         self._ttl = ttl
+        self._max_sessions = max_sessions
         self._clock = clock
         self._ring: list[tuple[int, str]] = []
         self._points: list[int] = []
@@ -119,6 +121,9 @@ class SessionAffinity(Policy):
         self._sessions[key] = _Session(url, now)
         self._sessions.move_to_end(key)
         self._load[url] = self._load.get(url, 0) + 1
+        if len(self._sessions) > self._max_sessions:
+            _, oldest = self._sessions.popitem(last=False)
+            self._load[oldest.url] -= 1
 
     def _expire(self, now: float) -> None:
         while self._sessions:

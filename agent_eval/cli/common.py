@@ -1,4 +1,8 @@
-"""What every command shares: the consoles, flags built from config fields, error handling."""
+"""What every command shares: the consoles, flags built from config fields, error handling.
+
+Text that is not ours (errors, paths, URLs, config values, model names) is printed as rich
+`Text`, never inside a markup string, where `[local]` in `agent-eval[local]` would be a tag.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from rich.text import Text
 
 from agent_eval.errors import AgentEvalError
 
@@ -32,7 +37,7 @@ class WaitReporter:
     def __call__(self, reason: str) -> None:
         if reason != self._last:
             self._last = reason
-            err_console.print(f"[dim]{reason}[/]", highlight=False)
+            err_console.print(Text(reason, style="dim"))
 
 
 def validated(model: type[BaseModel], fields: dict[str, Any]) -> Any:
@@ -73,5 +78,6 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
 
 
 def fail(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print `error: message` (the message as it is, brackets included) and exit with code 2."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
     raise typer.Exit(2)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.text import Text
 
 from agent_eval.cli import app
@@ -66,7 +67,8 @@ def report(
 
 def _single(run: Run, out: Path | None) -> tuple[str, Path, list[str]]:
     """Print the run's summary; return its page, where it goes, and the run's notes."""
-    console.print(summary_table(run.summary, title=run.title))
+    # A table's str title is rich markup: the run's names in it are escaped.
+    console.print(summary_table(run.summary, title=escape(run.title)))
     return run_page(run), out or run.path / REPORT, run.notes
 
 

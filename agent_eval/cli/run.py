@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
+from rich.text import Text
 
 from agent_eval.cli import app
 from agent_eval.cli.common import console, err_console, fail, flag, guarded
@@ -121,19 +123,24 @@ async def _watched(checked: Plan) -> Summary:
 def _interrupted(config: RunConfig) -> None:
     kept = sum(1 for _ in RunDirectory(config.run_dir).records())
     err_console.print(
-        f"[bold yellow]interrupted[/]: {kept} finished attempts are kept in {config.run_dir}; "
-        f"workers and proxy stopped.\nResume with: agent-eval run --resume {config.run_dir}",
-        highlight=False,
+        Text.assemble(
+            ("interrupted", "bold yellow"),
+            f": {kept} finished attempts are kept in {config.run_dir}; workers and proxy stopped."
+            f"\nResume with: agent-eval run --resume {config.run_dir}",
+        ),
         soft_wrap=True,
     )
     raise typer.Exit(130)
 
 
 def _finished(config: RunConfig, summary: Any) -> None:
-    console.print(summary_table(summary, title=f"{config.agent.name} on {config.dataset_name}"))
+    # A table's str title is rich markup: the names in it are escaped.
+    title = escape(f"{config.agent.name} on {config.dataset_name}")
+    console.print(summary_table(summary, title=title))
     console.print(
-        f"Results in {config.run_dir} (samples.jsonl, summary.json, config.yaml). "
-        f"Report: agent-eval report {config.run_dir}",
-        highlight=False,
+        Text(
+            f"Results in {config.run_dir} (samples.jsonl, summary.json, config.yaml). "
+            f"Report: agent-eval report {config.run_dir}"
+        ),
         soft_wrap=True,
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
@@ -226,9 +227,11 @@ def _run_dir(path: Path | None) -> Path:
 
 
 def _print_workers(endpoints: list[WorkerEndpoint]) -> None:
-    console.print(f"[bold green]{len(endpoints)} worker(s) ready[/]; Ctrl-C stops them.")
+    console.print(
+        Text.assemble((f"{len(endpoints)} worker(s) ready", "bold green"), "; Ctrl-C stops them.")
+    )
     for endpoint in endpoints:
-        console.print(f"  {endpoint.url}/v1", soft_wrap=True)
+        console.print(Text(f"  {endpoint.url}/v1"), soft_wrap=True)
 
 
 def _launched_model(launch: LaunchConfig) -> str | None:

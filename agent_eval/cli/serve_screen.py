@@ -121,9 +121,12 @@ def client_commands(base_url: str, model: str, keyed: bool) -> list[tuple[str, s
 def show_commands(base_url: str, model: str, keyed: bool) -> None:
     """Print the client commands unwrapped and unstyled, so they paste as they are."""
     note = f"; export {KEY_VARIABLE} first, the proxy checks it" if keyed else ""
-    console.print(f"Paste-ready client commands for model [bold]{model}[/]{note}:", soft_wrap=True)
+    console.print(
+        Text.assemble("Paste-ready client commands for model ", (model, "bold"), f"{note}:"),
+        soft_wrap=True,
+    )
     for title, text in client_commands(base_url, model, keyed):
-        console.print(f"[dim]# {title}[/]", soft_wrap=True)
+        console.print(Text(f"# {title}", style="dim"), soft_wrap=True)
         console.out(text, highlight=False)
 
 
@@ -154,9 +157,10 @@ def _panel(status: WorkerStatus | None) -> Panel:
 def announce(base_url: str, config: ProxyConfig) -> None:
     """The proxy's address and its workers, once it listens."""
     console.print(
-        f"[bold green]agent-eval proxy[/] listening at [bold]{base_url}[/]", soft_wrap=True
+        Text.assemble(("agent-eval proxy", "bold green"), " listening at ", (base_url, "bold")),
+        soft_wrap=True,
     )
     for url in config.endpoints:
-        console.print(f"  worker {url}", soft_wrap=True)
+        console.print(Text(f"  worker {url}"), soft_wrap=True)
     if not config.endpoints:
         console.print("  no workers yet: add one with POST /workers")

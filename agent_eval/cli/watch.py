@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from agent_eval.cli import app
 from agent_eval.cli.common import console, err_console, flag, guarded
@@ -70,10 +71,13 @@ def watch_command(
             return await watch(checked, checkpoints, view)
 
     handled = guarded(ctx, run_until_signalled, watched())
-    log = resolved.run_dir / DECISIONS
+    _finished(handled, resolved.run_dir)
+
+
+def _finished(handled: int | None, run_dir: Path) -> None:
+    """How the watch ended (None: a signal stopped it), and where its decisions and curve are."""
     how = "stopped" if handled is None else f"{handled} checkpoint(s) handled"
     err_console.print(
-        f"{how}; decisions in {log}; the curve: agent-eval report {resolved.run_dir}",
-        highlight=False,
+        Text(f"{how}; decisions in {run_dir / DECISIONS}; the curve: agent-eval report {run_dir}"),
         soft_wrap=True,
     )

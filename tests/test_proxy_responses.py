@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 from openai.types.responses import Response
@@ -201,6 +202,38 @@ async def test_unsupported_fields_are_a_400_naming_the_field(
     assert isinstance(error, dict)
     assert (error["code"], error["param"]) == ("unsupported_field", param)
     assert f"`{param}`" in error["message"]
+    assert worker.stats.generation_requests == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"tools": "x"}, "tools"),
+        ({"tools": [None]}, "tools[0]"),
+        ({"input": [{"role": "user", "content": 5}]}, "input[0].content"),
+        ({"text": "x"}, "text"),
+        ({"text": {"format": 5}}, "text.format"),
+        ({"previous_response_id": 5}, "previous_response_id"),
+    ],
+)
+async def test_fields_of_the_wrong_type_are_a_400_naming_the_field(
+    start_workers: StartWorkers, start_proxy: StartProxy, fields: dict[str, Any], param: str
+) -> None:
+    (worker,) = await start_workers(1, responses_api=False)
+    base_url = await start_proxy([worker])
+    sent = {"model": MODEL, "input": "Hi", **fields}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(base_url + "/responses", json=sent) as answer,
+    ):
+        assert answer.status == 400
+        error = (await answer.json())["error"]
+    assert (error["type"], error["code"], error["param"]) == (
+        "invalid_request_error",
+        "invalid_type",
+        param,
+    )
+    assert error["message"].startswith(f"`{param}` must be ")
     assert worker.stats.generation_requests == 0
 
 

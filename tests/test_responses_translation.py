@@ -14,6 +14,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from agent_eval.proxy.responses import (
+    InvalidType,
     PreviousResponseNotFound,
     StreamTranslator,
     Translation,
@@ -319,7 +320,6 @@ def test_background_false_is_accepted() -> None:
         ({"conversation": "conv_1"}, "conversation"),
         ({"prompt": {"id": "pmpt_1"}}, "prompt"),
         ({"frobnicate": 1}, "frobnicate"),
-        ({"instructions": [{"role": "system", "content": "x"}]}, "instructions"),
         ({"text": {"format": {"type": "grammar"}}}, "text.format.type"),
         ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
         ({"input": [{"type": "web_search_call", "id": "ws_1"}]}, "input[0].type"),
@@ -330,6 +330,9 @@ def test_background_false_is_accepted() -> None:
             "input[0].call_id",
         ),
         ({"tools": [{"type": "function"}]}, "tools[0].name"),
+        ({"tools": [{"name": "f"}]}, "tools[0].type"),
+        ({"text": {"format": {"name": "x"}}}, "text.format.type"),
+        ({"tool_choice": {"name": "f"}}, "tool_choice.type"),
         (
             {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
             "input[0].content[0].type",
@@ -366,11 +369,112 @@ def test_an_unknown_previous_response_is_a_404_saying_what_to_send() -> None:
     assert "'resp_1'" in raised.value.message and "whole conversation" in raised.value.message
 
 
-@pytest.mark.parametrize("value", [3, {"role": "user"}, ["hi"]])
-def test_input_of_the_wrong_shape_is_named(value: object) -> None:
+def test_a_tool_without_a_type_is_said_to_miss_it() -> None:
     with pytest.raises(UnsupportedField) as raised:
-        to_chat_request({"model": "m", "input": value})
-    assert raised.value.field == "input"
+        to_chat_request({"model": "m", "input": "hi", "tools": [{"name": "f"}]})
+    assert "missing" in raised.value.message and "None" not in raised.value.message
+
+
+def message(content: Any) -> dict[str, Any]:
+    return {"input": [{"role": "user", "content": content}]}
+
+
+def call(**fields: Any) -> dict[str, Any]:
+    return {
+        "input": [
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"} | fields
+        ]
+    }
+
+
+def tool(**fields: Any) -> dict[str, Any]:
+    return {"tools": [{"type": "function", "name": "f"} | fields]}
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"input": 3}, "input"),
+        ({"input": {"role": "user"}}, "input"),
+        ({"input": ["hi"]}, "input[0]"),
+        ({"input": [None]}, "input[0]"),
+        ({"input": [{"type": 5, "role": "user", "content": "x"}]}, "input[0].type"),
+        ({"input": [{"role": ["user"], "content": "x"}]}, "input[0].role"),
+        (message(5), "input[0].content"),
+        (message({"type": "input_text"}), "input[0].content"),
+        (message([5]), "input[0].content[0]"),
+        (message([{"type": ["input_text"]}]), "input[0].content[0].type"),
+        (message([{"type": "input_text", "text": 5}]), "input[0].content[0].text"),
+        (message([{"type": "refusal", "refusal": {}}]), "input[0].content[0].refusal"),
+        (message([{"type": "input_image", "image_url": 5}]), "input[0].content[0].image_url"),
+        (
+            message([{"type": "input_image", "image_url": "u", "detail": 1}]),
+            "input[0].content[0].detail",
+        ),
+        (call(name=5), "input[0].name"),
+        (call(arguments={"a": 1}), "input[0].arguments"),
+        (call(call_id=7), "input[0].call_id"),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": 5}]},
+            "input[0].output",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": 5, "output": "x"}]},
+            "input[0].call_id",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": [[]]}]},
+            "input[0].output[0]",
+        ),
+        ({"tools": "x"}, "tools"),
+        ({"tools": [None]}, "tools[0]"),
+        ({"tools": [5]}, "tools[0]"),
+        ({"tools": [{"type": {}}]}, "tools[0].type"),
+        (tool(name=5), "tools[0].name"),
+        (tool(description=5), "tools[0].description"),
+        (tool(parameters="x"), "tools[0].parameters"),
+        (tool(strict="yes"), "tools[0].strict"),
+        ({"tool_choice": 5}, "tool_choice"),
+        ({"tool_choice": {"type": 5}}, "tool_choice.type"),
+        ({"tool_choice": {"type": "function", "name": 5}}, "tool_choice.name"),
+        ({"text": "x"}, "text"),
+        ({"text": {"format": 5}}, "text.format"),
+        ({"text": {"format": {"type": 5}}}, "text.format.type"),
+        ({"text": {"format": {"type": "json_schema", "schema": "x"}}}, "text.format.schema"),
+        ({"instructions": 5}, "instructions"),
+        ({"instructions": [{"role": "system", "content": "x"}]}, "instructions"),
+        ({"model": 5}, "model"),
+        ({"temperature": "hot"}, "temperature"),
+        ({"top_p": True}, "top_p"),
+        ({"max_output_tokens": 1.5}, "max_output_tokens"),
+        ({"parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+        ({"stream": "yes"}, "stream"),
+        ({"background": "yes"}, "background"),
+    ],
+)
+def test_fields_of_the_wrong_type_are_named(extra: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidType) as raised:
+        to_chat_request({"model": "m", "input": "hi"} | extra)
+    assert (raised.value.status, raised.value.code, raised.value.field) == (
+        400,
+        "invalid_type",
+        field,
+    )
+    assert raised.value.message.startswith(f"`{field}` must be ")
+
+
+def test_a_previous_response_id_of_the_wrong_type_is_named() -> None:
+    with pytest.raises(InvalidType) as raised:
+        Translation.of({"model": "m", "input": "hi", "previous_response_id": 5})
+    assert raised.value.field == "previous_response_id"
+    assert raised.value.message == "`previous_response_id` must be a string, not integer"
+
+
+def test_numbers_take_integers_and_booleans_are_not_numbers() -> None:
+    chat = to_chat_request({"model": "m", "input": "hi", "temperature": 1, "top_p": 0.5})
+    assert (chat["temperature"], chat["top_p"]) == (1, 0.5)
+    with pytest.raises(InvalidType, match="must be an integer, not boolean"):
+        to_chat_request({"model": "m", "input": "hi", "max_output_tokens": True})
 
 
 # Responses

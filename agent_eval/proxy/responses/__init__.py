@@ -1,6 +1,7 @@
 """Serve the OpenAI Responses API over workers that only speak Chat Completions."""
 
 from agent_eval.proxy.responses.errors import (
+    InvalidType,
     PreviousResponseNotFound,
     RequestRefused,
     UnsupportedField,
@@ -13,6 +14,7 @@ from agent_eval.proxy.responses.stream import StreamTranslator, encode_event
 from agent_eval.proxy.responses.translation import Translation
 
 __all__ = [
+    "InvalidType",
     "PreviousResponseNotFound",
     "RequestRefused",
     "ResponseStore",

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.proxy.responses.errors import UnsupportedField
+from agent_eval.proxy.responses.errors import InvalidType, UnsupportedField, json_type
 
-# Fields read by the translation below.
-HANDLED = {
-    "model",
-    "input",
-    "instructions",
-    "tools",
-    "tool_choice",
-    "temperature",
-    "top_p",
-    "max_output_tokens",
-    "parallel_tool_calls",
-    "text",
-    "stream",
+# Fields read by the translation below, each with the JSON types it may have.
+HANDLED: dict[str, tuple[str, ...]] = {
+    "model": ("string",),
+    "input": ("string", "array"),
+    "instructions": ("string",),
+    "tools": ("array",),
+    "tool_choice": ("string", "object"),
+    "temperature": ("number",),
+    "top_p": ("number",),
+    "max_output_tokens": ("integer",),
+    "parallel_tool_calls": ("boolean",),
+    "text": ("object",),
+    "stream": ("boolean",),
+    "background": ("boolean",),
 }
 # Sampling fields the Responses API lacks but Chat Completions servers (SGLang, vLLM,
 # llama.cpp) accept; clients send them as extra body fields, and they pass as they are.
@@ -64,14 +65,22 @@ REFUSED = {
     "top_logprobs": "log probabilities are not translated; leave the field out",
 }
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
+# Optional fields of a function tool and of a json_schema format, passed on when typed right.
+TOOL_FIELDS = {"description": ("string",), "parameters": ("object",), "strict": ("boolean",)}
+SCHEMA_FIELDS = {
+    "name": ("string",),
+    "schema": ("object",),
+    "description": ("string",),
+    "strict": ("boolean",),
+}
 
 
 def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
-    """The Chat Completions body for `body`; raises UnsupportedField for what it cannot serve."""
+    """The Chat Completions body for `body`; raises RequestRefused for what it cannot serve."""
     _check_fields(body)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": _messages(body)}
     if body.get("tools"):
-        chat["tools"] = [_tool(tool, i) for i, tool in enumerate(body["tools"])]
+        chat["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(body["tools"])]
     if body.get("tool_choice") is not None:
         chat["tool_choice"] = _tool_choice(body["tool_choice"])
     for name in ("temperature", "top_p", "parallel_tool_calls", *SAMPLING_EXTRAS):
@@ -80,7 +89,7 @@ def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
     if body.get("max_output_tokens") is not None:
         # `max_tokens`, not `max_completion_tokens`: llama.cpp and older vLLM know only it.
         chat["max_tokens"] = body["max_output_tokens"]
-    response_format = _response_format(body.get("text"))
+    response_format = _response_format(body.get("text") or {})
     if response_format is not None:
         chat["response_format"] = response_format
     if body.get("stream"):
@@ -91,28 +100,26 @@ def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_fields(body: dict[str, Any]) -> None:
-    """Refuse fields with no translation; an unknown field is refused rather than dropped."""
+    """Refuse fields with no translation or of the wrong type; unknown ones are not dropped."""
     for field, value in body.items():
-        if field in HANDLED or field in SAMPLING_EXTRAS or field in IGNORED or value is None:
+        if value is None or field in SAMPLING_EXTRAS or field in IGNORED:
             continue
-        if field == "background":
-            if value:
-                raise UnsupportedField(
-                    field, "background responses need a store to poll; send the request without it"
-                )
+        if field in HANDLED:
+            _typed(value, field, *HANDLED[field])
             continue
         why = REFUSED.get(field, "it has no Chat Completions translation; leave it out")
         raise UnsupportedField(field, why)
+    if body.get("background"):
+        raise UnsupportedField(
+            "background", "background responses need a store to poll; send the request without it"
+        )
 
 
 def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The chat messages: instructions as a system message, then the input items."""
     messages: list[dict[str, Any]] = []
-    instructions = body.get("instructions")
-    if instructions is not None:
-        if not isinstance(instructions, str):
-            raise UnsupportedField("instructions", "only a string is supported")
-        messages.append({"role": "system", "content": instructions})
+    if body.get("instructions") is not None:
+        messages.append({"role": "system", "content": body["instructions"]})
     if body.get("input") is None:
         raise UnsupportedField("input", "the request needs an `input`")
     for i, item in enumerate(input_items(body["input"])):
@@ -126,21 +133,22 @@ def input_items(value: object) -> list[dict[str, Any]]:
         return []
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
-    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
-        return value
-    raise UnsupportedField("input", "it must be a string or a list of items (JSON objects)")
+    items = _typed(value, "input", "string", "array")
+    for i, item in enumerate(items):
+        _typed(item, f"input[{i}]", "object")
+    return items
 
 
 def _add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
     """Append the chat form of one input item to `messages`."""
-    kind = item.get("type", "message")
+    kind = _optional(item, "type", where, "string") or "message"
     if kind == "message":
         messages.append(_message(item, where))
     elif kind == "function_call":
         _add_tool_call(messages, item, where)
     elif kind == "function_call_output":
-        content = _output_text(_field(item, "output", where), f"{where}.output")
-        call_id = _field(item, "call_id", where)
+        content = _output_text(_field(item, "output", where, "string", "array"), f"{where}.output")
+        call_id = _field(item, "call_id", where, "string")
         messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
     elif kind == "reasoning":
         # Chat Completions has no field for earlier reasoning, and chat templates drop past
@@ -156,15 +164,16 @@ def _add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) 
 
 def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     """A chat message from a Responses message item."""
-    role = _field(item, "role", where)
+    role = _field(item, "role", where, "string")
     if role not in {"user", "assistant", "system", "developer"}:
         raise UnsupportedField(f"{where}.role", f"role '{role}' is not supported")
     # Many Chat Completions servers reject the `developer` role; `system` means the same.
     role = "system" if role == "developer" else role
-    return {"role": role, "content": _content(_field(item, "content", where), f"{where}.content")}
+    content = _field(item, "content", where, "string", "array")
+    return {"role": role, "content": _content(content, f"{where}.content")}
 
 
-def _content(content: str | list[dict[str, Any]], where: str) -> str | list[dict[str, Any]]:
+def _content(content: str | list[Any], where: str) -> str | list[dict[str, Any]]:
     """Message content: text parts joined into a string, or a part list when images appear."""
     if isinstance(content, str):
         return content
@@ -175,15 +184,18 @@ def _content(content: str | list[dict[str, Any]], where: str) -> str | list[dict
     return parts
 
 
-def _part(part: dict[str, Any], where: str) -> dict[str, Any]:
+def _part(value: object, where: str) -> dict[str, Any]:
     """The chat content part for a Responses content part."""
-    kind = part.get("type")
+    part = _typed(value, where, "object")
+    kind = _optional(part, "type", where, "string")
     if kind in TEXT_PARTS:
-        return {"type": "text", "text": part.get("text", part.get("refusal", ""))}
-    if kind == "input_image" and part.get("image_url"):
-        image_url = {"url": part["image_url"]}
-        if part.get("detail"):
-            image_url["detail"] = part["detail"]
+        # A refusal part carries its words under `refusal`, every other text part under `text`.
+        key = "refusal" if kind == "refusal" else "text"
+        return {"type": "text", "text": _optional(part, key, where, "string") or ""}
+    if kind == "input_image" and part.get("image_url") is not None:
+        image_url = {"url": _field(part, "image_url", where, "string")}
+        if detail := _optional(part, "detail", where, "string"):
+            image_url["detail"] = detail
         return {"type": "image_url", "image_url": image_url}
     if kind == "input_image":
         raise UnsupportedField(
@@ -194,7 +206,7 @@ def _part(part: dict[str, Any], where: str) -> dict[str, Any]:
     )
 
 
-def _output_text(output: str | list[dict[str, Any]], where: str) -> str:
+def _output_text(output: str | list[Any], where: str) -> str:
     """A tool result as the string chat `tool` messages carry."""
     content = _content(output, where)
     if not isinstance(content, str):
@@ -204,9 +216,10 @@ def _output_text(output: str | list[dict[str, Any]], where: str) -> str:
 
 def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
     """Attach a function call to the assistant turn it belongs to, opening one if needed."""
-    name, arguments = _field(item, "name", where), _field(item, "arguments", where)
+    name = _field(item, "name", where, "string")
+    arguments = _field(item, "arguments", where, "string")
     call = {
-        "id": _field(item, "call_id", where),
+        "id": _field(item, "call_id", where, "string"),
         "type": "function",
         "function": {"name": name, "arguments": arguments},
     }
@@ -219,18 +232,20 @@ def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any], where: 
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
 
 
-def _tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
+def _tool(value: object, where: str) -> dict[str, Any]:
     """The nested Chat Completions shape of a flat Responses function tool."""
-    if tool.get("type") != "function":
+    tool = _typed(value, where, "object")
+    kind = _field(tool, "type", where, "string")
+    if kind != "function":
         raise UnsupportedField(
-            f"tools[{index}]",
-            f"built-in tools such as '{tool.get('type')}' run on OpenAI's servers; "
+            where,
+            f"built-in tools such as '{kind}' run on OpenAI's servers; "
             "only tools of type 'function' can be served",
         )
-    function = {"name": _field(tool, "name", f"tools[{index}]")}
-    for key in ("description", "parameters", "strict"):
-        if tool.get(key) is not None:
-            function[key] = tool[key]
+    function = {"name": _field(tool, "name", where, "string")}
+    for key, kinds in TOOL_FIELDS.items():
+        if (value := _optional(tool, key, where, *kinds)) is not None:
+            function[key] = value
     return {"type": "function", "function": function}
 
 
@@ -238,31 +253,54 @@ def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
     """The Chat Completions tool_choice: the same strings, a nested form for one function."""
     if isinstance(choice, str):
         return choice
-    if choice.get("type") == "function":
-        return {"type": "function", "function": {"name": _field(choice, "name", "tool_choice")}}
+    kind = _field(choice, "type", "tool_choice", "string")
+    if kind == "function":
+        name = _field(choice, "name", "tool_choice", "string")
+        return {"type": "function", "function": {"name": name}}
     raise UnsupportedField(
         "tool_choice",
-        f"a tool_choice of type '{choice.get('type')}' is not supported; "
+        f"a tool_choice of type '{kind}' is not supported; "
         "use 'auto', 'none', 'required' or a function",
     )
 
 
-def _response_format(text: dict[str, Any] | None) -> dict[str, Any] | None:
+def _response_format(text: dict[str, Any]) -> dict[str, Any] | None:
     """The chat response_format for `text.format`, or None for plain text."""
-    fmt = (text or {}).get("format") or {"type": "text"}
-    if fmt["type"] == "text":
+    fmt = _optional(text, "format", "text", "object") or {"type": "text"}
+    kind = _field(fmt, "type", "text.format", "string")
+    if kind == "text":
         return None
-    if fmt["type"] == "json_object":
+    if kind == "json_object":
         return {"type": "json_object"}
-    if fmt["type"] == "json_schema":
-        keys = ("name", "schema", "description", "strict")
-        schema = {key: fmt[key] for key in keys if key in fmt}
+    if kind == "json_schema":
+        schema = {}
+        for key, kinds in SCHEMA_FIELDS.items():
+            if (value := _optional(fmt, key, "text.format", *kinds)) is not None:
+                schema[key] = value
         return {"type": "json_schema", "json_schema": schema}
-    raise UnsupportedField("text.format.type", f"format '{fmt['type']}' is not supported")
+    raise UnsupportedField("text.format.type", f"format '{kind}' is not supported")
 
 
-def _field(obj: dict[str, Any], key: str, where: str) -> Any:
-    """`obj[key]`; a missing key is the client's mistake, so it becomes a 400 naming it."""
+def _field(obj: dict[str, Any], key: str, where: str, *kinds: str) -> Any:
+    """`obj[key]`, of one of the JSON types `kinds`; missing, it is a 400 naming it."""
     if obj.get(key) is None:
         raise UnsupportedField(f"{where}.{key}", "it is missing, and is required")
-    return obj[key]
+    return _typed(obj[key], f"{where}.{key}", *kinds)
+
+
+def _optional(obj: dict[str, Any], key: str, where: str, *kinds: str) -> Any:
+    """`obj[key]`, of one of the JSON types `kinds`; None when absent or null."""
+    value = obj.get(key)
+    return None if value is None else _typed(value, f"{where}.{key}", *kinds)
+
+
+def _typed(value: Any, where: str, *kinds: str) -> Any:
+    """`value` when its JSON type is one of `kinds` ("number" takes integers too)."""
+    found = json_type(value)
+    if found in kinds or (found == "integer" and "number" in kinds):
+        return value
+    raise InvalidType(where, " or ".join(_a(kind) for kind in kinds), value)
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"

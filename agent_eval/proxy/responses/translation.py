@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.proxy.responses.errors import PreviousResponseNotFound
+from agent_eval.proxy.responses.errors import InvalidType, PreviousResponseNotFound
 from agent_eval.proxy.responses.relay import ResponsesRelay
 from agent_eval.proxy.responses.request import input_items, to_chat_request
 from agent_eval.proxy.responses.response import new_response_id, to_response
@@ -26,9 +26,11 @@ class Translation:
     def of(cls, request: dict[str, Any]) -> Translation:
         """Raises: RequestRefused when the request cannot be served as Chat Completions."""
         previous = request.get("previous_response_id")
-        if previous is not None:
+        if isinstance(previous, str):
             # The route puts stored conversations in `input`; an id left here is unknown.
-            raise PreviousResponseNotFound(str(previous))
+            raise PreviousResponseNotFound(previous)
+        if previous is not None:
+            raise InvalidType("previous_response_id", "a string", previous)
         return cls(request, orjson.dumps(to_chat_request(request)), new_response_id())
 
     def answer(self, chat: bytes) -> dict[str, Any]:

@@ -13,8 +13,10 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.responses import (
     InvalidType,
+    NativeFailure,
     PreviousResponseNotFound,
     StreamTranslator,
     Translation,
@@ -23,6 +25,9 @@ from agent_eval.proxy.responses import (
     to_chat_request,
     to_response,
 )
+from agent_eval.proxy.sse import SSEReader
+from agent_eval.proxy.stream import Passthrough
+from agent_eval.testing.replies import Reply, ReplyMeta, ToolCall, response_stream
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 WEATHER_TOOL = {
@@ -649,3 +654,54 @@ def test_text_after_a_tool_call_goes_to_one_message() -> None:
         final = stream.get_final_response()
     assert final.output_text == "Done."
     assert [item.type for item in final.output] == ["message", "function_call"]
+
+
+# Native streams that break
+
+
+def native_events(reply: Reply) -> list[bytes]:
+    """The SSE events a worker serving the Responses API itself streams for `reply`."""
+    meta = ReplyMeta("resp_native", "qwen", 1700000000, "w", 3, 2, include_usage=False)
+    return list(response_stream(reply, meta))
+
+
+def failed_event(ending: bytes) -> Any:
+    """The one `response.failed` event in `ending`, as the SDK parses it."""
+    (event,) = SSEReader().feed(ending)
+    return EVENTS.validate_python(event)
+
+
+def test_a_native_stream_broken_mid_way_ends_with_its_own_response_failed() -> None:
+    sent = native_events(Reply("Hello there.", [ToolCall("weather", '{"city": "Oslo"}', "c1")]))
+    done = next(i for i, event in enumerate(sent) if b"response.output_item.done" in event)
+    ending = NativeFailure({"model": "qwen", "input": "hi"})
+    relay = Passthrough(StreamAssembler(), ending)
+    assert [relay.feed(event) for event in sent[: done + 2]] == sent[: done + 2]
+    failed = failed_event(relay.broken("the stream broke"))
+    assert (failed.type, failed.sequence_number) == ("response.failed", done + 2)
+    assert (failed.response.id, failed.response.status) == ("resp_native", "failed")
+    assert failed.response.error is not None
+    assert failed.response.error.message == "the stream broke"
+    assert [item.type for item in failed.response.output] == ["message"]
+    assert failed.response.output_text == "Hello there."
+
+
+def test_a_native_stream_broken_before_its_first_event_gets_a_fresh_id() -> None:
+    ending = NativeFailure({"model": "qwen", "input": "hi", "temperature": 0.5})
+    ending.feed(b'event: response.created\ndata: {"type": "respo')
+    failed = failed_event(ending.broken("gone"))
+    assert failed.sequence_number == 0 and failed.response.id.startswith("resp_")
+    assert (failed.response.model, failed.response.temperature) == ("qwen", 0.5)
+
+
+def test_a_native_stream_that_already_ended_gets_nothing_more() -> None:
+    ending = NativeFailure({})
+    for event in native_events(Reply("Hi.")):
+        ending.feed(event)
+    assert ending.broken("late") == b""
+
+
+def test_other_streams_end_with_an_error_line() -> None:
+    line = Passthrough(None).broken("the stream broke")
+    assert line.startswith(b"data: ") and line.endswith(b"\n\n")
+    assert orjson.loads(line[6:])["error"]["code"] == "stream_interrupted"

@@ -6,6 +6,7 @@ from agent_eval.proxy.responses.errors import (
     RequestRefused,
     UnsupportedField,
 )
+from agent_eval.proxy.responses.native import NativeFailure
 from agent_eval.proxy.responses.request import to_chat_request
 from agent_eval.proxy.responses.response import new_response_id, to_response
 from agent_eval.proxy.responses.route import ResponsesRoute
@@ -15,6 +16,7 @@ from agent_eval.proxy.responses.translation import Translation
 
 __all__ = [
     "InvalidType",
+    "NativeFailure",
     "PreviousResponseNotFound",
     "RequestRefused",
     "ResponseStore",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval.proxy.responses.native import NativeFailure
 from agent_eval.proxy.responses.request import input_items
 from agent_eval.proxy.responses.store import ResponseStore, StoredResponse
 from agent_eval.proxy.responses.translation import Translation
@@ -59,6 +60,10 @@ class ResponsesRoute:
         if not self.handles(exchange) or worker.serves_responses is not False:
             return None
         return Translation.of(exchange.payload)
+
+    def stream_ending(self, exchange: Exchange) -> NativeFailure | None:
+        """How a native stream on this route ends if it breaks; None for other routes."""
+        return NativeFailure(exchange.payload) if self.handles(exchange) else None
 
     def lacks_route(
         self, exchange: Exchange, worker: Worker, translation: Translation | None, status: int

@@ -1,0 +1,60 @@
+"""End a worker's own Responses stream that broke mid-way as OpenAI ends one: `response.failed`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agent_eval.proxy.responses.response import base_response, new_response_id
+from agent_eval.proxy.responses.stream import encode_event
+from agent_eval.proxy.sse import SSEReader
+
+# Events after which the stream has said its last word; a break after one needs no event.
+FINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
+
+
+class NativeFailure:
+    """Follows a native Responses event stream; `broken` gives the event that ends it failed.
+
+    What the stream said of its response (id, model, settings) and the output items it
+    finished are kept, so the failed response continues the one the client was shown.
+    """
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self._request = request
+        self._reader = SSEReader()
+        self._response: dict[str, Any] = {}
+        self._output: list[dict[str, Any]] = []
+        self._sequence = 0
+        self._ended = False
+
+    def feed(self, chunk: bytes) -> None:
+        """Follow the worker's bytes as they pass to the client."""
+        for event in self._reader.feed(chunk):
+            self._follow(event)
+
+    def broken(self, message: str) -> bytes:
+        """The `response.failed` event saying `message`; nothing once the stream had ended."""
+        if self._ended:
+            return b""
+        model = self._request.get("model")
+        shell = base_response(
+            self._request,
+            new_response_id(),
+            model if isinstance(model, str) else "",
+            time.time(),
+        )
+        response = {**shell, **self._response, "output": self._output, "status": "failed"}
+        response["error"] = {"code": "server_error", "message": message}
+        event = {"type": "response.failed", "sequence_number": self._sequence, "response": response}
+        return encode_event(event)
+
+    def _follow(self, event: dict[str, Any]) -> None:
+        if isinstance(event.get("sequence_number"), int):
+            self._sequence = event["sequence_number"] + 1
+        if isinstance(event.get("response"), dict):
+            self._response = event["response"]
+        kind, item = event.get("type"), event.get("item")
+        if kind == "response.output_item.done" and isinstance(item, dict):
+            self._output.append(item)
+        self._ended = self._ended or (isinstance(kind, str) and kind in FINAL_EVENTS)

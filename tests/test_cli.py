@@ -94,10 +94,16 @@ async def test_serve_runs_until_signalled(
     serve_process: subprocess.Popen[str], signum: signal.Signals
 ) -> None:
     base_url = _served_url(serve_process)
+    lines = [serve_process.stdout.readline() for _ in range(2)]
+    assert "no workers yet" in lines[0]
+    token = lines[1].removeprefix("  admin token for POST and DELETE /workers: ").strip()
+    assert len(token) >= 32, lines
     async with MockWorker() as worker, aiohttp.ClientSession() as http:
-        async with http.post(
-            base_url.removesuffix("/v1") + "/workers", json={"url": worker.url}
-        ) as r:
+        workers = base_url.removesuffix("/v1") + "/workers"
+        async with http.post(workers, json={"url": worker.url}) as r:
+            assert r.status == 401, "a worker was added without the admin token"
+        auth = {"Authorization": f"Bearer {token}"}
+        async with http.post(workers, json={"url": worker.url}, headers=auth) as r:
             assert r.status == 201
         await wait_ready(base_url, 1)
         body = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}

@@ -18,8 +18,10 @@ from agent_eval.cli.serve_screen import ServeScreen
 from agent_eval.launch import LaunchConfig, WorkerEndpoint, hold_workers, serve_over_workers
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.overrides import apply_overrides
+from agent_eval.proxy.auth import save_admin_token
 from agent_eval.proxy.config import (
     HealthConfig,
+    LimitsConfig,
     PolicyName,
     ProxyConfig,
     ResponsesConfig,
@@ -29,15 +31,16 @@ from agent_eval.proxy.config import (
 )
 from agent_eval.proxy.server import serve_forever
 
-PROXY, WORKERS, HEALTH, RETRIES, SECURITY = (
+PROXY, WORKERS, HEALTH, RETRIES, LIMITS, SECURITY = (
     "Proxy",
     "Workers",
     "Health",
     "Retries and timeouts",
+    "Limits",
     "Security",
 )
 _P, _H, _R, _T, _S = ProxyConfig(), HealthConfig(), RetryConfig(), TimeoutConfig(), SessionConfig()
-_RS = ResponsesConfig()
+_RS, _L = ResponsesConfig(), LimitsConfig()
 
 
 BackendOption = Annotated[
@@ -95,6 +98,9 @@ def serve(
     responses_store_ttl: Annotated[
         float, flag(ResponsesConfig, "store_ttl", PROXY, "--responses-store-ttl")
     ] = _RS.store_ttl,
+    responses_store_bytes: Annotated[
+        int, flag(ResponsesConfig, "store_bytes", PROXY, "--responses-store-bytes")
+    ] = _RS.store_bytes,
     record: Annotated[
         Path | None, flag(ProxyConfig, "record_dir", PROXY, "--record", show_default=False)
     ] = None,
@@ -121,9 +127,17 @@ def serve(
     stream_idle_timeout: Annotated[
         float, flag(TimeoutConfig, "stream_idle", RETRIES)
     ] = _T.stream_idle,
-    max_body_bytes: Annotated[
-        int, flag(ProxyConfig, "max_body_bytes", RETRIES)
-    ] = _P.max_body_bytes,
+    attempt_timeout: Annotated[
+        float | None, flag(TimeoutConfig, "attempt", RETRIES, show_default=False)
+    ] = None,
+    max_body_bytes: Annotated[int, flag(ProxyConfig, "max_body_bytes", LIMITS)] = _P.max_body_bytes,
+    max_in_flight: Annotated[int, flag(LimitsConfig, "max_in_flight", LIMITS)] = _L.max_in_flight,
+    max_connections_per_worker: Annotated[
+        int, flag(LimitsConfig, "max_connections_per_worker", LIMITS)
+    ] = _L.max_connections_per_worker,
+    client_timeout: Annotated[
+        float, flag(LimitsConfig, "client_timeout", LIMITS)
+    ] = _L.client_timeout,
     api_key: Annotated[
         str | None,
         flag(ProxyConfig, "api_key", SECURITY, envvar="AGENT_EVAL_API_KEY", show_default=False),
@@ -138,6 +152,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    admin_token: Annotated[
+        str | None,
+        flag(
+            ProxyConfig,
+            "admin_token",
+            SECURITY,
+            envvar="AGENT_EVAL_ADMIN_TOKEN",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve one OpenAI-compatible endpoint in front of the given workers."""
     fields = {
@@ -147,6 +171,7 @@ def serve(
         "policy": policy,
         "api_key": api_key,
         "worker_api_key": worker_api_key,
+        "admin_token": admin_token,
         "max_body_bytes": max_body_bytes,
         "record_dir": record,
         "health": {
@@ -167,21 +192,33 @@ def serve(
             "connect": connect_timeout,
             "total": timeout,
             "stream_idle": stream_idle_timeout,
+            "attempt": attempt_timeout,
+        },
+        "limits": {
+            "max_in_flight": max_in_flight,
+            "max_connections_per_worker": max_connections_per_worker,
+            "client_timeout": client_timeout,
         },
         "sessions": {"balance_factor": session_balance, "ttl": session_ttl},
         "responses": {
             "store_capacity": responses_store_capacity,
             "store_ttl": responses_store_ttl,
+            "store_bytes": responses_store_bytes,
         },
     }
     proxy = guarded(ctx, validated, ProxyConfig, fields)
+    made_token = proxy.admin_token is None
+    proxy = proxy.with_admin_token()
     if backend is None:
-        screen = ServeScreen()
+        screen = ServeScreen(show_admin_token=made_token)
         guarded(ctx, run_until_signalled, _shown(serve_forever(proxy, screen.on_ready), screen))
         return
     launch = guarded(ctx, launch_config, backend, model, scheduler, endpoint, overrides)
-    screen = ServeScreen(_launched_model(launch))
-    main = serve_over_workers(launch, proxy, _run_dir(run_dir), screen.on_ready, WaitReporter())
+    directory = _run_dir(run_dir)
+    if made_token:
+        guarded(ctx, save_admin_token, proxy.admin_token, directory)
+    screen = ServeScreen(_launched_model(launch), show_admin_token=made_token)
+    main = serve_over_workers(launch, proxy, directory, screen.on_ready, WaitReporter())
     guarded(ctx, run_until_signalled, _shown(main, screen))
 
 

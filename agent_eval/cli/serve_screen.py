@@ -13,9 +13,7 @@ from rich.text import Text
 
 from agent_eval.cli.common import console
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, fetch_workers, worker_table
-from agent_eval.proxy.config import (
-    ProxyConfig,
-)
+from agent_eval.proxy.config import ProxyConfig
 
 MODEL_PLACEHOLDER = "MODEL"
 KEY_VARIABLE = "AGENT_EVAL_API_KEY"
@@ -25,13 +23,23 @@ PANEL_INTERVAL = 1.0
 class ServeScreen:
     """What `serve` shows: the address, paste-ready client commands, then a worker panel."""
 
-    def __init__(self, model_hint: str | None = None) -> None:
+    def __init__(self, model_hint: str | None = None, show_admin_token: bool = False) -> None:
         self._model_hint = model_hint
+        self._show_admin_token = show_admin_token
         self._task: asyncio.Task[None] | None = None
 
     def on_ready(self, base_url: str, config: ProxyConfig) -> None:
         """The proxy listens: its address at once; the rest waits on HTTP, so in a task."""
         announce(base_url, config)
+        if self._show_admin_token and config.admin_token is not None:
+            # Printed once, like Jupyter's token: whoever started the proxy may change workers.
+            console.print(
+                Text.assemble(
+                    "  admin token for POST and DELETE /workers: ",
+                    (config.admin_token.get_secret_value(), "bold"),
+                ),
+                soft_wrap=True,
+            )
         self._task = asyncio.get_running_loop().create_task(self._follow(base_url, config))
 
     async def close(self) -> None:
@@ -163,4 +171,4 @@ def announce(base_url: str, config: ProxyConfig) -> None:
     for url in config.endpoints:
         console.print(Text(f"  worker {url}"), soft_wrap=True)
     if not config.endpoints:
-        console.print("  no workers yet: add one with POST /workers")
+        console.print("  no workers yet: add one with POST /workers and the admin token")

@@ -35,6 +35,19 @@ def test_the_least_recently_used_go_first_past_capacity() -> None:
     assert store.pop("a") == stored() and store.pop("a") is None and store.get("a") is None
 
 
+def test_the_least_recently_used_go_first_past_the_byte_bound() -> None:
+    store = ResponseStore(capacity=100, ttl=60, max_bytes=1000, clock=Clock())
+    for name in "abc":
+        store.put(name, StoredResponse("http://w", (ITEM,), size=400))
+    assert (store.get("a"), len(store), store.bytes) == (None, 2, 800)
+    store.put("huge", StoredResponse("http://w", (ITEM,), size=5000))
+    assert (store.get("huge"), len(store), store.bytes) == (None, 0, 0)
+    store.put("b", StoredResponse("http://w", (ITEM,), size=100))
+    store.put("b", StoredResponse("http://w", (ITEM,), size=300))
+    assert (len(store), store.bytes) == (1, 300)
+    assert store.pop("b") is not None and store.bytes == 0
+
+
 def test_a_response_expires_ttl_after_its_last_use() -> None:
     clock = Clock()
     store = ResponseStore(capacity=10, ttl=60, clock=clock)

@@ -53,7 +53,8 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[CONFIG] = config
     app[POOL] = pool
     app[METRICS] = ProxyMetrics(pool)
-    store = ResponseStore(config.responses.store_capacity, config.responses.store_ttl)
+    responses = config.responses
+    store = ResponseStore(responses.store_capacity, responses.store_ttl, responses.store_bytes)
     app[RESPONSES] = ResponsesRoute(store)
     app.cleanup_ctx.append(_upstream)
     for route in GENERATION_ROUTES:

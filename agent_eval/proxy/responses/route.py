@@ -97,5 +97,8 @@ class ResponsesRoute:
         if translation is None:
             stored = StoredResponse(worker.url, None)
         else:
-            stored = StoredResponse(worker.url, translation.conversation(answer), answer)
+            # The request body holds the conversation so far: the stored history went into it.
+            size = len(exchange.body) + len(orjson.dumps(answer))
+            conversation = translation.conversation(answer)
+            stored = StoredResponse(worker.url, conversation, answer, size)
         self.store.put(str(answer["id"]), stored)

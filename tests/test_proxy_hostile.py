@@ -117,6 +117,21 @@ async def test_a_poison_request_is_tried_on_two_workers_and_opens_no_breaker(
     assert (await raw("POST", f"{base_url}/chat/completions", json.dumps(CHAT).encode()))[0] == 200
 
 
+async def test_a_poison_request_to_a_lone_worker_is_tried_twice_and_opens_no_breaker(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.error_status = 500
+    base_url = await start_proxy([worker], health={**FAST_HEALTH, "breaker_failures": 2})
+    for _ in range(5):
+        status, body = await raw("POST", f"{base_url}/chat/completions", json.dumps(CHAT).encode())
+        assert status == 500
+        assert_openai_error(body, "request_failed_on_every_worker")
+    assert worker.stats.generation_requests == 10
+    state = await worker_state(base_url, worker)
+    assert (state["breaker"], state["failures"]) == ("closed", 0)
+
+
 async def test_a_failure_another_worker_does_not_repeat_is_charged_to_the_first(
     start_workers: StartWorkers, start_proxy: StartProxy
 ) -> None:

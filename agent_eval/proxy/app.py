@@ -148,10 +148,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
     limit = request.app[CONFIG].max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         return body_too_large(limit)
-    try:
-        async with asyncio.timeout(request.app[CONFIG].limits.client_timeout):
-            body = await request.read()
-    except TimeoutError:
+    body = await _read_body(request, request.app[CONFIG].limits.client_timeout)
+    if body is None:
         return body_too_slow(request.app[CONFIG].limits.client_timeout)
     try:
         payload = orjson.loads(body)
@@ -197,6 +195,17 @@ async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     body = request.app[METRICS].render()
     return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
+
+
+async def _read_body(request: web.Request, timeout: float) -> bytes | None:
+    """The request body; None when the client did not send it all within `timeout` s."""
+    if request.content.is_eof():
+        return await request.read()  # it came with the head, as small bodies do: no timer
+    try:
+        async with asyncio.timeout(timeout):
+            return await request.read()
+    except TimeoutError:
+        return None
 
 
 def _text(value: object) -> str | None:

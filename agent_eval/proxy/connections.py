@@ -140,15 +140,21 @@ class UpstreamPool:
 
     async def _acquire(self, origin: Origin, timeout: float) -> tuple[Connection, bool]:
         """An idle connection (True), else a new or freed one (False)."""
-        state = self._workers.setdefault(origin, _WorkerConnections())
+        state = self._state(origin)
         while state.idle:
             connection = state.idle.pop()  # the most recent: old ones age out
             if connection.open:
                 return connection, True
         return await self._open_or_wait(origin, timeout), False
 
+    def _state(self, origin: Origin) -> _WorkerConnections:
+        state = self._workers.get(origin)
+        if state is None:
+            state = self._workers[origin] = _WorkerConnections()
+        return state
+
     async def _open_or_wait(self, origin: Origin, timeout: float) -> Connection:
-        state = self._workers.setdefault(origin, _WorkerConnections())
+        state = self._state(origin)
         if state.open < self._max_connections:
             return await self._connect(origin, state)
         waiter: asyncio.Future[Connection | None] = asyncio.get_running_loop().create_future()

@@ -118,6 +118,8 @@ class Forwarder:
                 worker = self._choose(exchange, tried)
             except ModelNotServedError as exc:
                 return self._finish(exchange, model_not_found(str(exc)), None)
+            if worker is None and suspect is not None and tried == [suspect[0]]:
+                worker = suspect[0]  # the only worker: a second try tells poison from a fault
             if worker is None or time.monotonic() >= deadline:
                 break
             if failure is not None:
@@ -328,11 +330,11 @@ class Forwarder:
 
 
 def _poisoned(failure: Failure, attempts: int) -> web.Response:
-    """The answer to a request that failed the same way on two workers."""
+    """The answer to a request that failed the same way twice in a row."""
     return error_response(
         failure.status or 502,
         "request_failed_on_every_worker",
-        f"the request failed the same way on {attempts} workers (last: {failure.message}), "
+        f"the request failed the same way on {attempts} attempts (last: {failure.message}), "
         "so the request itself is the likely cause: it was not tried again and counts "
         "against no worker. Check the request; worker states are at GET /workers.",
     )

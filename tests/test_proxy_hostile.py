@@ -432,3 +432,16 @@ async def test_200_mb_of_conversations_and_session_ids_leave_memory_bounded() ->
             await serve.wait()
     assert stored - before < 64, f"RSS grew from {before:.0f} to {stored:.0f} MB"
     assert sessions - stored < 32, f"RSS grew from {stored:.0f} to {sessions:.0f} MB"
+
+
+async def test_an_expectation_other_than_continue_gets_an_openai_error(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    base_url = await start_proxy(await start_workers(1))
+    body = json.dumps(CHAT).encode()
+    status, error = status_and_json(
+        await raw_http(base_url, post_head("/chat/completions", body, b"Expect: 0"))
+    )
+    assert status == 417 and "100-continue" in assert_openai_error(error, "expectation_failed")
+    headers = {"Expect": "100-continue", "Content-Type": "application/json"}
+    assert (await raw("POST", f"{base_url}/chat/completions", body, headers))[0] == 200

@@ -279,7 +279,6 @@ async def test_a_stream_broken_mid_way_ends_with_response_failed(
 
 # TODO(lead): remove the mark once forward.py's Forwarder._stream builds
 # `Passthrough(..., self._responses.stream_ending(exchange))`; strict, so it says when.
-@pytest.mark.xfail(strict=True, reason="forward.py does not pass stream_ending yet")
 async def test_a_native_stream_broken_mid_way_ends_with_response_failed(
     start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:

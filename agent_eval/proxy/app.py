@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 import orjson
 from aiohttp import web
+from aiohttp.web_urldispatcher import _default_expect_handler
 
 from agent_eval.proxy import admin, stored_responses
 from agent_eval.proxy.auth import bearer_matches, secret_bytes
@@ -20,6 +21,7 @@ from agent_eval.proxy.errors import (
     body_too_large,
     body_too_slow,
     error_response,
+    expectation_failed,
     invalid_json,
     method_not_allowed,
     no_healthy_worker,
@@ -58,7 +60,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[RESPONSES] = ResponsesRoute(store)
     app.cleanup_ctx.append(_upstream)
     for route in GENERATION_ROUTES:
-        app.router.add_post(route, generate)
+        app.router.add_post(route, generate, expect_handler=_expect)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/readiness", readiness)
@@ -195,6 +197,15 @@ async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     body = request.app[METRICS].render()
     return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
+
+
+async def _expect(request: web.Request) -> web.StreamResponse | None:
+    """`Expect: 100-continue` as aiohttp meets it; any other expectation refused as JSON."""
+    expect = request.headers.get("Expect", "")
+    if expect.lower() == "100-continue":
+        # aiohttp's own handler; it answers anything else in plain text, before middlewares.
+        return await _default_expect_handler(request)
+    return expectation_failed(expect)
 
 
 async def _read_body(request: web.Request, timeout: float) -> bytes | None:

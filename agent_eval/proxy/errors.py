@@ -11,6 +11,7 @@ ERROR_TYPES = {
     404: "not_found_error",
     405: "invalid_request_error",
     408: "invalid_request_error",
+    417: "invalid_request_error",
     413: "invalid_request_error",
     429: "rate_limit_error",
     502: "upstream_error",
@@ -67,6 +68,14 @@ def body_too_slow(limit: float) -> web.Response:
     return response
 
 
+def expectation_failed(expect: str) -> web.Response:
+    return error_response(
+        417,
+        "expectation_failed",
+        f"the proxy meets no 'Expect: {expect}'; send 'Expect: 100-continue' or none",
+    )
+
+
 def not_found(path: str) -> web.Response:
     return error_response(
         404,
@@ -101,13 +110,17 @@ def admin_unauthorized() -> web.Response:
     )
 
 
-def no_healthy_worker(total: int) -> web.Response:
-    hint = "add one with POST /workers" if total == 0 else "see their state at GET /workers"
-    return error_response(
-        503,
-        "no_healthy_worker",
-        f"no healthy worker can take the request ({total} in the pool); {hint} and retry",
-    )
+def no_healthy_worker(total: int, healthy: int = 0) -> web.Response:
+    if healthy:
+        why = (
+            f"{healthy} of the {total} workers are healthy but failed requests opened their "
+            "circuit breakers; they get a trial request after the cooldown. See GET /workers "
+            "and retry"
+        )
+    else:
+        hint = "add one with POST /workers" if total == 0 else "see their state at GET /workers"
+        why = f"no worker is healthy ({total} in the pool); {hint} and retry"
+    return error_response(503, "no_healthy_worker", f"no worker can take the request: {why}")
 
 
 def overloaded(limit: int) -> web.Response:

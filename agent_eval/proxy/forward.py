@@ -224,7 +224,8 @@ class Forwarder:
             relay = translation.relay()
         else:
             follow = self._recorder is not None or self._responses.handles(exchange)
-            relay = Passthrough(StreamAssembler() if follow else None)
+            ending = self._responses.stream_ending(exchange)
+            relay = Passthrough(StreamAssembler() if follow else None, ending)
         response = await pipe_stream(exchange, upstream, first, worker, self._metrics, relay)
         answer = relay.answer()
         if self._responses.handles(exchange):
@@ -288,7 +289,7 @@ class Forwarder:
 
     def _exhausted(self, failure: Failure | None, attempts: int) -> web.Response:
         if failure is None:
-            return no_healthy_worker(len(self._pool))
+            return no_healthy_worker(len(self._pool), len(self._pool.healthy()))
         status, code = _EXHAUSTED.get(failure.reason, (504, "upstream_timeout"))
         if failure.status is not None:
             status, code = failure.status, "upstream_error"

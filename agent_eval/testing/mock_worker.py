@@ -137,7 +137,8 @@ async def _stats(request: web.Request) -> web.Response:
 
 
 def _meta(state: WorkerState, endpoint: Endpoint, body: JSON, prompt: Prompt) -> ReplyMeta:
-    options = body.get("stream_options") or {}
+    options = body.get("stream_options")
+    options = options if isinstance(options, dict) else {}
     return ReplyMeta(
         id=f"{endpoint.id_prefix}{state.name}-{next(state.ids)}",
         model=body.get("model") or state.model,

@@ -62,6 +62,16 @@ def status_and_json(answer: bytes) -> tuple[int, dict]:
     return status, json.loads(body)
 
 
+async def chat_status(base_url: str) -> tuple[int, str | None]:
+    """One chat request on its own connection: the status and Retry-After of its answer."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{base_url}/chat/completions", json=CHAT) as answer,
+    ):
+        await answer.read()
+        return answer.status, answer.headers.get("Retry-After")
+
+
 # 1. Bodies and headers that no longer describe what is forwarded; poison requests.
 
 
@@ -285,16 +295,7 @@ async def test_past_the_in_flight_cap_clients_get_429_with_retry_after(
     (worker,) = await start_workers(1)
     worker.behavior.hang = True
     base_url = await start_proxy([worker], limits={"max_in_flight": 4})
-
-    async def one() -> tuple[int, str | None]:
-        async with (
-            aiohttp.ClientSession() as http,
-            http.post(f"{base_url}/chat/completions", json=CHAT) as answer,
-        ):
-            await answer.read()
-            return answer.status, answer.headers.get("Retry-After")
-
-    tasks = [asyncio.create_task(one()) for _ in range(10)]
+    tasks = [asyncio.create_task(chat_status(base_url)) for _ in range(10)]
     await worker.gate.wait_for_arrivals(4)
     await asyncio.wait(tasks, timeout=5, return_when=asyncio.FIRST_COMPLETED)
     await asyncio.sleep(0.3)
@@ -313,20 +314,13 @@ async def test_a_worker_gets_at_most_its_connection_cap_and_the_rest_wait(
     (worker,) = await start_workers(1)
     worker.behavior.hang = True
     base_url = await start_proxy([worker], limits={"max_connections_per_worker": 3})
-    async with aiohttp.ClientSession() as http:
-
-        async def one() -> int:
-            async with http.post(f"{base_url}/chat/completions", json=CHAT) as answer:
-                await answer.read()
-                return answer.status
-
-        tasks = [asyncio.create_task(one()) for _ in range(9)]
-        await worker.gate.wait_for_arrivals(3)
-        await asyncio.sleep(0.3)
-        assert worker.gate.held == 3, "more connections than the cap reached the worker"
-        worker.behavior.hang = False
-        worker.gate.release()
-        assert await asyncio.gather(*tasks) == [200] * 9
+    tasks = [asyncio.create_task(chat_status(base_url)) for _ in range(9)]
+    await worker.gate.wait_for_arrivals(3)
+    await asyncio.sleep(0.3)
+    assert worker.gate.held == 3, "more connections than the cap reached the worker"
+    worker.behavior.hang = False
+    worker.gate.release()
+    assert [status for status, _ in await asyncio.gather(*tasks)] == [200] * 9
     assert worker.stats.max_in_flight == 3
 
 

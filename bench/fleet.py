@@ -12,11 +12,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
+
+from agent_eval.schedulers.local import free_port
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 READY_WORKER = re.compile(r"READY (http://\S+)")
@@ -165,13 +167,36 @@ def worker_urls(workers: list[Proc]) -> list[str]:
     return [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
 
 
-def start_agent_eval(fleet: Fleet, urls: list[str], policy: str) -> tuple[Proc, str]:
-    """`agent-eval serve` over these workers, answering; the process and its root URL."""
+def start_agent_eval(
+    fleet: Fleet, urls: list[str], policy: str, extra: Sequence[str] = ()
+) -> tuple[Proc, str]:
+    """`agent-eval serve` over these workers, answering; the process and its root URL.
+
+    `extra` are more `serve` options, such as `("--client-timeout", "5")`.
+    """
     cli = Path(sys.executable).with_name("agent-eval")
     endpoints = [arg for url in urls for arg in ("--endpoint", url)]
-    proxy = fleet.start(
-        "agent-eval", [str(cli), "serve", "--port", "0", *endpoints, "--policy", policy]
-    )
+    argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", policy, *extra]
+    proxy = fleet.start("agent-eval", argv)
     proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
     wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
     return proxy, proxy_url
+
+
+def start_sglang_router(
+    fleet: Fleet, urls: list[str], policy: str, extra: Sequence[str] = ()
+) -> tuple[Proc, str]:
+    """sglang-router over these workers, answering; the process and its root URL.
+
+    It listens on a free loopback port; HF_ENDPOINT points at a closed port so no hub is
+    asked. `extra` are more `launch_router` options, such as `("--queue-size", "0")`.
+    """
+    port, metrics_port = free_port("127.0.0.1"), free_port("127.0.0.1")
+    argv = [sys.executable, "-m", "sglang_router.launch_router", "--worker-urls", *urls]
+    argv += ["--policy", policy, "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)]
+    argv += ["--log-level", "warn", *extra]
+    router = fleet.start("sglang-router", argv, {"HF_ENDPOINT": "http://127.0.0.1:9"})
+    router_url = f"http://127.0.0.1:{port}"
+    wait_for_ok(router, router_url + "/readiness", START_TIMEOUT)
+    return router, router_url

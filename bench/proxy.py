@@ -20,20 +20,17 @@ from importlib.metadata import version
 from pathlib import Path
 
 from fleet import (
-    START_TIMEOUT,
     BenchError,
     Fleet,
     Proc,
     exit_on_sigterm,
     start_agent_eval,
-    wait_for_ok,
+    start_sglang_router,
     worker_urls,
 )
 from loadgen import LoadResult
 from report import Mode, Run, combine, render
 from rich.console import Console
-
-from agent_eval.schedulers.local import free_port
 
 RUN_TIMEOUT = 300.0
 LOADGEN = Path(__file__).with_name("loadgen.py")
@@ -57,39 +54,12 @@ def start_workers(fleet: Fleet) -> list[Proc]:
     ]
 
 
-def start_router(fleet: Fleet, urls: list[str]) -> tuple[Proc, str]:
-    """sglang-router on a free port; HF_ENDPOINT points at a closed port so no hub is asked."""
-    port, metrics_port = free_port("127.0.0.1"), free_port("127.0.0.1")
-    argv = [
-        sys.executable,
-        "-m",
-        "sglang_router.launch_router",
-        "--worker-urls",
-        *urls,
-        "--policy",
-        "round_robin",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--prometheus-host",
-        "127.0.0.1",
-        "--prometheus-port",
-        str(metrics_port),
-        "--log-level",
-        "warn",
-    ]
-    proc = fleet.start("sglang-router", argv, {"HF_ENDPOINT": "http://127.0.0.1:9"})
-    return proc, f"http://127.0.0.1:{port}"
-
-
 def start_targets(fleet: Fleet) -> tuple[list[Proc], list[Target]]:
     """Start everything and wait until each answers; the workers and the three targets."""
     workers = start_workers(fleet)
     urls = worker_urls(workers)
     proxy, proxy_url = start_agent_eval(fleet, urls, "round_robin")
-    router, router_url = start_router(fleet, urls)
-    wait_for_ok(router, router_url + "/readiness", START_TIMEOUT)
+    router, router_url = start_sglang_router(fleet, urls, "round_robin")
     return workers, [
         Target("direct", urls, None),
         Target("agent-eval", [proxy_url], proxy),

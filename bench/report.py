@@ -90,7 +90,8 @@ def combine(runs: list[Run]) -> list[Run]:
     return combined
 
 
-def _number(value: float | None, signed: bool = False) -> str:
+def number(value: float | None, signed: bool = False) -> str:
+    """A figure with as many decimals as its size deserves; a dash when missing."""
     if value is None:
         return "—"
     if math.isnan(value):
@@ -99,7 +100,8 @@ def _number(value: float | None, signed: bool = False) -> str:
     return f"{value:{'+' if signed else ''},.{digits}f}"
 
 
-def _ratio(ours: float | None, theirs: float | None) -> str:
+def ratio(ours: float | None, theirs: float | None) -> str:
+    """Ours over theirs as `1.23x`; n/a when either is missing or theirs is not positive."""
     if ours is None or theirs is None or theirs <= 0 or math.isnan(ours / theirs):
         return "n/a"
     return f"{ours / theirs:.2f}x"
@@ -126,12 +128,12 @@ def figures_table(runs: list[Run]) -> Table:
         by_target = {run.target: run.load for run in runs if run.mode == mode}
         for row, name in enumerate(mode.figures):
             values = [_figure(name, by_target, target) for target in TARGETS]
-            cells = [_number(v, signed=name == ADDED) for v in values]
+            cells = [number(v, signed=name == ADDED) for v in values]
             table.add_row(
                 mode.name if row == 0 else "",
                 name,
                 *cells,
-                _ratio(values[1], values[2]),
+                ratio(values[1], values[2]),
                 end_section=row == len(mode.figures) - 1,
             )
     return table
@@ -151,7 +153,7 @@ def cpu_table(runs: list[Run]) -> Table:
         spent.append(run.cpu_us(run.router_cpu))
         busy = sum(us for us in spent if us is not None) * run.load.rps / 1e6
         table.add_row(
-            run.mode.name, run.target, _number(run.load.rps), *map(_number, spent), _number(busy)
+            run.mode.name, run.target, number(run.load.rps), *map(number, spent), number(busy)
         )
     return table
 

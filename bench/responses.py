@@ -20,8 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from fleet import Fleet, Proc, run_with_fleet, start_agent_eval, wait_for_ok, worker_urls
-from proxy import start_router
+from fleet import (
+    Fleet,
+    Proc,
+    run_with_fleet,
+    start_agent_eval,
+    start_sglang_router,
+    worker_urls,
+)
+from report import ratio
 from rich.console import Console
 from rich.table import Table
 
@@ -148,8 +155,7 @@ def start_routers(fleet: Fleet, kind: str) -> dict[str, tuple[Proc, str]]:
     workers = [fleet.start(f"{kind}-{i}", [*argv, "--name", f"{kind}-{i}"]) for i in range(2)]
     urls = worker_urls(workers)
     proxy, proxy_url = start_agent_eval(fleet, urls, "round_robin")
-    router, router_url = start_router(fleet, urls)
-    wait_for_ok(router, router_url + "/readiness", 60)
+    router, router_url = start_sglang_router(fleet, urls, "round_robin")
     return {"agent-eval": (proxy, proxy_url), "sglang-router": (router, router_url)}
 
 
@@ -160,10 +166,6 @@ def _cell(load: Load, total: int) -> list[str]:
         f"{load.rate():.0f}" if load.ok else "-",
         f"{cpu:.2f}" if cpu is not None else "-",
     ]
-
-
-def _ratio(ours: float | None, theirs: float | None) -> str:
-    return f"{ours / theirs:.2f}x" if ours and theirs else "-"
 
 
 def report(results: dict[tuple[str, str, str], Load], args: argparse.Namespace) -> None:
@@ -177,7 +179,7 @@ def report(results: dict[tuple[str, str, str], Load], args: argparse.Namespace) 
             ours, theirs = (results[(kind, mode, router)] for router in ROUTERS)
             for router, load in zip(ROUTERS, (ours, theirs), strict=True):
                 table.add_row(kind, mode, router, *_cell(load, args.round_trips))
-            rate, cpu = _ratio(ours.rate(), theirs.rate()), _ratio(ours.cpu_ms(), theirs.cpu_ms())
+            rate, cpu = ratio(ours.rate(), theirs.rate()), ratio(ours.cpu_ms(), theirs.cpu_ms())
             table.add_row("", "", "[dim]agent-eval / sglang-router[/]", "", rate, cpu)
     console = Console(width=110)
     console.print(table)

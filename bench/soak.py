@@ -55,7 +55,7 @@ from fleet import (
 )
 from loadgen import CHAT_PATH, LoadSpec, percentile
 from proxy import WIDTH, machine
-from report import _number, _ratio
+from report import number, ratio
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -610,7 +610,7 @@ def _cell(value: Value) -> str:
         return value
     if isinstance(value, int):
         return f"{value:,}"
-    return _number(value)
+    return number(value)
 
 
 def phase_table(phase: Phase, figures: dict[str, Figures]) -> Table:
@@ -622,8 +622,8 @@ def phase_table(phase: Phase, figures: dict[str, Figures]) -> Table:
     for row in phase.rows:
         values = [figures[target].get(row.name) for target in TARGETS]
         numbers = [v if isinstance(v, int | float) else None for v in values]
-        ratio = _ratio(*numbers) if row.ratio else ""
-        table.add_row(row.name, *map(_cell, values), ratio)
+        shown = ratio(*numbers) if row.ratio else ""
+        table.add_row(row.name, *map(_cell, values), shown)
     return table
 
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from agent_eval.proxy.connections import UpstreamPool
+from agent_eval.proxy.connections import ConnectionLimits, UpstreamPool
 from agent_eval.proxy.http1 import (
     Origin,
     UpstreamConnectError,
@@ -59,7 +59,7 @@ async def test_keeps_one_connection_alive_across_requests(serve) -> None:
             writer.write(OK)
 
     origin = await serve(handler)
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     for _ in range(5):
         response = await pool.post(
             origin, "/v1/x", [("Content-Type", "application/json")], b"{}", 5
@@ -83,7 +83,7 @@ async def test_stale_kept_alive_connection_is_replaced_silently(serve) -> None:
         writer.close()  # ...but the next request on it is dropped unanswered
 
     origin = await serve(one_answer_per_connection)
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     for _ in range(3):
         response = await pool.post(origin, "/", [], b"{}", 5)
         assert await response.read() == b"{}"
@@ -104,7 +104,7 @@ async def test_chunked_body_and_request_head(serve) -> None:
 
     served = await serve(chunked)
     origin = Origin.parse(f"http://{served.netloc}/prefix")
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     response = await pool.post(
         origin, "/v1/chat/completions", [("X-Session-ID", "s1")], b'{"a": 1}', 5
     )
@@ -119,7 +119,7 @@ async def test_chunked_body_and_request_head(serve) -> None:
 async def test_refused_connection_is_a_connect_error() -> None:
     origin = Origin.parse("http://127.0.0.1:9")
     with pytest.raises(UpstreamConnectError, match=r"cannot connect to 127\.0\.0\.1:9"):
-        await UpstreamPool(connect_timeout=2).post(origin, "/", [], b"", 5)
+        await UpstreamPool(ConnectionLimits(connect_timeout=2)).post(origin, "/", [], b"", 5)
 
 
 async def test_malformed_answer_and_early_close_are_disconnects(serve) -> None:
@@ -133,7 +133,7 @@ async def test_malformed_answer_and_early_close_are_disconnects(serve) -> None:
         await writer.drain()
         writer.close()
 
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     with pytest.raises(UpstreamDisconnected, match="malformed"):
         await pool.post(await serve(garbage), "/", [], b"{}", 5)
     response = await pool.post(await serve(hang_up), "/", [], b"{}", 5)
@@ -148,7 +148,7 @@ async def test_silence_hits_the_deadline_and_the_idle_limit(serve) -> None:
         await asyncio.sleep(30)
 
     origin = await serve(trickle)
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     response = await pool.post(origin, "/", [], b"{}", timeout=30, idle=0.2)
     assert await response.readany() == b"hello"
     with pytest.raises(UpstreamTimeout):
@@ -167,7 +167,7 @@ async def test_large_body_pauses_and_resumes_reading(serve) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(big) + big)
         await writer.drain()
 
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     response = await pool.post(await serve(bulk), "/", [], b"{}", 10)
     await asyncio.sleep(0.2)  # a slow reader: the buffer fills past the pause mark
     sizes = []
@@ -193,7 +193,7 @@ async def test_closing_a_complete_answer_leaves_its_reused_connection_alone(serv
         await writer.drain()
 
     origin = await serve(handler)
-    pool = UpstreamPool(connect_timeout=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     first = await pool.post(origin, "/", [], b"{}", 5)
     assert await first.read() == b"{}"
     second = await pool.post(origin, "/", [], b"{}", 5)  # on the same connection
@@ -215,7 +215,7 @@ async def test_idle_connections_are_capped_and_trimmed(serve) -> None:
             writer.write(OK)
 
     origin = await serve(keep_alive)
-    pool = UpstreamPool(connect_timeout=2, max_idle=2, idle_timeout=0.3)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2, max_idle=2, idle_timeout=0.3))
 
     async def one() -> bytes:
         return await (await pool.post(origin, "/", [], b"{}", 5)).read()
@@ -245,7 +245,7 @@ async def test_requests_past_the_connection_cap_wait_for_a_free_one(serve) -> No
             writer.write(OK)
 
     origin = await serve(counting)
-    pool = UpstreamPool(connect_timeout=2, max_connections=2)
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2, max_connections=2))
 
     async def one() -> bytes:
         return await (await pool.post(origin, "/", [], b"{}", 5)).read()

@@ -77,6 +77,10 @@ async def _json_fields(request: web.Request) -> dict[str, Any] | web.Response:
     return data if isinstance(data, dict) else invalid_json(f"got a JSON {type(data).__name__}")
 
 
+# The handlers that change the pool: they take the admin token.
+CHANGES = frozenset({add_worker, remove_worker})
+
+
 def _bad_fields() -> web.Response:
     return error_response(
         400,

@@ -15,7 +15,7 @@ from aiohttp.web_urldispatcher import _default_expect_handler
 from agent_eval.proxy import admin, stored_responses
 from agent_eval.proxy.auth import bearer_matches, secret_bytes
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.connections import UpstreamPool
+from agent_eval.proxy.connections import ConnectionLimits, UpstreamPool
 from agent_eval.proxy.errors import (
     admin_unauthorized,
     body_too_large,
@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
 PROTECTED_PREFIXES = ("/v1/", "/workers")
-ADMIN_METHODS = frozenset({"POST", "DELETE"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -82,10 +81,12 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     app[HEALTH] = HealthChecker(app[POOL], config.health, session, config.worker_api_key)
     limits = config.limits
     upstream = UpstreamPool(
-        config.timeouts.connect,
-        limits.max_connections_per_worker,
-        limits.max_idle_per_worker,
-        limits.idle_timeout,
+        ConnectionLimits(
+            config.timeouts.connect,
+            limits.max_connections_per_worker,
+            limits.max_idle_per_worker,
+            limits.idle_timeout,
+        )
     )
     app[FORWARDER] = Forwarder(
         config,
@@ -109,20 +110,19 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
 
 def _guard(config: ProxyConfig) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     """Checks keys and turns routing misses and surprises into OpenAI-style errors."""
-    key, admin = secret_bytes(config.api_key), secret_bytes(config.admin_token)
+    key, token = secret_bytes(config.api_key), secret_bytes(config.admin_token)
     limit = config.max_body_bytes
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        sent = request.headers.get("Authorization", "")
-        if request.path == "/workers" and request.method in ADMIN_METHODS:
+        if request.match_info.handler in admin.CHANGES:
             # Changing workers takes the admin token, whatever key clients use.
-            if admin is None or not bearer_matches(sent, admin):
+            if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
                 return admin_unauthorized()
         elif (
             key is not None
             and request.path.startswith(PROTECTED_PREFIXES)
-            and not bearer_matches(sent, key)
+            and not bearer_matches(request.headers.get("Authorization", ""), key)
         ):
             return unauthorized()
         try:
@@ -150,8 +150,9 @@ async def generate(request: web.Request) -> web.StreamResponse:
     limit = request.app[CONFIG].max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         return body_too_large(limit)
-    body = await _read_body(request, request.app[CONFIG].limits.client_timeout)
-    if body is None:
+    if request.content.is_eof():
+        body = await request.read()  # it came with the head, as small bodies do: no timer
+    elif (body := await _read_slow_body(request)) is None:
         return body_too_slow(request.app[CONFIG].limits.client_timeout)
     try:
         payload = orjson.loads(body)
@@ -208,12 +209,10 @@ async def _expect(request: web.Request) -> web.StreamResponse | None:
     return expectation_failed(expect)
 
 
-async def _read_body(request: web.Request, timeout: float) -> bytes | None:
-    """The request body; None when the client did not send it all within `timeout` s."""
-    if request.content.is_eof():
-        return await request.read()  # it came with the head, as small bodies do: no timer
+async def _read_slow_body(request: web.Request) -> bytes | None:
+    """A body still arriving; None when the client did not send it all in time."""
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(request.app[CONFIG].limits.client_timeout):
             return await request.read()
     except TimeoutError:
         return None

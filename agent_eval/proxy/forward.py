@@ -87,7 +87,50 @@ class Forwarder:
         self._in_flight = 0
 
     async def forward(self, exchange: Exchange) -> web.StreamResponse:
-        """The worker's answer, or an OpenAI-style error once every allowed attempt failed."""
+        """The worker's answer, or an OpenAI-style error once every allowed attempt failed.
+
+        Workers are tried one after another until one answers or the retries run out. A
+        failure the request itself may have caused is charged to its worker only once
+        another worker tells: if the next one fails the same way the request is poison, is
+        not tried further and counts against no worker.
+        """
+        admitted = self._admit(exchange)
+        if not isinstance(admitted, Exchange):  # StreamResponse is an ABC: slow to test for
+            return admitted
+        exchange, deadline = admitted, admitted.started + self._config.timeouts.total
+        headers = upstream_headers(exchange.request.headers)
+        tried: list[Worker] = []
+        failure: Failure | None = None
+        suspect: tuple[Worker, Failure] | None = None
+        self._in_flight += 1
+        try:
+            for attempt in range(self._config.retry.max_retries + 1):
+                try:
+                    worker = self._next_worker(exchange, tried, suspect)
+                except ModelNotServedError as exc:
+                    return self._finish(exchange, model_not_found(str(exc)), None)
+                if worker is None or time.monotonic() >= deadline:
+                    break
+                if failure is not None:
+                    self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
+                    await asyncio.sleep(self._backoff(attempt, failure))
+                tried.append(worker)
+                outcome = await self._attempt(exchange, worker, deadline, headers)
+                if not isinstance(outcome, Failure):
+                    self._charge(suspect)  # another worker managed: the first one was at fault
+                    return outcome
+                failure = outcome
+                log.debug("attempt %d failed: %s", attempt + 1, failure.message)
+                if suspect is not None and failure.repeats(suspect[1]):
+                    return self._finish(exchange, _poisoned(failure, len(tried)), None)
+                suspect = self._blame(worker, failure, suspect)
+            self._charge(suspect)
+            return self._finish(exchange, self._exhausted(failure, len(tried)), None)
+        finally:
+            self._in_flight -= 1
+
+    def _admit(self, exchange: Exchange) -> Exchange | web.StreamResponse:
+        """The exchange ready to send, or the answer that refuses it."""
         if self._responses.handles(exchange):
             try:
                 exchange = self._responses.prepare(exchange)
@@ -95,62 +138,29 @@ class Forwarder:
                 return self._refuse(exchange, exc)
         if self._in_flight >= self._max_in_flight:
             return self._finish(exchange, overloaded(self._max_in_flight), None)
-        self._in_flight += 1
-        try:
-            return await self._attempts(exchange)
-        finally:
-            self._in_flight -= 1
+        return exchange
 
-    async def _attempts(self, exchange: Exchange) -> web.StreamResponse:
-        """Try workers one after another until one answers or the retries run out.
-
-        A failure the request itself may have caused is charged to its worker only once
-        another worker tells: if the next one fails the same way the request is poison, is
-        not tried further and counts against no worker.
-        """
-        deadline = exchange.started + self._config.timeouts.total
-        headers = upstream_headers(exchange.request.headers)
-        tried: list[Worker] = []
-        failure: Failure | None = None
-        suspect: tuple[Worker, Failure] | None = None
-        for attempt in range(self._config.retry.max_retries + 1):
-            try:
-                worker = self._choose(exchange, tried)
-            except ModelNotServedError as exc:
-                return self._finish(exchange, model_not_found(str(exc)), None)
-            if worker is None and suspect is not None and tried == [suspect[0]]:
-                worker = suspect[0]  # the only worker: a second try tells poison from a fault
-            if worker is None or time.monotonic() >= deadline:
-                break
-            if failure is not None:
-                self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
-                await asyncio.sleep(self._backoff(attempt, failure))
-            tried.append(worker)
-            try:
-                outcome = await self._attempt(exchange, worker, deadline, headers)
-            except ProxyOutOfResources as exc:
-                log.error("%s; lower the load or raise the open-files limit", exc)
-                return self._finish(exchange, out_of_resources(str(exc)), None)
-            if not isinstance(outcome, Failure):
-                self._charge(suspect)  # another worker managed: the first one was at fault
-                return outcome
-            failure = outcome
-            log.debug("attempt %d failed: %s", attempt + 1, failure.message)
-            if not failure.may_be_the_request:
-                self._charge((worker, failure))
-            elif suspect is not None and failure.same_as(suspect[1]):
-                return self._finish(exchange, _poisoned(failure, len(tried)), None)
-            else:
-                self._charge(suspect)
-                suspect = (worker, failure)
-        self._charge(suspect)
-        return self._finish(exchange, self._exhausted(failure, len(tried)), None)
-
-    def _choose(self, exchange: Exchange, tried: list[Worker]) -> Worker | None:
+    def _next_worker(
+        self, exchange: Exchange, tried: list[Worker], suspect: tuple[Worker, Failure] | None
+    ) -> Worker | None:
+        """The worker for the next attempt; None when none is left."""
         info = exchange.info
         if tried:
             info = replace(info, detour_from=frozenset(w.url for w in tried))
-        return self._pool.choose(info, tried)
+        worker = self._pool.choose(info, tried)
+        if worker is None and suspect is not None and tried == [suspect[0]]:
+            return suspect[0]  # the only worker: a second try tells poison from a fault
+        return worker
+
+    def _blame(
+        self, worker: Worker, failure: Failure, suspect: tuple[Worker, Failure] | None
+    ) -> tuple[Worker, Failure] | None:
+        """Charge what is known to be a worker's fault; the suspect left waiting for a verdict."""
+        if not failure.may_be_the_request:
+            self._charge((worker, failure))
+            return suspect
+        self._charge(suspect)  # failed differently from this one: its own fault
+        return (worker, failure)
 
     async def _attempt(
         self, exchange: Exchange, worker: Worker, deadline: float, headers: list[tuple[str, str]]
@@ -158,7 +168,8 @@ class Forwarder:
         worker.in_flight += 1
         trial = worker.breaker.begin()
         upstream: UpstreamResponse | None = None
-        headers = [*headers, *worker_auth(self._worker_key, worker).items()]
+        if auth := worker_auth(self._worker_key, worker):
+            headers = [*headers, *auth.items()]
         try:
             translation = self._responses.translation(exchange, worker)
             upstream = await self._send(exchange, worker, translation, deadline, headers)
@@ -173,12 +184,16 @@ class Forwarder:
                 # The attempt's deadline holds until the first bytes; then the stream is the
                 # client's, never to be replayed, and only the total deadline is left.
                 first = await upstream.readany()
-                upstream.extend(max(deadline - time.monotonic(), 0.001))
+                if self._config.timeouts.attempt is not None:
+                    upstream.extend(max(deadline - time.monotonic(), 0.001))
                 return await self._stream(exchange, worker, translation, upstream, first)
             body = await upstream.read()
             return self._answer(exchange, worker, translation, upstream.status, body)
         except RequestRefused as exc:
             return self._refuse(exchange, exc)
+        except ProxyOutOfResources as exc:
+            log.error("%s; lower the load or raise the open-files limit", exc)
+            return self._finish(exchange, out_of_resources(str(exc)), None)
         except UPSTREAM_ERRORS as exc:
             failure = classify_exception(exc, worker.url)
             if failure.reason == "connect":

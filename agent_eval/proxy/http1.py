@@ -37,9 +37,9 @@ class ProxyOutOfResources(Exception):
     """The proxy itself ran out of file descriptors, ports or memory: no fault of a worker."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Origin:
-    """Where one worker listens, parsed once."""
+    """Where one worker listens, parsed once; the pool keys connections by the very object."""
 
     host: str
     port: int
@@ -145,8 +145,8 @@ class ConnectionOwner(Protocol):
 class Connection(asyncio.Protocol):
     """One keep-alive connection: at most one request at a time, with its own deadline timer."""
 
-    def __init__(self, pool: ConnectionOwner, origin: Origin) -> None:
-        self._pool = pool
+    def __init__(self, owner: ConnectionOwner, origin: Origin) -> None:
+        self._pool = owner
         self._origin = origin
         self._loop = asyncio.get_running_loop()
         self._parser = httptools.HttpResponseParser(self)

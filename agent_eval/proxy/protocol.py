@@ -16,6 +16,8 @@ from agent_eval.proxy.errors import error_body
 class _JSONErrors(RequestHandler):
     """A server connection whose own error answers are OpenAI-shaped JSON."""
 
+    __slots__ = ()
+
     def handle_error(
         self,
         request: BaseRequest,

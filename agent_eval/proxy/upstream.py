@@ -59,17 +59,12 @@ def worker_auth(key: SecretStr | None, worker: Worker | None) -> dict[str, str]:
 
 def upstream_headers(client: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
     """The client's headers a worker may see: end-to-end ones about the request itself."""
-    # A client may name more hop-by-hop headers in `Connection` (RFC 9110, 7.6.1).
-    named = {
-        token.strip().lower()
-        for value in client.getall("Connection", ())
-        for token in value.split(",")
-    }
-    return [
-        (k, v)
-        for k, v in client.items()
-        if k.lower() not in _DROPPED_REQUEST_HEADERS and k.lower() not in named
-    ]
+    dropped = _DROPPED_REQUEST_HEADERS
+    if "Connection" in client:
+        # A client may name more hop-by-hop headers in `Connection` (RFC 9110, 7.6.1).
+        named = (t.strip().lower() for v in client.getall("Connection") for t in v.split(","))
+        dropped = dropped.union(named)
+    return [(k, v) for k, v in client.items() if k.lower() not in dropped]
 
 
 @dataclass(frozen=True)
@@ -94,9 +89,11 @@ class Failure:
             return True
         return self.status is not None and self.status not in WORKER_STATE_STATUSES
 
-    def same_as(self, other: Failure) -> bool:
-        """Whether two workers failed this request the same way."""
-        return (self.reason, self.status) == (other.reason, other.status)
+    def repeats(self, earlier: Failure) -> bool:
+        """Whether this failure repeats an earlier one of the same request, which then is
+        poison: the request itself, not a worker, is the likely cause."""
+        same = (self.reason, self.status) == (earlier.reason, earlier.status)
+        return same and self.may_be_the_request
 
 
 def classify_exception(exc: OSError, worker_url: str) -> Failure:

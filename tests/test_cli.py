@@ -14,7 +14,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from typer.testing import CliRunner
 
+from agent_eval.cli import app
 from agent_eval.testing.mock_worker import MockWorker
 from tests.conftest import wait_ready
 
@@ -198,3 +200,23 @@ def test_workers_up_on_a_taken_port_says_so(tmp_path: Path) -> None:
         )  # fmt: skip
     assert result.returncode == 2
     assert f"port {port} on 127.0.0.1 is in use" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["run"], ["serve"], ["watch"], ["report"], ["workers", "up"]]
+)
+def test_help_shows_flags_as_flags(command: list[str]) -> None:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output  # a flag takes no value
+    assert re.search(r"--help\s+Show this message", result.output)
+    if not command:
+        assert re.search(r"--debug\s+Show tracebacks", result.output)
+
+
+def test_readme_names_every_file_of_the_run_directory() -> None:
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("The run directory (`runs/AGENT-TIME/`, or `-o DIR`):")[1].split("\n\n")[1]
+    named = set(re.findall(r"`([^`]+)`", table))
+    files = {"config.yaml", "samples.jsonl", "summary.json", "workers.json", "proxy.json"}
+    assert files | {"proxy.log", "admin-token", "report.html"} <= named

@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 from rich.logging import RichHandler
 
-from agent_eval.cli.common import err_console
+from agent_eval.cli.common import err_console, show_flags_without_a_value
+
+show_flags_without_a_value()
 
 app = typer.Typer(
     help="Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy.",

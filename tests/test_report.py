@@ -276,3 +276,26 @@ def test_more_than_two_runs_is_a_mistake(single: Path) -> None:
     result = report(single, single, single)
     assert result.exit_code == 2
     assert "one run directory, or two to compare, not 3" in " ".join(result.stderr.split())
+
+
+def test_the_config_names_the_model_the_workers_served(single: Path) -> None:
+    served = [{**worker, "models": ["smollm2-135m-instruct"]} for worker in WORKER_SNAPSHOT]
+    save_worker_snapshot(single, served)
+    assert report(single).exit_code == 0
+    page = Page((single / "report.html").read_text())
+    assert page.row("config", "model") == ["model", "smollm2-135m-instruct"]
+
+
+def test_never_solved_samples_are_sorted_and_say_why_they_have_no_answer(tmp_path: Path) -> None:
+    ended = {"q10": "max_turns", "q2": "timeout", "q1": None}  # in the order they finished
+    records = [record(sample_id, 0, False, answer=None) for sample_id in ended]
+    for line, kind in zip(records, ended.values(), strict=True):
+        line["error"] = kind and {"kind": kind, "message": "stopped"}
+    run = make_run(tmp_path / "run", records, n_samples=1)
+    assert report(run).exit_code == 0
+    page = Page((run / "report.html").read_text())
+    assert page.rows["never-solved"][1:] == [
+        ["q1", "(no answer parsed from the output)"],
+        ["q2", "(no answer: timeout)"],
+        ["q10", "(no answer: max_turns)"],
+    ]

@@ -5,6 +5,7 @@ Every string that comes from a run (ids, answers, names, paths) goes through htm
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from html import escape
@@ -174,7 +175,10 @@ def _unsolved(run: Run) -> str:
     by_sample: defaultdict[str, list[AttemptScore]] = defaultdict(list)
     for score in run.scores:
         by_sample[score.sample_id].append(score)
-    unsolved = [(i, s) for i, s in by_sample.items() if not any(x.correct for x in s)]
+    unsolved = sorted(
+        ((i, s) for i, s in by_sample.items() if not any(x.correct for x in s)),
+        key=lambda pair: natural_key(pair[0]),
+    )
     heading = f"<h2>Samples never solved: {len(unsolved)} of {len(by_sample)}</h2>"
     if not unsolved:
         return f'<section id="unsolved">{heading}</section>'
@@ -184,7 +188,8 @@ def _unsolved(run: Run) -> str:
     )
     more = f"<caption>the first {MAX_UNSOLVED}</caption>" if len(unsolved) > MAX_UNSOLVED else ""
     head = "<tr><th>sample</th><th>answers given</th></tr>"
-    return f'<section id="unsolved">{heading}<table>{more}{head}{rows}</table></section>'
+    table = f'<table id="never-solved">{more}{head}{rows}</table>'
+    return f'<section id="unsolved">{heading}{table}</section>'
 
 
 def _headline(run: Run, table_id: str) -> str:
@@ -219,15 +224,30 @@ def _config_fields(run: Run) -> dict[str, str]:
         return {
             "run directory": str(run.path.resolve()),
             "config": "no config.yaml in the run directory",
+            "model": model_used(run),
         }
     return {
         "run directory": str(run.path.resolve()),
         "agent": config.agent.name,
         "dataset": config.dataset_name,
-        "model": config.model.name or config.model.path or "the workers' default",
+        "model": model_used(run),
+        **({"model path": config.model.path} if config.model.path else {}),
         "backend": config.rollout.backend,
         "attempts per sample": str(config.eval.n_samples),
     }
+
+
+def model_used(run: Run) -> str:
+    """The model name the run's requests carried: the config's, else the one the workers served."""
+    if run.config is not None and run.config.model.name:
+        return run.config.model.name
+    if run.workers is None:
+        return f"not recorded (no {WORKERS}): the first model the workers served"
+    served = list(dict.fromkeys(model for worker in run.workers for model in worker.models))
+    if len(served) > 1:
+        # The run took the first model the proxy listed; the snapshot does not say which that was.
+        return f"the first the proxy listed of: {', '.join(served)}"
+    return served[0] if served else f"not recorded ({WORKERS} lists no model)"
 
 
 def _comparison(rows: Sequence[Row]) -> str:
@@ -273,6 +293,21 @@ def _bar(estimate: Estimate) -> Bar:
 
 def _answers(scores: Sequence[AttemptScore]) -> str:
     """The distinct answers given, in order; clipped, since answers can be long."""
-    answers = dict.fromkeys(score.answer or "(none)" for score in scores)
+    answers = dict.fromkeys(_answer(score) for score in scores)
     text = " · ".join(answers)
     return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _answer(score: AttemptScore) -> str:
+    """The attempt's answer, or why it has none: the error it ended with, or an unparsed output."""
+    if score.answer:
+        return score.answer
+    if score.error_kind is not None:
+        return f"(no answer: {score.error_kind})"
+    return "(no answer parsed from the output)"
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that puts "gsm8k-2" before "gsm8k-10": digit runs compare as numbers."""
+    parts = re.split(r"(\d+)", text)
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in parts)

@@ -34,6 +34,7 @@ class WorkerLoad:
     failures: int
     healthy: bool
     breaker: str
+    models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,4 +151,5 @@ def _worker(entry: dict[str, Any]) -> WorkerLoad:
         failures=int(entry.get("failures", 0)),
         healthy=bool(entry.get("healthy", False)),
         breaker=str(entry.get("breaker", "unknown")),
+        models=tuple(str(model) for model in entry.get("models", [])),
     )

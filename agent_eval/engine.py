@@ -142,10 +142,10 @@ class Engine:
                 trajectory = await self.runner.run(item, ctx)
         except TimeoutError:
             message = f"the attempt took longer than {self.config.attempt_timeout:g} s"
-            trajectory = Trajectory(error=TrajectoryError("timeout", message))
+            trajectory = stopped(ctx.trajectory, TrajectoryError("timeout", message))
         except Exception as exc:  # a runner's bug is recorded on its attempt; the run goes on
             message = f"{type(exc).__name__}: {exc}"
-            trajectory = Trajectory(error=TrajectoryError("runner_error", message))
+            trajectory = stopped(ctx.trajectory, TrajectoryError("runner_error", message))
         latency = time.monotonic() - started
         scores = await self._score(item, trajectory)
         return attempt_record(item, attempt, seed, session_id, trajectory, scores, latency)
@@ -172,6 +172,13 @@ class Engine:
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         scores = (attempt_score(record) for record in run_dir.records())
         return summarize(scores, wall_time, self.config.ks)
+
+
+def stopped(trajectory: Trajectory, error: TrajectoryError) -> Trajectory:
+    """An attempt that did not finish: what the runner recorded up to there, and why it stopped."""
+    trajectory.error = error
+    trajectory.final_output = None
+    return trajectory
 
 
 def _gold(answer: str | None) -> str | None:

@@ -31,13 +31,18 @@ class Sampling:
 
 @dataclass
 class RunContext:
-    """What a runner gets for one attempt: a client bound to the proxy with the session id."""
+    """What a runner gets for one attempt: a client bound to the proxy with the session id.
+
+    `trajectory` is the attempt's record: a runner that fills it as it goes (the built-in ones
+    do) keeps what it did even when the engine stops it (timeout) or it raises.
+    """
 
     client: AsyncOpenAI
     model: str
     session_id: str
     seed: int
     sampling: Sampling = field(default_factory=Sampling)
+    trajectory: Trajectory = field(default_factory=Trajectory)
 
 
 @runtime_checkable

@@ -25,11 +25,10 @@ class MathCalculatorAgent:
 
     async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
         agent = sdk_agent("math_calculator", INSTRUCTIONS, calculator_tools(), ctx, self.api)
-        trajectory = Trajectory()
+        trajectory = ctx.trajectory
         result = await play(agent, _input(sample), self.max_turns, trajectory)
         if result is not None:
             trajectory.final_output = str(result.final_output)
-            trajectory.messages = [dict(item) for item in result.to_input_list()]
         return trajectory
 
 

@@ -29,7 +29,7 @@ class MultiTurnChatAgent:
     async def run(self, session: Any, ctx: RunContext) -> Trajectory:
         tools = calculator_tools() if self.tools else []
         agent = sdk_agent("multi_turn_chat", INSTRUCTIONS, tools, ctx, self.api)
-        trajectory = Trajectory()
+        trajectory = ctx.trajectory
         history: list[Any] = []
         for turn in session.turns:
             if trajectory.error is not None:
@@ -40,6 +40,5 @@ class MultiTurnChatAgent:
             output = None if result is None else str(result.final_output)
             trajectory.turn_outputs.append(output)
             history = given if result is None else result.to_input_list()
-        trajectory.messages = [dict(item) for item in history]
         trajectory.final_output = trajectory.turn_outputs[-1] if trajectory.turn_outputs else None
         return trajectory

@@ -1,4 +1,8 @@
-"""Turns an Agents SDK run into a Trajectory: timed model calls, paired tool calls, error kinds."""
+"""Records an Agents SDK run into a Trajectory as it goes: timed model calls, messages, tool calls.
+
+The record is kept live, not read from the result at the end, so an attempt that stops
+anywhere (max turns, an upstream error, a timeout, a crash) keeps everything up to there.
+"""
 
 from __future__ import annotations
 
@@ -7,50 +11,82 @@ import time
 from typing import Any
 
 import openai
-from agents import Agent, RunContextWrapper, RunHooks
+from agents import Agent, FunctionTool, ItemHelpers, RunContextWrapper, RunHooks
 from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
-from agents.items import ModelResponse, RunItem, ToolCallItem, ToolCallOutputItem
+from agents.items import ModelResponse, TResponseInputItem
+from agents.tool_context import ToolContext
+from openai.types.responses import ResponseFunctionToolCall
 
-from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, TrajectoryError
+from agent_eval.agents.trajectory import (
+    ModelCallRecord,
+    ToolCallRecord,
+    Trajectory,
+    TrajectoryError,
+)
 
 
-class ModelCallTimer(RunHooks[Any]):
-    """Times every model call of a run and keeps its token usage."""
+class AttemptRecorder(RunHooks[Any]):
+    """Keeps a trajectory's messages, model calls and tool calls up to date during a run."""
 
-    def __init__(self, calls: list[ModelCallRecord]) -> None:
-        self.calls = calls
+    def __init__(self, trajectory: Trajectory) -> None:
+        self.trajectory = trajectory
         self._started = 0.0
+        self._pending: dict[str, ToolCallRecord] = {}
 
     async def on_llm_start(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], *_: Any
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
     ) -> None:
+        # What the model is sent is the whole conversation so far, tool results included.
+        self.trajectory.messages = [as_message(item) for item in input_items]
         self._started = time.monotonic()
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
         usage = response.usage
-        self.calls.append(
-            ModelCallRecord(
-                time.monotonic() - self._started, usage.input_tokens, usage.output_tokens
-            )
+        latency = time.monotonic() - self._started
+        self.trajectory.model_calls.append(
+            ModelCallRecord(latency, usage.input_tokens, usage.output_tokens)
         )
+        self.trajectory.messages += [as_message(item) for item in response.to_input_items()]
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Any
+    ) -> None:
+        if isinstance(context, ToolContext):
+            record = ToolCallRecord(context.tool_name, context.tool_arguments, "")
+            self._pending[context.tool_call_id] = record
+            self.trajectory.tool_calls.append(record)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Any, result: Any
+    ) -> None:
+        if not (isinstance(context, ToolContext) and isinstance(tool, FunctionTool)):
+            return
+        record = self._pending.pop(context.tool_call_id, None)
+        if record is not None:
+            record.result = str(result)
+        self.trajectory.messages.append(as_message(_output_item(context, result)))
 
 
-def tool_calls(items: list[RunItem]) -> list[ToolCallRecord]:
-    """Each tool call with its arguments and the result the model saw, paired by call id."""
-    outputs = {
-        _call_id(item.raw_item): str(item.output)
-        for item in items
-        if isinstance(item, ToolCallOutputItem)
-    }
-    return [
-        ToolCallRecord(
-            item.raw_item.name, item.raw_item.arguments, outputs.get(item.raw_item.call_id, "")
-        )
-        for item in items
-        if isinstance(item, ToolCallItem) and hasattr(item.raw_item, "arguments")
-    ]
+def _output_item(context: ToolContext[Any], result: Any) -> TResponseInputItem:
+    """The tool result as the SDK hands it to the model, built by the SDK's own helper."""
+    call = ResponseFunctionToolCall(
+        type="function_call",
+        call_id=context.tool_call_id,
+        name=context.tool_name,
+        arguments=context.tool_arguments,
+    )
+    return ItemHelpers.tool_call_output_item(call, result)
+
+
+def as_message(item: Any) -> dict[str, Any]:
+    """An input item as a plain JSON-ready dict."""
+    return item.model_dump(exclude_unset=True) if hasattr(item, "model_dump") else dict(item)
 
 
 def classify(exc: BaseException) -> TrajectoryError:
@@ -64,13 +100,3 @@ def classify(exc: BaseException) -> TrajectoryError:
     if isinstance(exc, openai.APIError):
         return TrajectoryError("upstream", str(exc))
     return TrajectoryError("runner_error", f"{type(exc).__name__}: {exc}")
-
-
-def partial_items(exc: BaseException) -> list[RunItem]:
-    """The items a failed run got to, where the SDK kept them."""
-    run_data = getattr(exc, "run_data", None)
-    return list(getattr(run_data, "new_items", []) or [])
-
-
-def _call_id(raw: Any) -> str | None:
-    return raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)

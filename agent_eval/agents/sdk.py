@@ -9,6 +9,7 @@ from agents import (
     Agent,
     AgentsException,
     FunctionTool,
+    ItemHelpers,
     ModelSettings,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
@@ -18,7 +19,7 @@ from agents import (
 )
 
 from agent_eval.agents.base import RunContext
-from agent_eval.agents.recording import ModelCallTimer, classify, partial_items, tool_calls
+from agent_eval.agents.recording import AttemptRecorder, as_message, classify
 from agent_eval.agents.trajectory import Trajectory
 
 Api = Literal["chat_completions", "responses"]
@@ -47,16 +48,18 @@ def sdk_agent(
 async def play(
     agent: Agent[Any], given: str | list[Any], max_turns: int, trajectory: Trajectory
 ) -> RunResult | None:
-    """Run the agent once, adding its calls to the trajectory; None (and the error) if it failed."""
-    timer = ModelCallTimer(trajectory.model_calls)
+    """Run the agent once, recorded into `trajectory` as it goes; None (and the error) if it failed.
+
+    Whatever stops the run, `trajectory` holds every message and call made up to there.
+    """
+    trajectory.messages = [as_message(item) for item in ItemHelpers.input_to_new_input_list(given)]
     try:
         result = await Runner.run(
-            agent, given, max_turns=max_turns, hooks=timer,
+            agent, given, max_turns=max_turns, hooks=AttemptRecorder(trajectory),
             run_config=RunConfig(tracing_disabled=True),
         )  # fmt: skip
     except (AgentsException, openai.APIError, TimeoutError) as exc:
         trajectory.error = classify(exc)
-        trajectory.tool_calls += tool_calls(partial_items(exc))
         return None
-    trajectory.tool_calls += tool_calls(result.new_items)
+    trajectory.messages = [as_message(item) for item in result.to_input_list()]
     return result

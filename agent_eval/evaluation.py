@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent_eval.agents import AgentRunner, load_runner
+from agent_eval.agents.base import runner_options
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
 from agent_eval.config import CONFIG_FILE, RunConfig, save_run_config
@@ -81,8 +82,11 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
 async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     """Launch, evaluate and tear down; results so far stay on disk whatever happens."""
     config = plan.config
-    await asyncio.to_thread(save_run_config, config, config.run_dir)
+    await asyncio.to_thread(save_run_config, resolved_config(config), config.run_dir)
     async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
+        # The model's name is known once the workers serve it: save it too.
+        saved = resolved_config(config, served.model)
+        await asyncio.to_thread(save_run_config, saved, config.run_dir)
         observer.set_proxy(served.base_url, served.api_key)
         try:
             return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
@@ -161,6 +165,25 @@ def scoring_workers(config: RunConfig) -> int:
     """Scoring processes of each engine process: `reward.workers` (or the default) shared."""
     total = config.reward.workers or default_workers()
     return max(1, math.ceil(total / config.eval.processes))
+
+
+def resolved_config(config: RunConfig, model: str | None = None) -> RunConfig:
+    """A copy of `config` naming every value the run uses, each default from its one source.
+
+    Saved beside the results, so `run --config RUN/config.yaml` plays the same run again.
+    """
+    resolved = config.model_copy(deep=True)
+    options = runner_options(config.agent.name, **config.agent.runner_options())
+    agent = resolved.agent
+    agent.max_turns = options.pop("max_turns", None)
+    agent.api = options.pop("api", None)
+    agent.options = options
+    resolved.dataset.name = config.dataset_name
+    resolved.eval.ks = list(config.eval.k_values())
+    resolved.reward.workers = config.reward.workers or default_workers()
+    if model is not None:
+        resolved.model.name = model
+    return resolved
 
 
 def engine_config(config: RunConfig, model: str) -> EngineConfig:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
@@ -54,6 +57,40 @@ class AgentRunner(Protocol):
 
 def load_runner(spec: str, **options: Any) -> AgentRunner:
     """A runner by built-in name, `package.module:Class`, or `agent_eval.agents` entry point."""
+    runner = runner_class(spec)(**options)
+    if not isinstance(runner, AgentRunner):
+        raise ConfigError(f"agent {spec!r} has no `async run(sample, ctx)` method")
+    return runner
+
+
+def runner_options(spec: str, **options: Any) -> dict[str, Any]:
+    """Every keyword the runner's constructor takes: the given value, else the runner's default.
+
+    The runner is the one source of its defaults; a saved config names them all.
+    """
+    try:
+        parameters = inspect.signature(runner_class(spec)).parameters.values()
+    except (TypeError, ValueError):  # a constructor without a readable signature
+        return dict(options)
+    named = {
+        p.name: p.default
+        for p in parameters
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and _plain(p.default)
+    }
+    return {**named, **options}
+
+
+def _plain(default: Any) -> bool:
+    """Whether a default is plain data a config file can hold (not unset, not an object)."""
+    try:
+        json.dumps(default)
+    except (TypeError, ValueError):
+        return False
+    return default is not inspect.Parameter.empty
+
+
+def runner_class(spec: str) -> Callable[..., Any]:
+    """The class (or factory) a runner spec names. Raises: ConfigError with the known names."""
     target = BUILT_IN.get(spec) or _entry_point(spec) or spec
     if ":" not in target:
         known = [*BUILT_IN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))]
@@ -65,13 +102,9 @@ def load_runner(spec: str, **options: Any) -> AgentRunner:
         )
     module_name, _, attribute = target.partition(":")
     try:
-        runner_class = getattr(importlib.import_module(module_name), attribute)
+        return getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot load agent {spec!r} ({exc}); check the module path") from None
-    runner = runner_class(**options)
-    if not isinstance(runner, AgentRunner):
-        raise ConfigError(f"agent {spec!r} has no `async run(sample, ctx)` method")
-    return runner
 
 
 def _entry_point(name: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
@@ -215,7 +216,7 @@ def test_a_clear_difference_exceeds_the_noise(tmp_path: Path) -> None:
     a = binary_run(tmp_path / "a", correct=180, total=200)
     b = binary_run(tmp_path / "b", correct=100, total=200)
     out = tmp_path / "compare.html"
-    result = report(a, b, "--out", out)
+    result = report("--compare", a, b, "--out", out)
     assert result.exit_code == 0, result.output
     row = table_row(result.output, "accuracy")
     assert row[1:4] == ["0.900", "0.500", "-0.400"]
@@ -231,13 +232,14 @@ def test_a_small_difference_does_not(tmp_path: Path, monkeypatch: pytest.MonkeyP
     a = binary_run(tmp_path / "a", correct=25, total=50)
     b = binary_run(tmp_path / "b", correct=26, total=50)
     monkeypatch.chdir(tmp_path)
-    result = report(a, b)
+    result = report("--compare", a, b)
     assert result.exit_code == 0, result.output
     row = table_row(result.output, "accuracy")
     assert row[1:4] == ["0.500", "0.520", "+0.020"]
     assert row[-1] == "no"
     assert table_row(result.output, "pass@1")[-1] == "no"
-    assert (tmp_path / "compare.html").is_file()  # the default: the current directory
+    assert (a / "compare.html").is_file()  # the default: A's run directory
+    assert not (tmp_path / "compare.html").exists()  # never the current directory unasked
 
 
 def test_an_unfinished_run_is_reported_with_notes(tmp_path: Path) -> None:
@@ -272,10 +274,54 @@ def test_a_bad_run_directory_ends_in_one_message(tmp_path: Path, setup: Any, mes
     assert "Traceback" not in result.output
 
 
-def test_more_than_two_runs_is_a_mistake(single: Path) -> None:
-    result = report(single, single, single)
+def runs_of_one_agent(root: Path, count: int) -> list[Path]:
+    """`count` runs under `root`, each finished a minute after the one before."""
+    paths = [
+        binary_run(root / f"math_calculator-2026120{i}", correct=i, total=5) for i in range(count)
+    ]
+    for minute, path in enumerate(paths):
+        os.utime(path / "samples.jsonl", (1_800_000_000 + 60 * minute,) * 2)
+    return paths
+
+
+def test_a_glob_of_runs_reports_the_latest_and_compares_nothing(tmp_path: Path) -> None:
+    paths = runs_of_one_agent(tmp_path / "runs", 3)
+    latest = paths[-1]
+    # the latest is named in the middle, as no shell orders by time
+    result = report(paths[0], latest, paths[1])
+    assert result.exit_code == 0, result.output
+    assert "3 runs named: reporting the latest" in " ".join(result.output.split())
+    assert table_row(result.output, "accuracy")[1] == "0.400"  # the latest run's: 2 of 5
+    assert [p for p in paths if (p / "report.html").exists()] == [latest]
+    assert not list(tmp_path.rglob("compare.html"))
+
+
+def test_without_a_run_named_the_latest_under_runs_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = runs_of_one_agent(tmp_path / "runs", 2)
+    (tmp_path / "runs" / "workers-20261201-000000").mkdir()  # `workers up` logs: not a run
+    (paths[0] / "report.html").write_text("")  # an old report makes no run the latest
+    monkeypatch.chdir(tmp_path)
+    result = report()
+    assert result.exit_code == 0, result.output
+    assert (paths[1] / "report.html").is_file()
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_with_no_run_to_report_it_says_what_to_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = report()
     assert result.exit_code == 2
-    assert "one run directory, or two to compare, not 3" in " ".join(result.stderr.split())
+    assert "holds no run; pass one" in " ".join(result.stderr.split())
+
+
+def test_runs_and_compare_together_is_a_mistake(single: Path) -> None:
+    result = report(single, "--compare", single, single)
+    assert result.exit_code == 2
+    assert "or --compare A B, not both" in " ".join(result.stderr.split())
 
 
 def test_the_config_names_the_model_the_workers_served(single: Path) -> None:

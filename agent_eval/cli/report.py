@@ -1,4 +1,7 @@
-"""`agent-eval report`: a run's summary again and its HTML report, or two runs compared."""
+"""`agent-eval report`: a run's summary again and its HTML report, or two runs compared.
+
+The HTML goes into the run directory (A's, when comparing) unless -o says elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ from rich.markup import escape
 from rich.text import Text
 
 from agent_eval.cli import app
-from agent_eval.cli.common import console, guarded
+from agent_eval.cli.common import console, fail, guarded
 from agent_eval.errors import ConfigError
+from agent_eval.report.choose import RUNS, choose_run
 from agent_eval.report.compare import compare, comparison_notes, comparison_table
 from agent_eval.report.html import compare_page, run_page
 from agent_eval.report.runs import Run, load_run
@@ -31,38 +35,62 @@ REPORT, COMPARISON = "report.html", "compare.html"
 def report(
     ctx: typer.Context,
     runs: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
-            help="A run directory; or two, A then B, to compare B with A.",
+            help=f"A run or watch directory; of several (a glob), the latest. "
+            f"Default: the latest under {RUNS}/.",
             metavar="RUN_DIR",
             show_default=False,
         ),
-    ],
+    ] = None,
+    pair: Annotated[
+        tuple[Path, Path] | None,
+        typer.Option(
+            "--compare",
+            help="Compare run B with run A instead: B - A per metric, against the noise.",
+            metavar="A B",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
             "-o",
-            help=f"Where to write the HTML. Default: RUN_DIR/{REPORT} for one run, "
-            f"./{COMPARISON} (in the current directory) for two.",
+            help=f"Where to write the HTML. Default: RUN_DIR/{REPORT}, or A/{COMPARISON} "
+            "with --compare.",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """Print a run's summary and write its plots to one HTML file that opens offline.
 
-    Two runs: B - A for each metric, its 95% interval, and whether it exceeds the noise.
+    --compare A B: B - A for each metric, its 95% interval, and whether it exceeds the noise.
     A watch directory: each checkpoint's probe and decision, and the curve of full scores.
     """
-    if len(runs) == 1 and is_watch_directory(runs[0]):
-        page, target, notes = _watched(guarded(ctx, load_watch, runs[0]), runs[0], out)
+    if pair is not None and runs:
+        fail("give run directories to report, or --compare A B, not both")
+    if pair is not None:
+        page, target, notes = _pair(*guarded(ctx, _load_pair, pair), out)
     else:
-        loaded = guarded(ctx, _load, runs)
-        page, target, notes = _single(loaded[0], out) if len(loaded) == 1 else _pair(*loaded, out)
-    for note in notes:
-        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
+        chosen = guarded(ctx, choose_run, runs or [])
+        _print_notes(chosen.notes)
+        page, target, notes = _one(ctx, chosen.path, out)
+    _print_notes(notes)
     written = guarded(ctx, _write, target, page)
     console.print(Text(f"Report: {written}\n{written.resolve().as_uri()}"), soft_wrap=True)
+
+
+def _one(ctx: typer.Context, path: Path, out: Path | None) -> tuple[str, Path, list[str]]:
+    """A watch directory's curve, or one run's summary and page."""
+    if is_watch_directory(path):
+        return _watched(guarded(ctx, load_watch, path), path, out)
+    return _single(guarded(ctx, load_run, path), out)
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
 
 
 def _single(run: Run, out: Path | None) -> tuple[str, Path, list[str]]:
@@ -85,16 +113,11 @@ def _pair(a: Run, b: Run, out: Path | None) -> tuple[str, Path, list[str]]:
     """Print the comparison; return its page, where it goes, and the notes on both runs."""
     rows = compare(a, b)
     console.print(comparison_table(rows, a, b))
-    return compare_page(a, b, rows), out or Path(COMPARISON), comparison_notes(a, b)
+    return compare_page(a, b, rows), out or a.path / COMPARISON, comparison_notes(a, b)
 
 
-def _load(paths: list[Path]) -> list[Run]:
-    if len(paths) > 2:
-        raise ConfigError(
-            f"report takes one run directory, or two to compare, not {len(paths)}; "
-            "compare runs two at a time"
-        )
-    return [load_run(path) for path in paths]
+def _load_pair(paths: tuple[Path, Path]) -> tuple[Run, Run]:
+    return load_run(paths[0]), load_run(paths[1])
 
 
 def _write(target: Path, page: str) -> Path:

@@ -1,12 +1,17 @@
-"""Run a long-lived coroutine until SIGINT or SIGTERM, then let its cleanup run."""
+"""Run a long-lived coroutine until SIGINT or SIGTERM, then let its cleanup run; set up logs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.logging import RichHandler
 
 from agent_eval.errors import AgentEvalError
 
@@ -49,3 +54,38 @@ async def _cancel_on_signal(main: Coroutine[Any, Any, T]) -> T | None:
 async def forever() -> None:
     """Wait until cancelled."""
     await asyncio.Event().wait()
+
+
+def setup_logging(console: Console, debug: bool = False) -> None:
+    """Log to `console`: rich lines on a terminal, plain unwrapped lines elsewhere (logs, CI)."""
+    handler: logging.Handler
+    if console.is_terminal:
+        handler = RichHandler(console=console, show_path=False, rich_tracebacks=debug)
+    else:
+        # Rich wraps at the console's width, 80 columns off a terminal: paths split mid-name.
+        handler = logging.StreamHandler(console.file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler], force=True)
+    logging.getLogger("agent_eval").setLevel(logging.DEBUG if debug else logging.INFO)
+
+
+@contextlib.contextmanager
+def logs_through(console: Console) -> Iterator[None]:
+    """Inside, log lines bound for a terminal print through `console`, a live display's.
+
+    A live display redraws relative to the cursor: a line written around it leaves a stale
+    copy of the display above it, and may be drawn over.
+    """
+    handlers = [
+        handler
+        for handler in logging.getLogger().handlers
+        if isinstance(handler, RichHandler) and handler.console.is_terminal
+    ]
+    consoles = [handler.console for handler in handlers]
+    for handler in handlers:
+        handler.console = console
+    try:
+        yield
+    finally:
+        for handler, own in zip(handlers, consoles, strict=True):
+            handler.console = own

@@ -13,8 +13,9 @@ from rich.console import Console
 
 from agent_eval.engine import Progress
 from agent_eval.metrics.accuracy import accuracy
+from agent_eval.metrics.performance import Throughput
 from agent_eval.progress import RunView
-from agent_eval.progress.stats import RunStats, duration_text, errors_text
+from agent_eval.progress.stats import RunStats, Snapshot, duration_text, errors_text, stats_parts
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.schedulers.local import free_port
@@ -77,10 +78,27 @@ async def test_plain_lines_count_only_this_process_over_a_real_proxy(
     final = lines[-1]
     assert final.startswith("[100/100 100%] ")
     assert expected_accuracy(30, 40) in final
-    assert rate(final, "samples/s") > 0 and rate(final, "tok/s") > 0
+    assert rate(final, "attempts/s") > 0 and rate(final, "tokens/s") > 0
     assert "errors timeout=3, max_turns=1" in final
     assert "workers 2/2 healthy, 0 in flight" in final
     assert final.endswith("eta 0s")
+
+
+async def test_plain_lines_before_the_first_attempt_show_the_total_and_the_model_calls(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    base_url = await start_proxy(await start_workers(2))
+    console, out = plain_console()
+    async with RunView(console, "run", live=False, total=8, **FAST) as view:
+        view.waiting("waiting for the proxy to see a healthy worker")
+        view.set_proxy(base_url)  # ready: the wait is over, attempts are under way
+        await eventually(lambda: "model calls answered" in out.getvalue())
+
+    calls = next(line for line in out.getvalue().splitlines() if "model calls" in line)
+    assert calls == (
+        "[0/8   0%] no attempt finished yet | 0 model calls answered"
+        " | workers 2/2 healthy, 0 in flight | eta -"
+    )
 
 
 async def test_plain_waits_print_each_reason_once() -> None:
@@ -171,21 +189,36 @@ async def test_a_proxy_with_a_key_needs_it(
         assert view.workers.summary() == "workers 1/1 healthy, 0 in flight"
 
 
-def test_rates_and_eta_count_only_attempts_of_this_process() -> None:
+def test_rates_and_eta_count_this_process_from_the_proxy_being_ready() -> None:
     now = [100.0]
-    stats = RunStats(clock=lambda: now[0])
-    assert stats.snapshot().samples_per_s is None
-    stats.update(Progress(done=51, total=100, correct=1, tokens=200))  # 50 were on disk
-    assert stats.snapshot().samples_per_s is None  # one attempt: no rate yet
-    now[0] = 102.0
-    stats.update(Progress(done=55, total=100, correct=3, tokens=1000, errors=Counter(timeout=1)))
-    now[0] = 104.0
+    stats = RunStats(total=100, done=50, clock=lambda: now[0])  # 50 were on disk
+    assert stats.snapshot() == Snapshot(done=50, total=100)  # the total shows at once
+    stats.start()  # the proxy is ready
+    now[0] = 110.0  # 8 attempts at once: the first ends 10 s later, the others with it
+    stats.update(Progress(done=51, total=100, correct=1, tokens=200))
+    assert stats.snapshot().attempts_per_s == 0.1  # no head start before the first end
+    now[0] = 111.0
+    stats.update(Progress(done=58, total=100, correct=6, tokens=1600, errors=Counter(timeout=1)))
+    now[0] = 112.0
     snapshot = stats.snapshot()
-    assert snapshot.samples_per_s == 1.0  # 4 attempts after the first, over 4 s
-    assert snapshot.tokens_per_s == 200.0
-    assert snapshot.eta_s == 45.0
-    assert snapshot.accuracy == accuracy(3, 5)
+    assert snapshot.attempts_per_s == 8 / 12  # 8 attempts over 12 s, the summary's definition
+    assert snapshot.tokens_per_s == 1600 / 12
+    assert snapshot.eta_s == 42 / (8 / 12)  # from the first attempt's end alone: 4x shorter
+    assert snapshot.accuracy == accuracy(6, 8)
     assert snapshot.errors == {"timeout": 1}
+
+
+def test_rates_stop_with_the_last_attempt_and_end_as_the_summary_says() -> None:
+    now = [0.0]
+    stats = RunStats(total=2, clock=lambda: now[0])
+    for now[0], done in ((3.0, 1), (4.0, 2)):
+        stats.update(Progress(done=done, total=2, tokens=5 * done))
+    now[0] = 9.0  # the summary is being written: the run's wall time is over
+    assert stats.snapshot().attempts_per_s == 0.5
+    stats.finish(Throughput(wall_time_s=4.001, attempts_per_s=0.4999, tokens_per_s=2.5,
+                            completion_tokens_per_s=1.0))  # fmt: skip
+    assert stats.snapshot().attempts_per_s == 0.4999
+    assert stats_parts(stats.snapshot())[1:3] == ["0.50 attempts/s", "2.5 tokens/s"]
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from agent_eval.config import (
     load_run_config,
 )
 from agent_eval.evaluation import Plan, evaluate, plan, resume_config_path
-from agent_eval.lifecycle import run_until_signalled
+from agent_eval.lifecycle import run_until_signalled, setup_logging
 from agent_eval.metrics import Summary
 from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
@@ -84,6 +84,8 @@ def run(
     ] = None,
 ) -> None:
     """Launch workers and the proxy, play every attempt, score it, summarise, tear down."""
+    # Until the app's callback sets logs up this way: off a terminal, lines must not wrap.
+    setup_logging(err_console, debug=bool(ctx.obj))
     flags = {
         "agent.name": agent,
         "dataset.name": dataset,
@@ -116,12 +118,20 @@ def run(
 async def _watched(checked: Plan) -> Summary:
     config = checked.config
     title = f"{config.agent.name} on {config.dataset_name}"
-    async with RunView(console, title) as view:
-        return await evaluate(checked, view)
+    total = checked.total * config.eval.n_samples
+    async with RunView(console, title, total=total, done=_kept(config)) as view:
+        summary = await evaluate(checked, view)
+        view.finish(summary.throughput)
+        return summary
+
+
+def _kept(config: RunConfig) -> int:
+    """Finished attempts already in the run directory: a resumed run starts from them."""
+    return sum(1 for _ in RunDirectory(config.run_dir).records())
 
 
 def _interrupted(config: RunConfig) -> None:
-    kept = sum(1 for _ in RunDirectory(config.run_dir).records())
+    kept = _kept(config)
     err_console.print(
         Text.assemble(
             ("interrupted", "bold yellow"),

@@ -72,7 +72,11 @@ def token_summary(prompt_tokens: int, completion_tokens: int, attempts: int) -> 
 
 @dataclass(frozen=True)
 class Throughput:
-    """Attempts and tokens per second of wall time."""
+    """Attempts and tokens per second of wall time.
+
+    The wall time runs from the proxy being ready to the last attempt's end; the live view
+    measures the same, so its figures and its ETA agree with the summary's.
+    """
 
     wall_time_s: float
     attempts_per_s: float
@@ -89,6 +93,23 @@ def throughput(attempts: int, tokens: TokenSummary, wall_time_s: float) -> Throu
         tokens_per_s=ratio(tokens.total, wall_time_s),
         completion_tokens_per_s=ratio(tokens.completion, wall_time_s),
     )
+
+
+@dataclass(frozen=True)
+class RateLabel:
+    """How a rate is named and printed, the same in the live view and in the summary table."""
+
+    unit: str
+    spec: str
+
+    def text(self, value: float | None) -> str:
+        """`2.38 attempts/s`, or `- attempts/s` while the rate is not measured yet."""
+        return f"- {self.unit}" if value is None else f"{value:{self.spec}} {self.unit}"
+
+
+# Attempts, not samples: with n attempts per sample a sample is counted n times.
+ATTEMPTS_PER_S = RateLabel("attempts/s", ",.2f")
+TOKENS_PER_S = RateLabel("tokens/s", ",.1f")
 
 
 TOOL_ERROR_PREFIXES = ("error:", "an error occurred while running the tool")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.base import Estimate
+from agent_eval.metrics.performance import ATTEMPTS_PER_S, TOKENS_PER_S, Throughput
 
 if TYPE_CHECKING:
     from agent_eval.engine import Progress
@@ -17,21 +18,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The run at one moment; a rate is None until two attempts of this process are in."""
+    """The run at one moment; a rate is None until an attempt of this process is in."""
 
     done: int = 0
     total: int = 0
     accuracy: Estimate = field(default_factory=lambda: accuracy(0, 0))
-    samples_per_s: float | None = None
+    attempts_per_s: float | None = None
     tokens_per_s: float | None = None
     errors: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def eta_s(self) -> float | None:
         """Seconds left at the current rate; None while the total or the rate is unknown."""
-        if not self.total or not self.samples_per_s:
+        if not self.total or not self.attempts_per_s:
             return None
-        return max(self.total - self.done, 0) / self.samples_per_s
+        return max(self.total - self.done, 0) / self.attempts_per_s
 
 
 @dataclass(frozen=True)
@@ -45,24 +46,38 @@ class _Counts:
 
 
 class RunStats:
-    """Folds the engine's progress into snapshots; only this process's attempts count."""
+    """Folds the engine's progress into snapshots; only this process's attempts count.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    Rates are `Throughput`'s: this process's attempts and tokens over the wall time from
+    `start()` (the proxy is ready) to now, or to the last attempt's end once all are in.
+    """
+
+    def __init__(
+        self, total: int = 0, done: int = 0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._clock = clock
+        self._total, self._done = total, done  # known before any attempt ends
+        self._since = clock()
         self._first: _Counts | None = None
         self._latest: _Counts | None = None
+        self._final: Throughput | None = None
 
     @property
     def started(self) -> bool:
         """Whether any attempt finished in this process."""
         return self._latest is not None
 
+    def start(self) -> None:
+        """The proxy is ready: the wall time of the rates starts now, with no attempt in."""
+        self._since = self._clock()
+        self._first = self._latest = self._final = None
+
     def update(self, progress: Progress) -> None:
         """Store the numbers; one assignment, so a render thread never sees half an update."""
         counts = _Counts(
             self._clock(),
             progress.done,
-            progress.total,
+            progress.total or self._total,
             progress.correct,
             progress.tokens,
             dict(progress.errors),
@@ -71,42 +86,48 @@ class RunStats:
             self._first = counts
         self._latest = counts
 
+    def finish(self, throughput: Throughput) -> None:
+        """The summary's own rates: the last frame shows the very figures the summary prints."""
+        self._final = throughput
+
     def snapshot(self) -> Snapshot:
         """The numbers now, with rates measured up to this moment."""
         first, latest = self._first, self._latest
         if first is None or latest is None:
-            return Snapshot()
+            return Snapshot(done=self._done, total=self._total)
         # The engine calls back once per attempt, so the first call follows exactly one attempt
         # of this process; the rest of its `done` was on disk when the run resumed. `correct`
         # and `tokens` start from zero in every process.
         attempts = latest.done - first.done + 1
-        # Rates run from the first attempt's end: the time before it (start-up, the first
-        # attempt itself) would drag them down, and it is not known anyway.
-        elapsed = self._clock() - first.at
-        measured = latest.done > first.done and elapsed > 0
+        attempts_per_s, tokens_per_s = self._rates(latest, attempts)
         return Snapshot(
             done=latest.done,
             total=latest.total,
             accuracy=accuracy(latest.correct, attempts),
-            samples_per_s=(latest.done - first.done) / elapsed if measured else None,
-            tokens_per_s=(latest.tokens - first.tokens) / elapsed if measured else None,
+            attempts_per_s=attempts_per_s,
+            tokens_per_s=tokens_per_s,
             errors=latest.errors,
         )
+
+    def _rates(self, latest: _Counts, attempts: int) -> tuple[float | None, float | None]:
+        if (final := self._final) is not None:
+            return final.attempts_per_s, final.tokens_per_s
+        # Once every attempt is in, the clock stops, as the summary's wall time does.
+        end = latest.at if latest.total and latest.done >= latest.total else self._clock()
+        elapsed = end - self._since
+        if elapsed <= 0:
+            return None, None
+        return attempts / elapsed, latest.tokens / elapsed
 
 
 def stats_parts(snapshot: Snapshot) -> list[str]:
     """Accuracy, rates and errors as short phrases, shared by the live and the plain view."""
     return [
         accuracy_text(snapshot.accuracy),
-        rate_text(snapshot.samples_per_s, "samples/s", ".2f" if _slow(snapshot) else ".1f"),
-        rate_text(snapshot.tokens_per_s, "tok/s", ".0f"),
+        ATTEMPTS_PER_S.text(snapshot.attempts_per_s),
+        TOKENS_PER_S.text(snapshot.tokens_per_s),
         errors_text(snapshot.errors),
     ]
-
-
-def _slow(snapshot: Snapshot) -> bool:
-    # A CPU model can take minutes per sample: 0.04/s must not print as 0.0/s.
-    return snapshot.samples_per_s is not None and snapshot.samples_per_s < 1
 
 
 def accuracy_text(estimate: Estimate) -> str:
@@ -114,11 +135,6 @@ def accuracy_text(estimate: Estimate) -> str:
     if estimate.n == 0 or math.isnan(estimate.value):
         return "acc -"
     return f"acc {estimate.value:.3f} [{estimate.low:.2f}, {estimate.high:.2f}]"
-
-
-def rate_text(rate: float | None, unit: str, spec: str) -> str:
-    """`1,240 tok/s`, or `- tok/s` while the rate is not measured yet."""
-    return f"- {unit}" if rate is None else f"{rate:,{spec}} {unit}"
 
 
 def errors_text(errors: Mapping[str, int]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -15,6 +16,8 @@ from rich.progress import Progress as Bar
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agent_eval.lifecycle import logs_through
+from agent_eval.metrics.performance import Throughput
 from agent_eval.progress.stats import RunStats, Snapshot, duration_text, stats_parts
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 
 HEARTBEAT_INTERVALS = 6
+NO_ATTEMPT_YET = "no attempt finished yet"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class RunView:
     """The terminal view of a run: `async with RunView(console, title) as view: ...`.
 
     `live=None` draws a live screen when `console` is a terminal, else prints plain lines.
+    `total` attempts (`done` of them already on disk) shows from the start.
     """
 
     def __init__(
@@ -47,15 +52,19 @@ class RunView:
         plain_interval: float = 5.0,
         poll_interval: float = 1.0,
         api_key: str | None = None,
+        total: int = 0,
+        done: int = 0,
     ) -> None:
         self.console, self.title = console, title
         self.live = console.is_terminal if live is None else live
         self.plain_interval = plain_interval
-        self._stats = RunStats()
+        self._stats = RunStats(total, done)
         self._poller = WorkerPoller(proxy_url, poll_interval, api_key)
+        self._ready = proxy_url is not None  # the proxy serves: attempts are under way
         self._wait: _Wait | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._screen: Live | None = None
+        self._logs = contextlib.ExitStack()
         self._bar = _progress_bar(console, title)
 
     @property
@@ -67,6 +76,8 @@ class RunView:
         """The engine's callback after each attempt: store the numbers; drawing happens apart."""
         self._stats.update(progress)
         self._wait = None  # attempts are finishing, so whatever we waited for has come
+        if progress.total and progress.done >= progress.total:
+            self._poller.refresh()  # else the last frame shows a poll from before the end
 
     def waiting(self, reason: str | None) -> None:
         """Show what a long wait waits for (None: the wait is over); fits `on_wait` callbacks."""
@@ -78,8 +89,19 @@ class RunView:
                 self.console.out(reason, highlight=False)
 
     def set_proxy(self, url: str | None, api_key: str | None = None) -> None:
-        """Show this proxy's workers; `url` may end in /v1. None: it stops; keep the last view."""
+        """Show this proxy's workers; `url` may end in /v1. None: it stops; keep the last view.
+
+        A proxy is given once it is ready: the wait ends and the rates' wall time starts.
+        """
         self._poller.set_proxy(url, api_key)
+        self._ready = url is not None
+        if url is not None:
+            self._wait = None
+            self._stats.start()
+
+    def finish(self, throughput: Throughput) -> None:
+        """The run's summary rates, for the last frame: the same figures as the summary's."""
+        self._stats.finish(throughput)
 
     async def __aenter__(self) -> RunView:
         self._tasks.append(asyncio.create_task(self._poller.run()))
@@ -88,6 +110,7 @@ class RunView:
                 console=self.console, refresh_per_second=4, get_renderable=self._render
             )
             self._screen.start()
+            self._logs.enter_context(logs_through(self.console))
         else:
             self.console.out(self.title, highlight=False)
             self._tasks.append(asyncio.create_task(self._print_every()))
@@ -106,6 +129,7 @@ class RunView:
             if self._screen is not None:
                 self._screen.stop()  # draws the last frame and gives the cursor back
                 self._screen = None
+                self._logs.close()
             elif self._stats.started:
                 self._print_line()
 
@@ -123,8 +147,9 @@ class RunView:
             waited = duration_text(time.monotonic() - wait.since)
             wait.spinner.update(text=Text(f"{wait.reason} ({waited})"))
             rows.append(wait.spinner)
-        rows += [self._bar, Text(" · ".join(stats_parts(snapshot)))]
-        if (status := self._poller.status) is not None:
+        status = self._poller.status
+        rows += [self._bar, Text(" · ".join(_live_parts(snapshot, status, self._stats.started)))]
+        if status is not None:
             rows.append(worker_table(status))
         return Group(*rows)
 
@@ -134,7 +159,7 @@ class RunView:
         printed_done, quiet = -1, 0
         while True:
             await asyncio.sleep(self.plain_interval)
-            if not self._stats.started or self._wait is not None:
+            if not (self._stats.started or self._ready) or self._wait is not None:
                 continue
             done = self._stats.snapshot().done
             quiet += 1
@@ -143,12 +168,24 @@ class RunView:
                 printed_done, quiet = done, 0
 
     def _print_line(self) -> None:
-        self.console.out(plain_line(self._stats.snapshot(), self._poller.status), highlight=False)
+        line = plain_line(self._stats.snapshot(), self._poller.status, self._stats.started)
+        self.console.out(line, highlight=False)
 
 
-def plain_line(snapshot: Snapshot, workers: WorkerStatus | None) -> str:
-    """`[  40/100  40%] acc 0.625 [0.47, 0.76] | 3.1 samples/s | ... | eta 19s`."""
-    parts = stats_parts(snapshot)
+def _live_parts(snapshot: Snapshot, workers: WorkerStatus | None, started: bool) -> list[str]:
+    """The live line under the bar: the stats, or the model calls before any attempt ends."""
+    if started:
+        return stats_parts(snapshot)
+    if workers is None or workers.error is not None:
+        return [NO_ATTEMPT_YET]
+    return [NO_ATTEMPT_YET, f"{workers.served} model calls answered, {workers.in_flight} in flight"]
+
+
+def plain_line(snapshot: Snapshot, workers: WorkerStatus | None, started: bool = True) -> str:
+    """`[  40/100  40%] acc 0.625 [0.47, 0.76] | 3.10 attempts/s | ... | eta 19s`."""
+    parts = stats_parts(snapshot) if started else [NO_ATTEMPT_YET]
+    if not started and workers is not None and workers.error is None:
+        parts.append(f"{workers.served} model calls answered")
     if workers is not None:
         parts.append(workers.summary())
     parts.append(f"eta {duration_text(snapshot.eta_s)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -46,13 +47,22 @@ class WorkerStatus:
     workers: tuple[WorkerRow, ...] = ()
     error: str | None = None
 
+    @property
+    def in_flight(self) -> int:
+        """Model calls the workers are answering now."""
+        return sum(w.in_flight for w in self.workers)
+
+    @property
+    def served(self) -> int:
+        """Model calls the workers answered so far."""
+        return sum(w.served for w in self.workers)
+
     def summary(self) -> str:
         """`workers 2/2 healthy, 3 in flight`, or the error."""
         if self.error is not None:
             return self.error
         healthy = sum(w.healthy for w in self.workers)
-        in_flight = sum(w.in_flight for w in self.workers)
-        return f"workers {healthy}/{len(self.workers)} healthy, {in_flight} in flight"
+        return f"workers {healthy}/{len(self.workers)} healthy, {self.in_flight} in flight"
 
 
 class WorkerPoller:
@@ -61,6 +71,7 @@ class WorkerPoller:
     def __init__(self, proxy_url: str | None, interval: float, api_key: str | None = None) -> None:
         self.interval = interval
         self.status: WorkerStatus | None = None
+        self._wake = asyncio.Event()
         self._root: str | None = None
         self._api_key: str | None = None
         if proxy_url is not None:
@@ -78,15 +89,29 @@ class WorkerPoller:
         self._api_key = api_key
         self.status = None
 
+    def refresh(self) -> None:
+        """Poll now, not at the next interval: the last attempt ended, show the proxy after it."""
+        self._wake.set()
+
     async def run(self) -> None:
         """Poll until cancelled."""
         async with aiohttp.ClientSession(timeout=_REQUEST_TIMEOUT) as http:
             while True:
+                self._wake.clear()  # before the poll: a refresh asked during it polls again
                 if (root := self._root) is not None:
-                    status = await self._poll(http, root)
-                    if root == self._root:  # a proxy stopped meanwhile is not "not answering"
-                        self.status = status
-                await asyncio.sleep(self.interval)
+                    self._keep(root, await self._poll(http, root))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.interval):
+                        await self._wake.wait()
+
+    def _keep(self, root: str, status: WorkerStatus) -> None:
+        """Keep a poll's answer unless the proxy changed while it was asked."""
+        if root == self._root:
+            self.status = status
+        elif self._root is None and status.error is None:
+            # The run ended during the poll: this answer came after its last attempt.
+            self.status = status
+        # Else a proxy stopped meanwhile, which is not "not answering", or another took over.
 
     async def _poll(self, http: aiohttp.ClientSession, root: str) -> WorkerStatus:
         try:

@@ -88,6 +88,7 @@ class WorkerPoller:
         self._root = proxy_root(url)
         self._api_key = api_key
         self.status = None
+        self.refresh()  # a new proxy's workers show at once, not an interval later
 
     def refresh(self) -> None:
         """Poll now, not at the next interval: the last attempt ended, show the proxy after it."""

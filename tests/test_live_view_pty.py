@@ -50,6 +50,8 @@ async def run_on_terminal(
 ) -> AsyncIterator[RunOnTerminal]:
     """`agent-eval run` on a 120x40 tmux terminal against two mock workers (1 s per call)."""
     if shutil.which("tmux") is None:
+        if os.environ.get("AGENT_EVAL_REQUIRE_TMUX"):
+            pytest.fail("tmux is required here (AGENT_EVAL_REQUIRE_TMUX) but not installed")
         pytest.skip("tmux is not installed")
     socket = f"agent-eval-test-{os.getpid()}-{id(tmp_path)}"
     workers = await start_workers(2)

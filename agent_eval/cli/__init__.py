@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
-from rich.logging import RichHandler
 
 from agent_eval.cli.common import err_console, show_flags_without_a_value
+from agent_eval.lifecycle import setup_logging
 
 show_flags_without_a_value()
 
@@ -26,9 +25,7 @@ def main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> None:
     """Evaluate tool-calling agents at scale behind one OpenAI-compatible router proxy."""
-    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=debug)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler])
-    logging.getLogger("agent_eval").setLevel(logging.DEBUG if debug else logging.INFO)
+    setup_logging(err_console, debug)
     ctx.obj = debug
 
 

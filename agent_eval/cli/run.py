@@ -23,7 +23,7 @@ from agent_eval.config import (
     load_run_config,
 )
 from agent_eval.evaluation import Plan, evaluate, plan, resume_config_path
-from agent_eval.lifecycle import run_until_signalled, setup_logging
+from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics import Summary
 from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
@@ -84,8 +84,6 @@ def run(
     ] = None,
 ) -> None:
     """Launch workers and the proxy, play every attempt, score it, summarise, tear down."""
-    # Until the app's callback sets logs up this way: off a terminal, lines must not wrap.
-    setup_logging(err_console, debug=bool(ctx.obj))
     flags = {
         "agent.name": agent,
         "dataset.name": dataset,

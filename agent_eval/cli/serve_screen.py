@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_eval.cli.common import console
+from agent_eval.lifecycle import logs_through
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, fetch_workers, worker_table
 from agent_eval.proxy.config import ProxyConfig
 
@@ -148,7 +149,7 @@ async def worker_panel(base_url: str, api_key: str | None) -> None:
         transient=True,
         get_renderable=lambda: _panel(poller.status),
     )
-    with live:
+    with live, logs_through(console):
         await poller.run()
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.metrics import Estimate, Summary
+from agent_eval.metrics.performance import ATTEMPTS_PER_S, TOKENS_PER_S
 
 Row = tuple[str, str | None]
 """(label, shown value); a None value means the run has no data for it and the row is left out."""
@@ -67,8 +68,8 @@ def _efficiency(summary: Summary) -> list[Row]:
     mean_tokens = _joined((tokens.mean_prompt, tokens.mean_completion), ",.0f")
     return [
         ("latency p50 / p90 / p99 (s)", percentiles),
-        ("tokens/s", _number(summary.throughput.tokens_per_s, ",.1f")),
-        ("attempts/s", _number(summary.throughput.attempts_per_s, ",.2f")),
+        (TOKENS_PER_S.unit, _number(summary.throughput.tokens_per_s, TOKENS_PER_S.spec)),
+        (ATTEMPTS_PER_S.unit, _number(summary.throughput.attempts_per_s, ATTEMPTS_PER_S.spec)),
         ("tokens per attempt (prompt / completion)", mean_tokens),
         ("model calls per attempt", _number(calls.model_calls_per_attempt, ".2f")),
         ("tool calls per attempt", _number(calls.tool_calls_per_attempt, ".2f")),

@@ -22,7 +22,7 @@ import aiohttp
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
 from agent_eval.config import RunConfig, WatchSection, save_run_config
-from agent_eval.evaluation import Plan, RunObserver, play, warm_scorer
+from agent_eval.evaluation import Plan, RunObserver, play, resolved_config, warm_scorer
 from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
@@ -43,7 +43,7 @@ async def watch(plan: Plan, checkpoints: Path, observer: RunObserver) -> int:
     config = plan.config
     root = config.run_dir
     finder = CheckpointFinder(checkpoints, config.watch.settle_seconds)
-    await asyncio.to_thread(save_run_config, config, config.run_dir)
+    await asyncio.to_thread(save_run_config, resolved_config(config), config.run_dir)
     schedule = Schedule.load(root, config.watch)
     handled = 0
     async with warm_scorer(config) as scorer, CheckpointServer(config, observer) as server:

@@ -16,6 +16,7 @@ from agent_eval.data import Session, Turn
 from agent_eval.errors import ConfigError
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
+from tests.test_trajectory_endings import kinds
 
 QUESTION = SimpleNamespace(id="q1", question="A box holds 6 rows of 7 eggs. How many eggs?")
 
@@ -98,6 +99,8 @@ async def test_unknown_tool_is_a_malformed_tool_call(
     trajectory = await MathCalculatorAgent().run(QUESTION, context(base_url))
     assert trajectory.error.kind == "malformed_tool_call"
     assert "sqrt" in trajectory.error.message
+    # The call the model made stays in the record, though it ended the attempt.
+    assert kinds(trajectory.messages) == ["user", "function_call"]
 
 
 async def test_upstream_failure_is_recorded_not_raised(

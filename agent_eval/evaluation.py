@@ -179,11 +179,23 @@ def resolved_config(config: RunConfig, model: str | None = None) -> RunConfig:
     agent.api = options.pop("api", None)
     agent.options = options
     resolved.dataset.name = config.dataset_name
+    if not config.rollout.endpoints:
+        _resolve_workers(resolved)
     resolved.eval.ks = list(config.eval.k_values())
     resolved.reward.workers = config.reward.workers or default_workers()
     if model is not None:
         resolved.model.name = model
     return resolved
+
+
+def _resolve_workers(config: RunConfig) -> None:
+    """The model path and worker settings the backend picks itself, written into `config`."""
+    allocation = Allocation.parse(config.rollout.backend)
+    backend = get_backend(allocation.backend)
+    worker = backend.resolved(config.launch_config().worker, allocation)
+    config.model.path = worker.model
+    config.model.name = config.model.name or worker.served_model_name
+    config.rollout.worker.threads = worker.threads
 
 
 def engine_config(config: RunConfig, model: str) -> EngineConfig:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from agent_eval.allocation import Allocation
+from agent_eval.backends import get_backend
 from agent_eval.config import CONFIG_FILE, load_run_config
 from agent_eval.engine import Progress
 from agent_eval.evaluation import evaluate, plan, resolved_config
@@ -64,4 +67,19 @@ def test_runner_options_come_from_the_runner() -> None:
     assert resolved.agent.options == {"tools": False}
     assert resolved.dataset.name == "sessions_mini"
     assert config.agent.max_turns is None, "the config given is left as it was"
+    assert resolved_config(resolved) == resolved
+
+
+def test_launched_workers_settings_come_from_their_backend() -> None:
+    config = load_run_config(None, {}, ["rollout.backend=llamacpp:d2"])
+    assert (config.model.path, config.rollout.worker.threads) == (None, None)
+    resolved = resolved_config(config)
+    assert resolved.model.path.endswith(".gguf") and Path(resolved.model.path).is_file()
+    assert resolved.rollout.worker.threads == max(1, (os.cpu_count() or 1) // 2)
+    # The worker is started with exactly what the saved config says.
+    launch = resolved.launch_config()
+    backend = get_backend("llamacpp")
+    argv = backend.command(launch.worker, Allocation.parse("llamacpp:d2"), "127.0.0.1", 1).argv
+    assert argv[argv.index("--model") + 1] == resolved.model.path
+    assert argv[argv.index("--n_threads") + 1] == str(resolved.rollout.worker.threads)
     assert resolved_config(resolved) == resolved

@@ -76,6 +76,10 @@ class Backend:
         if self.requires_model and not config.model:
             raise ConfigError(f"the {self.name} backend needs a model: pass --model PATH_OR_HUB_ID")
 
+    def resolved(self, config: WorkerConfig, allocation: Allocation) -> WorkerConfig:
+        """`config` with the values this backend picks itself when none is given."""
+        return config
+
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:

@@ -45,18 +45,25 @@ class LlamaCpp(Backend):
         ):
             raise ConfigError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
 
+    def resolved(self, config: WorkerConfig, allocation: Allocation) -> WorkerConfig:
+        """The embedded model unless one is given, its name, and cores / workers threads."""
+        threads = config.threads or max(1, (os.cpu_count() or 1) // allocation.dp)
+        model = config.model or str(embedded_model())
+        update = {"model": model, "threads": threads, "served_model_name": self.served_name(config)}
+        return config.model_copy(update=update)
+
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
-        threads = config.threads or max(1, (os.cpu_count() or 1) // allocation.dp)
+        config = self.resolved(config, allocation)
         program = [
             "python", "-m", "agent_eval.backends.llamacpp_server",
-            "--model", str(config.model or embedded_model()),
+            "--model", str(config.model),
             "--model_alias", self.served_name(config),
             "--chat_format", config.chat_format,
             "--host", host,
             "--port", str(port),
-            "--n_threads", str(threads),
+            "--n_threads", str(config.threads),
             # A new request must queue behind a stream, not cut it off.
             "--interrupt_requests", "False",
         ]  # fmt: skip

@@ -7,7 +7,7 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from openai import AsyncOpenAI
@@ -16,6 +16,7 @@ from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Session
 from agent_eval.metrics import AttemptScore, Summary, is_tool_error, summarize
+from agent_eval.metrics.performance import throughput, token_summary
 from agent_eval.results import SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 
@@ -40,7 +41,11 @@ class Progress:
     done: int = 0
     total: int = 0
     correct: int = 0
+    played: int = 0
+    """Attempts finished in this run: `done` less those a resumed run found on disk."""
     tokens: int = 0
+    """Tokens of this run's attempts, prompt and completion."""
+    completion_tokens: int = 0
     errors: Counter[str] = field(default_factory=Counter)
 
 
@@ -110,8 +115,10 @@ class Engine:
         """Add one finished attempt to the progress, and tell the live view."""
         progress = self.progress
         progress.done += 1
+        progress.played += 1
         progress.correct += int(record["correct"])
         progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
+        progress.completion_tokens += record["completion_tokens"]
         if record["error"]:
             progress.errors[record["error"]["kind"]] += 1
         if self.on_progress is not None:
@@ -171,7 +178,13 @@ class Engine:
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         scores = (attempt_score(record) for record in run_dir.records())
-        return summarize(scores, wall_time, self.config.ks)
+        summary = summarize(scores, wall_time, self.config.ks)
+        # Rates are of the attempts played in this wall time: a resumed run did not play
+        # those it found on disk, and the live view counts the same way.
+        played = self.progress
+        prompt = played.tokens - played.completion_tokens
+        tokens = token_summary(prompt, played.completion_tokens, played.played)
+        return replace(summary, throughput=throughput(played.played, tokens, wall_time))
 
 
 def stopped(trajectory: Trajectory, error: TrajectoryError) -> Trajectory:

@@ -118,6 +118,9 @@ async def test_resume_finishes_the_run_with_the_same_summary(
     assert len(lines(tmp_path / "resumed")) == 72
     for group in ("quality", "stability"):
         assert resumed.to_dict()[group] == whole.to_dict()[group]
+    # The rates are of this run's attempts, as the live view counts them.
+    rates = resumed.throughput
+    assert rates.attempts_per_s * rates.wall_time_s == pytest.approx(72 - kept)
 
 
 async def run_slowly(path: str) -> None:

@@ -38,6 +38,7 @@ async def finish(view: RunView, progress: Progress, attempts: int, start: int = 
     """Play `attempts` finished attempts into the view, as the engine does, one at a time."""
     for i in range(start, start + attempts):
         progress.done += 1
+        progress.played += 1
         progress.correct += i % 4 != 0  # 3 of every 4 correct
         progress.tokens += 31
         if i in ERROR_KINDS:
@@ -195,10 +196,12 @@ def test_rates_and_eta_count_this_process_from_the_proxy_being_ready() -> None:
     assert stats.snapshot() == Snapshot(done=50, total=100)  # the total shows at once
     stats.start()  # the proxy is ready
     now[0] = 110.0  # 8 attempts at once: the first ends 10 s later, the others with it
-    stats.update(Progress(done=51, total=100, correct=1, tokens=200))
+    stats.update(Progress(done=51, played=1, total=100, correct=1, tokens=200))
     assert stats.snapshot().attempts_per_s == 0.1  # no head start before the first end
     now[0] = 111.0
-    stats.update(Progress(done=58, total=100, correct=6, tokens=1600, errors=Counter(timeout=1)))
+    stats.update(
+        Progress(done=58, played=8, total=100, correct=6, tokens=1600, errors=Counter(timeout=1))
+    )
     now[0] = 112.0
     snapshot = stats.snapshot()
     assert snapshot.attempts_per_s == 8 / 12  # 8 attempts over 12 s, the summary's definition
@@ -212,7 +215,7 @@ def test_rates_stop_with_the_last_attempt_and_end_as_the_summary_says() -> None:
     now = [0.0]
     stats = RunStats(total=2, clock=lambda: now[0])
     for now[0], done in ((3.0, 1), (4.0, 2)):
-        stats.update(Progress(done=done, total=2, tokens=5 * done))
+        stats.update(Progress(done=done, played=done, total=2, tokens=5 * done))
     now[0] = 9.0  # the summary is being written: the run's wall time is over
     assert stats.snapshot().attempts_per_s == 0.5
     stats.finish(Throughput(wall_time_s=4.001, attempts_per_s=0.4999, tokens_per_s=2.5,

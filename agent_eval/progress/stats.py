@@ -39,6 +39,7 @@ class Snapshot:
 class _Counts:
     at: float
     done: int
+    played: int
     total: int
     correct: int
     tokens: int
@@ -58,7 +59,6 @@ class RunStats:
         self._clock = clock
         self._total, self._done = total, done  # known before any attempt ends
         self._since = clock()
-        self._first: _Counts | None = None
         self._latest: _Counts | None = None
         self._final: Throughput | None = None
 
@@ -70,20 +70,19 @@ class RunStats:
     def start(self) -> None:
         """The proxy is ready: the wall time of the rates starts now, with no attempt in."""
         self._since = self._clock()
-        self._first = self._latest = self._final = None
+        self._latest = self._final = None
 
     def update(self, progress: Progress) -> None:
         """Store the numbers; one assignment, so a render thread never sees half an update."""
         counts = _Counts(
             self._clock(),
             progress.done,
+            progress.played,
             progress.total or self._total,
             progress.correct,
             progress.tokens,
             dict(progress.errors),
         )
-        if self._first is None:
-            self._first = counts
         self._latest = counts
 
     def finish(self, throughput: Throughput) -> None:
@@ -92,13 +91,12 @@ class RunStats:
 
     def snapshot(self) -> Snapshot:
         """The numbers now, with rates measured up to this moment."""
-        first, latest = self._first, self._latest
-        if first is None or latest is None:
+        latest = self._latest
+        if latest is None:
             return Snapshot(done=self._done, total=self._total)
-        # The engine calls back once per attempt, so the first call follows exactly one attempt
-        # of this process; the rest of its `done` was on disk when the run resumed. `correct`
-        # and `tokens` start from zero in every process.
-        attempts = latest.done - first.done + 1
+        # `done` counts what a resumed run found on disk; `played`, `correct` and `tokens`
+        # only this process's attempts.
+        attempts = latest.played
         attempts_per_s, tokens_per_s = self._rates(latest, attempts)
         return Snapshot(
             done=latest.done,

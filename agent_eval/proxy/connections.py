@@ -14,6 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from agent_eval.proxy.config import LimitsConfig
 from agent_eval.proxy.http1 import (
     Connection,
     Origin,
@@ -36,14 +37,17 @@ class UpstreamBusy(TimeoutError):
     fault of the worker."""
 
 
+_DEFAULTS = LimitsConfig()
+
+
 @dataclass(frozen=True)
 class ConnectionLimits:
     """How many connections a worker gets, and how many idle ones are kept, for how long."""
 
     connect_timeout: float
-    max_connections: int = 1024
-    max_idle: int = 128
-    idle_timeout: float = 30.0
+    max_connections: int = _DEFAULTS.max_connections_per_worker
+    max_idle: int = _DEFAULTS.max_idle_per_worker
+    idle_timeout: float = _DEFAULTS.idle_timeout
 
 
 class _WorkerConnections:

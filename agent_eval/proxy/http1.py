@@ -69,10 +69,6 @@ class UpstreamResponse:
         self._waiter: asyncio.Future[None] | None = None
 
     @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
     def content_type(self) -> str:
         return self.headers.get("content-type", "").partition(";")[0].strip().lower()
 

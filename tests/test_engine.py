@@ -19,6 +19,7 @@ from agent_eval.engine import Engine, EngineConfig, Progress, attempt_seed
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 from tests.conftest import StartProxy, StartWorkers, alive, eventually
+from tests.test_cli_run import lines
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}
 
@@ -55,10 +56,6 @@ async def scorer() -> AsyncIterator[RewardScorer]:
 @pytest.fixture
 def client() -> AsyncOpenAI:
     return AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused")
-
-
-def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
 
 
 async def run(runner: Any, scorer: RewardScorer, client: AsyncOpenAI, path: Path, **settings: Any):

@@ -24,6 +24,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers
+from tests.test_cli_run import lines
 
 QUESTION = SimpleNamespace(id="q1", question="A box holds 6 rows of 7 eggs. How many eggs?")
 SESSION = Session("s1", [Turn("What is 2 + 3?", "5"), Turn("Now double it.", "10")])
@@ -151,12 +152,7 @@ async def play_one(
         model="mock-model", concurrency=1, attempt_timeout=attempt_timeout, ks=(1,)
     )
     await Engine(runner, scorer, client, config).run(items, RunDirectory(run_dir), len(items))
-    return records(run_dir)
-
-
-def records(run_dir: Path) -> list[dict[str, Any]]:
-    samples = run_dir / "samples.jsonl"
-    return [json.loads(line) for line in samples.read_text().splitlines()]
+    return lines(run_dir)
 
 
 async def test_attempt_timeout_keeps_what_ran_before(
@@ -232,7 +228,7 @@ async def test_ctrl_c_mid_attempt_keeps_finished_attempts_whole(
     run.cancel()  # as Ctrl-C does
     with pytest.raises(asyncio.CancelledError):
         await run
-    (record,) = records(tmp_path)  # the attempt in flight is not recorded: resume plays it
+    (record,) = lines(tmp_path)  # the attempt in flight is not recorded: resume plays it
     assert (record["sample_id"], record["error"]["kind"]) == ("gsm8k_mini-1", "max_turns")
     messages = record["trajectory"]["messages"]
     assert kinds(messages) == ["user", "function_call", "function_call_output"]

@@ -105,8 +105,9 @@ def admin_unauthorized() -> web.Response:
         401,
         "invalid_admin_token",
         "adding or removing workers takes the proxy's admin token: send it as "
-        "'Authorization: Bearer TOKEN'; `agent-eval serve` prints it and writes it to "
-        "admin-token in its run directory (or set it with --admin-token)",
+        "'Authorization: Bearer TOKEN'. `agent-eval serve` prints it at start, and writes "
+        "it to RUN_DIR/admin-token when it launches workers, as `agent-eval run` does; "
+        "or choose it with --admin-token",
     )
 
 

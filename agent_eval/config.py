@@ -5,28 +5,20 @@ Precedence: defaults < the YAML file < command-line flags < `a.b=value` override
 
 from __future__ import annotations
 
-import difflib
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field
 
 from agent_eval.agents.base import Sampling
-from agent_eval.backends import WorkerConfig
-from agent_eval.errors import ConfigError
-from agent_eval.launch import LaunchConfig, SchedulerName
-from agent_eval.overrides import apply_overrides
+from agent_eval.launch import LaunchConfig
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.schedulers.config import RayConfig, SlurmConfig
+from agent_eval.settings import Section, load_settings
 
 CONFIG_FILE = "config.yaml"
 DEFAULT_DATASETS = {"math_calculator": "gsm8k_mini", "multi_turn_chat": "sessions_mini"}
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class AgentSection(Section):
@@ -59,36 +51,6 @@ class DatasetSection(Section):
     limit: int | None = Field(None, ge=0, description="Use only the first N samples.")
 
 
-class ModelSection(Section):
-    """The model under evaluation."""
-
-    path: str | None = Field(
-        None, description="Checkpoint path or hub id; llamacpp: a .gguf (default: embedded)."
-    )
-    name: str | None = Field(
-        None, description="Name in requests; default: the served name, or the endpoint's first."
-    )
-    context_length: int | None = Field(None, ge=1, description="Longest context, in tokens.")
-
-
-class RolloutSection(Section):
-    """The inference workers: launched from an allocation, or existing endpoints."""
-
-    backend: str = Field("llamacpp:d2", description="Allocation, e.g. sglang:d4p1t1.")
-    endpoints: list[str] = Field(
-        default_factory=list, description="URLs of running servers; nothing is launched."
-    )
-    worker: WorkerConfig = Field(default_factory=WorkerConfig)
-
-
-class SchedulerSection(Section):
-    """Where launched workers run."""
-
-    type: SchedulerName = "local"
-    ray: RayConfig = Field(default_factory=RayConfig)
-    slurm: SlurmConfig = Field(default_factory=SlurmConfig)
-
-
 class EvalSection(Section):
     """How many attempts, how many at once, and how long each may take."""
 
@@ -110,14 +72,6 @@ class EvalSection(Section):
         """The k values, none above n_samples."""
         chosen = self.ks if self.ks is not None else [1, self.n_samples]
         return tuple(sorted({k for k in chosen if k <= self.n_samples}))
-
-
-class SamplingSection(Section):
-    """Sampling settings of every model call."""
-
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass.")
-    max_tokens: int = Field(512, ge=1, description="Most tokens per model call.")
 
 
 class RewardSection(Section):
@@ -167,27 +121,17 @@ class WatchSection(Section):
     )
 
 
-class RunConfig(Section):
+class RunConfig(LaunchConfig):
     """Everything one `agent-eval run` needs; saved beside its results."""
 
     agent: AgentSection = Field(default_factory=AgentSection)
     dataset: DatasetSection = Field(default_factory=DatasetSection)
-    model: ModelSection = Field(default_factory=ModelSection)
-    rollout: RolloutSection = Field(default_factory=RolloutSection)
-    scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
     eval: EvalSection = Field(default_factory=EvalSection)
-    sampling: SamplingSection = Field(default_factory=SamplingSection)
+    sampling: Sampling = Field(default_factory=Sampling)
     reward: RewardSection = Field(default_factory=RewardSection)
     proxy: RunProxyConfig = Field(default_factory=RunProxyConfig)
     output: OutputSection = Field(default_factory=OutputSection)
     watch: WatchSection = Field(default_factory=WatchSection)
-
-    @model_validator(mode="after")
-    def _endpoints_mean_external(self) -> RunConfig:
-        # Endpoints without a backend named explicitly: serve those, launch nothing.
-        if self.rollout.endpoints and "backend" not in self.rollout.model_fields_set:
-            self.rollout.backend = "external"
-        return self
 
     @property
     def dataset_name(self) -> str:
@@ -200,41 +144,10 @@ class RunConfig(Section):
         assert self.output.dir is not None, "load_run_config names the run directory"
         return self.output.dir
 
-    def launch_config(self) -> LaunchConfig:
-        """What the scheduler needs: the model section folded into the worker settings."""
-        model = {
-            "model": self.model.path,
-            "served_model_name": self.model.name,
-            "context_length": self.model.context_length,
-        }
-        worker = self.rollout.worker.model_copy(
-            update={k: v for k, v in model.items() if v is not None}
-        )
-        return LaunchConfig(
-            backend=self.rollout.backend,
-            scheduler=self.scheduler.type,
-            endpoints=self.rollout.endpoints,
-            worker=worker,
-            ray=self.scheduler.ray,
-            slurm=self.scheduler.slurm,
-        )
-
-    def sampling_settings(self) -> Sampling:
-        """The runners' sampling settings."""
-        return Sampling(**self.sampling.model_dump())
-
 
 def load_run_config(path: Path | None, flags: dict[str, Any], overrides: list[str]) -> RunConfig:
     """Defaults, then the YAML file, then flags (dotted keys), then `a.b=value` overrides."""
-    data = _read_yaml(path) if path is not None else {}
-    for key, value in flags.items():
-        if value is not None:
-            _set(data, key.split("."), value)
-    data = apply_overrides(RunConfig, data, overrides)
-    try:
-        config = RunConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_explain(exc, path)) from None
+    config = load_settings(RunConfig, path, flags, overrides)
     if config.output.dir is None:
         config.output.dir = _default_run_dir(config.agent.name)
     return config
@@ -252,48 +165,3 @@ def _default_run_dir(agent: str) -> Path:
     # Agent names can be module paths: keep the folder name to safe characters.
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in agent)
     return Path("runs") / f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist; check the path") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of settings, not {data!r}")
-    return data
-
-
-def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
-    for part in path[:-1]:
-        data = data.setdefault(part, {})
-    data[path[-1]] = value
-
-
-def _explain(exc: ValidationError, path: Path | None) -> str:
-    """One part per problem, naming the key and, for an unknown key, the nearest valid one."""
-    problems = []
-    for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"])
-        if error["type"] == "extra_forbidden":
-            # Flags and overrides are checked as they are set: only a file brings unknown keys.
-            problems.append(f"unknown setting {key!r} in {path}{_nearest(error['loc'])}")
-        else:
-            problems.append(f"{key}: {error['msg']} (got {error['input']!r})")
-    return "; ".join(problems)
-
-
-def _nearest(loc: tuple[Any, ...]) -> str:
-    model: Any = RunConfig
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part)) if isinstance(model, type) else None
-        model = field.annotation if field is not None else None
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        return ""
-    close = difflib.get_close_matches(str(loc[-1]), model.model_fields, n=1)
-    prefix = ".".join(str(part) for part in loc[:-1])
-    return f"; did you mean {'.'.join(filter(None, [prefix, close[0]]))!r}?" if close else ""

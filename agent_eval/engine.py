@@ -23,15 +23,18 @@ from agent_eval.rewards import RewardScorer, gsm8k_gold
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """How many attempts, how many at once, and what every attempt shares."""
+    """How many attempts, how many at once, and what every attempt shares.
+
+    No defaults here: the run config (`evaluation.engine_config`) is their one source.
+    """
 
     model: str
-    n_samples: int = 1
-    concurrency: int = 16
-    seed: int = 0
-    attempt_timeout: float = 600.0
-    sampling: Sampling = field(default_factory=Sampling)
-    ks: tuple[int, ...] = (1,)
+    n_samples: int
+    concurrency: int
+    seed: int
+    attempt_timeout: float
+    sampling: Sampling
+    ks: tuple[int, ...]
 
 
 @dataclass

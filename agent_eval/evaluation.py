@@ -14,8 +14,6 @@ from typing import Protocol
 
 from agent_eval.agents import AgentRunner, load_runner
 from agent_eval.agents.base import runner_options
-from agent_eval.allocation import Allocation
-from agent_eval.backends import get_backend
 from agent_eval.config import CONFIG_FILE, RunConfig, save_run_config
 from agent_eval.data import Item, load_dataset
 from agent_eval.engine import Engine, EngineConfig, Progress
@@ -67,11 +65,9 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
     """
     runner = load_runner(config.agent.name, **config.agent.runner_options())
     load_reward(config.reward.function)
-    launch = config.launch_config()
-    allocation = Allocation.parse(launch.backend)
-    backend = get_backend(allocation.backend)
+    backend = config.backend()
     if backend.launches and model_given:
-        backend.validate(launch.worker, allocation)
+        backend.validate(config.worker(), config.allocation())
     dataset = config.dataset
     total = sum(1 for _ in load_dataset(config.dataset_name, dataset.path, dataset.limit))
     if total == 0:
@@ -190,9 +186,7 @@ def resolved_config(config: RunConfig, model: str | None = None) -> RunConfig:
 
 def _resolve_workers(config: RunConfig) -> None:
     """The model path and worker settings the backend picks itself, written into `config`."""
-    allocation = Allocation.parse(config.rollout.backend)
-    backend = get_backend(allocation.backend)
-    worker = backend.resolved(config.launch_config().worker, allocation)
+    worker = config.backend().resolved(config.worker(), config.allocation())
     config.model.path = worker.model
     config.model.name = config.model.name or worker.served_model_name
     config.rollout.worker.threads = worker.threads
@@ -206,7 +200,7 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
         concurrency=config.eval.concurrency,
         seed=config.eval.seed,
         attempt_timeout=config.eval.attempt_timeout,
-        sampling=config.sampling_settings(),
+        sampling=config.sampling,
         ks=config.eval.k_values(),
     )
 

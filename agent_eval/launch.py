@@ -7,12 +7,12 @@ import importlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.backends import Backend, WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
 from agent_eval.proxy.config import ProxyConfig
@@ -21,6 +21,7 @@ from agent_eval.proxy.urls import normalize_worker_url
 from agent_eval.schedulers.base import Scheduler
 from agent_eval.schedulers.config import RayConfig, SlurmConfig
 from agent_eval.schedulers.errors import SchedulerUnavailableError
+from agent_eval.settings import Section
 
 SchedulerName = Literal["local", "ray", "slurm"]
 _SCHEDULERS = {
@@ -30,17 +31,83 @@ _SCHEDULERS = {
 }
 
 
-class LaunchConfig(BaseModel):
-    """Which workers to run, where, and how."""
+class ModelSection(Section):
+    """The model under evaluation."""
 
-    model_config = ConfigDict(extra="forbid")
+    path: str | None = Field(
+        None, description="Checkpoint path or hub id; llamacpp: a .gguf (default: embedded)."
+    )
+    name: str | None = Field(
+        None, description="Name in requests; default: the served name, or the endpoint's first."
+    )
+    context_length: int | None = Field(None, ge=1, description="Longest context, in tokens.")
 
-    backend: str = Field("llamacpp:d1", description="Allocation, e.g. sglang:d4t2 or llamacpp:d2.")
-    scheduler: SchedulerName = "local"
-    endpoints: list[str] = Field(default_factory=list, description="URLs of external workers.")
+
+class RolloutSection(Section):
+    """The inference workers: launched from an allocation, or existing endpoints."""
+
+    backend: str = Field("llamacpp:d2", description="Allocation, e.g. sglang:d4p1t1.")
+    endpoints: list[str] = Field(
+        default_factory=list, description="URLs of running servers; nothing is launched."
+    )
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
+
+
+class SchedulerSection(Section):
+    """Where launched workers run."""
+
+    type: SchedulerName = Field("local", description="Where workers run: local, ray or slurm.")
     ray: RayConfig = Field(default_factory=RayConfig)
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
+
+
+class LaunchConfig(Section):
+    """Which workers to run, where, and how: the settings every command that launches shares."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
+
+    @model_validator(mode="after")
+    def _endpoints_mean_external(self) -> Self:
+        # Endpoints without a backend named explicitly: serve those, launch nothing.
+        if self.rollout.endpoints and "backend" not in self.rollout.model_fields_set:
+            self.rollout.backend = "external"
+        return self
+
+    def allocation(self) -> Allocation:
+        """The parsed allocation string."""
+        return Allocation.parse(self.rollout.backend)
+
+    def backend(self) -> Backend:
+        """The backend the allocation names; an unknown name is a ConfigError."""
+        return get_backend(self.allocation().backend)
+
+    def worker(self) -> WorkerConfig:
+        """The worker settings with the model section folded in."""
+        model = {
+            "model": self.model.path,
+            "served_model_name": self.model.name,
+            "context_length": self.model.context_length,
+        }
+        return self.rollout.worker.model_copy(
+            update={k: v for k, v in model.items() if v is not None}
+        )
+
+
+class ServeConfig(LaunchConfig):
+    """`agent-eval serve`: the proxy, in front of launched workers or given endpoints."""
+
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+
+    def launches(self) -> bool:
+        """Whether workers are launched: only when a backend is named; else the proxy alone."""
+        return "backend" in self.rollout.model_fields_set and self.backend().launches
+
+    def proxy_config(self) -> ProxyConfig:
+        """The proxy's settings, the given endpoints among its workers."""
+        endpoints = [*self.proxy.endpoints, *self.rollout.endpoints]
+        return ProxyConfig.model_validate({**self.proxy.model_dump(), "endpoints": endpoints})
 
 
 @dataclass(frozen=True)
@@ -53,13 +120,13 @@ class WorkerEndpoint:
 
 def build_scheduler(config: LaunchConfig, run_dir: Path) -> Scheduler:
     """The chosen scheduler, loaded only when chosen; a missing one says what to install."""
-    module_name, class_name, package = _SCHEDULERS[config.scheduler]
+    module_name, class_name, package = _SCHEDULERS[config.scheduler.type]
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         extra = f"pip install 'agent-eval[{package}]'" if package else "check the installation"
         raise SchedulerUnavailableError(
-            f"the {config.scheduler} scheduler cannot load ({exc}); {extra}"
+            f"the {config.scheduler.type} scheduler cannot load ({exc}); {extra}"
         ) from None
     return getattr(module, class_name).from_config(config, run_dir)
 
@@ -69,19 +136,18 @@ async def launched_workers(
     config: LaunchConfig, run_dir: Path, on_wait: Callable[[str], None] | None = None
 ) -> AsyncIterator[list[WorkerEndpoint]]:
     """Workers up and answering inside the block, stopped on the way out, whatever happens."""
-    allocation = Allocation.parse(config.backend)
-    backend = get_backend(allocation.backend)
+    allocation, backend, worker = config.allocation(), config.backend(), config.worker()
     if not backend.launches:
-        if not config.endpoints:
+        if not config.rollout.endpoints:
             raise ConfigError("the external backend needs worker URLs: pass --endpoint URL")
         yield [
-            WorkerEndpoint(normalize_worker_url(u), config.worker.health_path)
-            for u in config.endpoints
+            WorkerEndpoint(normalize_worker_url(u), worker.health_path)
+            for u in config.rollout.endpoints
         ]
         return
     async with build_scheduler(config, run_dir) as scheduler:
-        await scheduler.launch(backend, config.worker, allocation)
-        await scheduler.wait_ready(config.worker.startup_timeout, on_wait)
+        await scheduler.launch(backend, worker, allocation)
+        await scheduler.wait_ready(worker.startup_timeout, on_wait)
         yield [WorkerEndpoint(w.url, w.health_path) for w in scheduler.workers]
 
 

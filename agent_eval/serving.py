@@ -13,6 +13,7 @@ import aiohttp
 from openai import AsyncOpenAI
 
 from agent_eval.config import RunConfig
+from agent_eval.credentials import client_key
 from agent_eval.errors import ConfigError, ProxyStartError
 from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.progress.workers import fetch_workers
@@ -37,12 +38,12 @@ class Served:
 @contextlib.asynccontextmanager
 async def serving(config: RunConfig, on_wait: Callable[[str], None]) -> AsyncIterator[Served]:
     """The config's workers and a proxy process in front of them, inside the block."""
-    key = client_key(config)
+    key = client_key(config.proxy.api_key)
     async with (
         _proxy_over_workers(config, on_wait) as (base_url, endpoints),
         AsyncOpenAI(base_url=base_url, api_key=key) as client,
     ):
-        model = config.model.name or await _served_model(client)
+        model = await served_model(config, client)
         yield Served(base_url, key, client, model, endpoints)
 
 
@@ -50,7 +51,7 @@ async def serving(config: RunConfig, on_wait: Callable[[str], None]) -> AsyncIte
 async def _proxy_over_workers(
     config: RunConfig, on_wait: Callable[[str], None]
 ) -> AsyncIterator[tuple[str, list[WorkerEndpoint]]]:
-    async with launched_workers(config.launch_config(), config.run_dir, on_wait) as endpoints:
+    async with launched_workers(config, config.run_dir, on_wait) as endpoints:
         if config.rollout.endpoints:
             on_wait("checking the endpoints")
             await _check_endpoints(endpoints)
@@ -70,7 +71,7 @@ async def _proxy_over_workers(
             try:
                 yield base_url, endpoints
             finally:
-                await _keep_worker_load(base_url, client_key(config), config.run_dir)
+                await _keep_worker_load(base_url, client_key(config.proxy.api_key), config.run_dir)
 
 
 async def _keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
@@ -131,15 +132,11 @@ async def _proxy_ready(base_url: str, timeout: float) -> None:
         ) from None
 
 
-def client_key(config: RunConfig) -> str:
-    """The key the run's own clients send to its proxy."""
-    key = config.proxy.api_key
-    return key.get_secret_value() if key is not None else "unused"
-
-
-async def _served_model(client: AsyncOpenAI) -> str:
-    """The first model the workers serve, for runs that do not name one."""
+async def served_model(config: RunConfig, client: AsyncOpenAI) -> str:
+    """The name requests use: the config's, else the first model the workers serve."""
+    if config.model.name:
+        return config.model.name
     models = await client.models.list()
     if not models.data:
-        raise ConfigError("the workers serve no model; name one with --set model.name=NAME")
+        raise ConfigError("the workers serve no model; name one with model.name=NAME")
     return models.data[0].id

@@ -17,10 +17,12 @@ from pathlib import Path
 from fleet import BenchError, Fleet, Proc, run_with_fleet, start_agent_eval, worker_urls
 from openai import AsyncOpenAI
 
-from agent_eval.agents.base import RunContext, Sampling
+from agent_eval.agents.base import RunContext
 from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
+from agent_eval.config import RunConfig
 from agent_eval.data.records import Sample
-from agent_eval.engine import Engine, EngineConfig, Progress
+from agent_eval.engine import Engine, Progress
+from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 
@@ -106,9 +108,8 @@ async def run_engine(args: argparse.Namespace, base_url: str, proxy: Proc, run_d
     every = min(args.every, max(n // 5, 1))
     meter = Meter(n, min(args.warmup, every), every, proxy)
     client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
-    config = EngineConfig(
-        model=MODEL, n_samples=1, concurrency=args.concurrency, sampling=Sampling(max_tokens=16)
-    )
+    settings = {"eval": {"concurrency": args.concurrency}, "sampling": {"max_tokens": 16}}
+    config = engine_config(RunConfig.model_validate(settings), MODEL)
     directory = RunDirectory(run_dir)
     print(f"engine: {n:,} attempts, concurrency {args.concurrency}, run dir {run_dir}")
     meter.header()

@@ -35,9 +35,11 @@ from fleet import (
 from openai import AsyncOpenAI
 from profile_parts import print_profile
 
-from agent_eval.agents import Sampling, load_runner
+from agent_eval.agents import load_runner
+from agent_eval.config import RunConfig
 from agent_eval.data import DataError, Item, load_dataset
-from agent_eval.engine import Engine, EngineConfig, Progress
+from agent_eval.engine import Engine, Progress
+from agent_eval.evaluation import engine_config
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
@@ -188,8 +190,8 @@ async def run_phase(
     """Run `n` attempts of `runner`; clocks and profiler run over the measured attempts only."""
     marks = measured(n, args)
     client = AsyncOpenAI(base_url=cluster.base_url, api_key="bench", max_retries=0)
-    sampling = Sampling(max_tokens=64)
-    config = EngineConfig(model=MODEL, concurrency=args.concurrency, sampling=sampling)
+    settings = {"eval": {"concurrency": args.concurrency}, "sampling": {"max_tokens": 64}}
+    config = engine_config(RunConfig.model_validate(settings), MODEL)
     options = {"tools": True} if runner == "multi_turn_chat" else {}
     run_dir = RunDirectory(work / runner)
     profiler = Profile() if args.profile else None

@@ -8,7 +8,7 @@ from agent_eval.allocation import Allocation, AllocationError
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
 from agent_eval.launch import LaunchConfig
-from agent_eval.overrides import apply_overrides
+from agent_eval.settings import apply_overrides
 
 
 @pytest.mark.parametrize(
@@ -120,21 +120,27 @@ def test_gpu_backends_need_a_model(name: str) -> None:
 def test_overrides_set_nested_keys_with_yaml_values() -> None:
     data = apply_overrides(
         LaunchConfig,
-        {"backend": "sglang:d2"},
-        ["worker.seed=3", "worker.extra_args=[--a, --b]", "slurm.partition=gpu", "scheduler=slurm"],
+        {"rollout": {"backend": "sglang:d2"}},
+        [
+            "rollout.worker.seed=3",
+            "rollout.worker.extra_args=[--a, --b]",
+            "scheduler.slurm.partition=gpu",
+            "scheduler.type=slurm",
+        ],
     )
     config = LaunchConfig.model_validate(data)
-    assert (config.worker.seed, config.worker.extra_args) == (3, ["--a", "--b"])
-    assert (config.slurm.partition, config.scheduler) == ("gpu", "slurm")
+    worker, scheduler = config.rollout.worker, config.scheduler
+    assert (worker.seed, worker.extra_args) == (3, ["--a", "--b"])
+    assert (scheduler.slurm.partition, scheduler.type) == ("gpu", "slurm")
 
 
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("worker.sead=3", "did you mean 'worker.seed'"),
-        ("slurm.partion=gpu", "did you mean 'slurm.partition'"),
-        ("wroker.seed=1", "did you mean 'worker'"),
-        ("worker.seed", "is not key=value"),
+        ("rollout.worker.sead=3", "did you mean 'rollout.worker.seed'"),
+        ("scheduler.slurm.partion=gpu", "did you mean 'scheduler.slurm.partition'"),
+        ("rollout.wroker.seed=1", "did you mean 'rollout.worker'"),
+        ("rollout.worker.seed", "is not key=value"),
     ],
 )
 def test_unknown_override_names_the_nearest_key(override: str, message: str) -> None:

@@ -169,10 +169,14 @@ async def test_keys_never_reach_the_logs() -> None:
             "needs 8 GPUs",
         ),
         (["--backend", "llamacpp:d1", "--model", "/no/such.gguf"], {}, "is not a file"),
-        (["--backend", "llamacpp:d1", "--set", "worker.sead=1"], {}, "did you mean 'worker.seed'"),
+        (
+            ["--backend", "llamacpp:d1", "rollout.worker.sead=1"],
+            {},
+            "did you mean 'rollout.worker.seed'",
+        ),
         (["--backend", "llamacpp:d1", "--scheduler", "pbs"], {}, "scheduler"),
         (
-            ["--backend", "llamacpp:d1", "--set", "worker.extra_args=[--bogus]"],
+            ["--backend", "llamacpp:d1", "rollout.worker.extra_args=[--bogus]"],
             {},
             "exited with code",
         ),
@@ -196,7 +200,7 @@ def test_workers_up_on_a_taken_port_says_so(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         result = run_cli(
             "workers", "up", "--backend", "llamacpp:d1", "--run-dir", str(tmp_path),
-            "--set", f"worker.base_port={port}",
+            f"rollout.worker.base_port={port}",
         )  # fmt: skip
     assert result.returncode == 2
     assert f"port {port} on 127.0.0.1 is in use" in result.stderr

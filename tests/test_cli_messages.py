@@ -31,6 +31,7 @@ from agent_eval.cli import watch as watch_cli
 from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.launch import _SCHEDULERS, LaunchConfig, WorkerEndpoint, build_scheduler
 from agent_eval.metrics import summarize
+from agent_eval.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "agent_eval"
@@ -114,8 +115,9 @@ class Hinted(BaseModel):
 @pytest.mark.parametrize("message", BRACKETED)
 def test_a_bad_value_keeps_its_brackets(message: str, printed: Callable[[], str]) -> None:
     with pytest.raises(typer.Exit):
-        common.validated(Hinted, {"backend": message})
-    assert printed() == f"error: backend: Value error, {message}\n"
+        ctx: Any = SimpleNamespace(obj=False)
+        common.guarded(ctx, load_settings, Hinted, None, {"backend": message}, [])
+    assert printed() == f"error: backend: Value error, {message} (got {message!r})\n"
 
 
 @pytest.mark.parametrize("message", BRACKETED)
@@ -349,7 +351,7 @@ def _llamacpp_model_without_gguf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def _ray_scheduler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _missing(monkeypatch, "ray")
     monkeypatch.delitem(sys.modules, "agent_eval.schedulers.ray", raising=False)
-    build_scheduler(LaunchConfig(scheduler="ray"), tmp_path)
+    build_scheduler(LaunchConfig.model_validate({"scheduler": {"type": "ray"}}), tmp_path)
 
 
 MISSING_EXTRA = {

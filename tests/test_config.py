@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent_eval.config import load_run_config, save_run_config
+from agent_eval.cli.options import FLAGS
+from agent_eval.config import RunConfig, load_run_config, save_run_config
 from agent_eval.errors import ConfigError
+from agent_eval.launch import LaunchConfig, ServeConfig
+from agent_eval.settings import field_of, load_settings
 
 CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
 
@@ -16,7 +19,7 @@ CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_every_shipped_config_is_valid(path: Path) -> None:
     config = load_run_config(path, {}, [])
-    assert config.launch_config().backend == config.rollout.backend
+    assert config.backend().name == config.rollout.backend.split(":")[0]
 
 
 def test_shipped_configs_cover_each_way_to_run() -> None:
@@ -49,13 +52,13 @@ def test_the_issue_s_cluster_overrides_reach_the_launch() -> None:
         {},
         ["scheduler.type=slurm", "rollout.backend=sglang:d96p1t1", "model.path=/ckpt"],
     )
-    launch = config.launch_config()
-    assert (launch.scheduler, launch.backend, launch.worker.model) == (
+    worker = config.worker()
+    assert (config.scheduler.type, config.rollout.backend, worker.model) == (
         "slurm",
         "sglang:d96p1t1",
         "/ckpt",
     )
-    assert launch.worker.tool_call_parser == "qwen25"  # the file's worker settings stay
+    assert worker.tool_call_parser == "qwen25"  # the file's worker settings stay
 
 
 def test_every_key_can_be_overridden_including_runner_options() -> None:
@@ -125,3 +128,26 @@ def test_run_directories_are_named_safely() -> None:
     config = load_run_config(None, {"agent.name": "../evil/pkg.mod:Agent"}, [])
     assert config.run_dir.parent == Path("runs")
     assert "/" not in config.run_dir.name and ".." not in config.run_dir.name
+
+
+def test_every_flag_names_one_setting_of_its_commands() -> None:
+    for name, flag in FLAGS.items():
+        root = ServeConfig if flag.key.startswith("proxy.") else RunConfig
+        assert field_of(root, flag.key) is not None, name
+    keys = [flag.key for flag in FLAGS.values()]
+    assert len(keys) == len(set(keys)), "two flags give the same setting"
+
+
+def test_launch_settings_are_one_section_shared_by_run_and_serve() -> None:
+    given = ["rollout.backend=sglang:d2", "model.path=/ckpt", "rollout.worker.seed=3"]
+    run = load_run_config(None, {}, given)
+    serve = load_settings(ServeConfig, None, {}, given)
+    assert run.worker() == serve.worker()
+    assert run.worker().model == "/ckpt" and run.worker().seed == 3
+    assert RunConfig().rollout.backend == LaunchConfig().rollout.backend == "llamacpp:d2"
+
+
+def test_serve_launches_only_for_a_backend_named() -> None:
+    assert not ServeConfig().launches()
+    assert not load_settings(ServeConfig, None, {}, ["rollout.endpoints=[http://h:1]"]).launches()
+    assert load_settings(ServeConfig, None, {"rollout.backend": "llamacpp:d1"}, []).launches()

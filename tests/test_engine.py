@@ -14,8 +14,10 @@ import pytest
 from openai import AsyncOpenAI
 
 from agent_eval.agents import RunContext, Trajectory, load_runner
+from agent_eval.config import RunConfig
 from agent_eval.data import Session, load_dataset
-from agent_eval.engine import Engine, EngineConfig, Progress, attempt_seed
+from agent_eval.engine import Engine, Progress, attempt_seed
+from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 from tests.conftest import StartProxy, StartWorkers, alive, eventually
@@ -60,7 +62,8 @@ def client() -> AsyncOpenAI:
 
 async def run(runner: Any, scorer: RewardScorer, client: AsyncOpenAI, path: Path, **settings: Any):
     items = list(load_dataset(settings.pop("dataset", "gsm8k_mini")))
-    config = EngineConfig(model="m", **{"n_samples": 2, "concurrency": 4, "ks": (1, 2), **settings})
+    run_config = RunConfig.model_validate({"eval": {"n_samples": 2, "concurrency": 4, **settings}})
+    config = engine_config(run_config, "m")
     engine = Engine(runner, scorer, client, config)
     return engine, await engine.run(items, RunDirectory(path), total=len(items))
 
@@ -100,7 +103,9 @@ async def test_resume_finishes_the_run_with_the_same_summary(
             interrupted.cancel()  # as Ctrl-C does, mid-run
 
     items = list(load_dataset("gsm8k_mini"))
-    config = EngineConfig(model="m", n_samples=2, concurrency=4, ks=(1, 2))
+    config = engine_config(
+        RunConfig.model_validate({"eval": {"n_samples": 2, "concurrency": 4}}), "m"
+    )
     broken = Engine(KnownAnswers(delay=0.01), scorer, client, config, on_progress=stop_after_ten)
     interrupted = asyncio.create_task(broken.run(items, RunDirectory(tmp_path / "resumed")))
     with pytest.raises(asyncio.CancelledError):
@@ -222,7 +227,8 @@ async def test_math_calculator_through_the_proxy_end_to_end(
     workers = await start_workers(2)
     base_url = await start_proxy(workers, record_dir=tmp_path / "recorded")
     items = list(load_dataset("gsm8k_mini", limit=6))
-    config = EngineConfig(model="mock-model", n_samples=2, concurrency=4, seed=5)
+    settings = {"n_samples": 2, "concurrency": 4, "seed": 5}
+    config = engine_config(RunConfig.model_validate({"eval": settings}), "mock-model")
     async with AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as proxy_client:
         engine = Engine(load_runner("math_calculator"), scorer, proxy_client, config)
         summary = await engine.run(items, RunDirectory(tmp_path / "run"), total=len(items))

@@ -20,13 +20,14 @@ from agents.models.openai_provider import OpenAIProvider
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
-from agent_eval.agents.base import Sampling
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_server import fit_messages
+from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import load_dataset
-from agent_eval.engine import Engine, EngineConfig
+from agent_eval.engine import Engine
+from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.schedulers.local import free_port
@@ -166,7 +167,8 @@ async def test_agents_play_whole_trajectories_through_the_proxy(
 ) -> None:
     # Fast probes (1 s timeout) while the worker generates: /health must not wait behind it.
     base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
-    config = EngineConfig(model=MODEL, concurrency=2, sampling=Sampling(max_tokens=96))
+    settings = {"eval": {"concurrency": 2}, "sampling": {"max_tokens": 96}}
+    config = engine_config(EvalConfig.model_validate(settings), MODEL)
     async with _client(base_url) as client, RewardScorer(max_workers=1) as scorer:
         math = Engine(load_runner("math_calculator", max_turns=4), scorer, client, config)
         problems = list(load_dataset("gsm8k_mini", limit=2))

@@ -87,7 +87,7 @@ async def test_local_scheduler_runs_two_llamacpp_workers(tmp_path: Path) -> None
 async def test_serve_with_llamacpp_backend_serves_tool_calls_then_cleans_up(tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "agent_eval", "serve", "--backend", "llamacpp:d2", "--port", "0",
-        "--run-dir", str(tmp_path), "--set", "worker.context_length=2048",
+        "--run-dir", str(tmp_path), "model.context_length=2048",
         stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:

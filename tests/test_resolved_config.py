@@ -77,9 +77,8 @@ def test_launched_workers_settings_come_from_their_backend() -> None:
     assert resolved.model.path.endswith(".gguf") and Path(resolved.model.path).is_file()
     assert resolved.rollout.worker.threads == max(1, (os.cpu_count() or 1) // 2)
     # The worker is started with exactly what the saved config says.
-    launch = resolved.launch_config()
     backend = get_backend("llamacpp")
-    argv = backend.command(launch.worker, Allocation.parse("llamacpp:d2"), "127.0.0.1", 1).argv
+    argv = backend.command(resolved.worker(), Allocation.parse("llamacpp:d2"), "127.0.0.1", 1).argv
     assert argv[argv.index("--model") + 1] == resolved.model.path
     assert argv[argv.index("--n_threads") + 1] == str(resolved.rollout.worker.threads)
     assert resolved_config(resolved) == resolved

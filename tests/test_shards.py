@@ -29,7 +29,7 @@ from agent_eval.agents.math_calculator import MathCalculatorAgent
 
 class CrashInChild(MathCalculatorAgent):
     async def run(self, sample, ctx):
-        if os.environ.get("AGENT_EVAL_SHARD_API_KEY"):
+        if os.environ.get("AGENT_EVAL_API_KEY"):
             os._exit(3)
         return await super().run(sample, ctx)
 """

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from agent_eval.cli.serve import _launched_model, launch_config
+from agent_eval.cli.serve import _launched_model
 from agent_eval.cli.serve_screen import MODEL_PLACEHOLDER
+from agent_eval.launch import LaunchConfig
+from agent_eval.settings import load_settings
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartWorkers, wait_ready
@@ -102,16 +104,17 @@ async def test_serve_without_workers_shows_a_model_placeholder() -> None:
 @pytest.mark.parametrize(
     ("backend", "settings", "name"),
     [
-        ("sglang:d1", ["worker.model=/ckpt/step-5"], "/ckpt/step-5"),
-        ("sglang:d1", ["worker.model=/ckpt/step-5", "worker.served_model_name=m"], "m"),
-        ("llamacpp:d1", ["worker.model=/models/qwen.gguf"], "qwen"),
+        ("sglang:d1", ["model.path=/ckpt/step-5"], "/ckpt/step-5"),
+        ("sglang:d1", ["model.path=/ckpt/step-5", "model.name=m"], "m"),
+        ("llamacpp:d1", ["rollout.worker.model=/models/qwen.gguf"], "qwen"),
         ("external", [], None),
     ],
 )
 def test_launched_workers_name_their_model_from_the_config(
     backend: str, settings: list[str], name: str | None
 ) -> None:
-    launch = launch_config(backend, None, "local", ["http://127.0.0.1:1"], settings)
+    flags = {"rollout.backend": backend, "rollout.endpoints": ["http://127.0.0.1:1"]}
+    launch = load_settings(LaunchConfig, None, flags, settings)
     assert _launched_model(launch) == name
 
 

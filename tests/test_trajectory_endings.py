@@ -17,8 +17,10 @@ from agent_eval.agents.calculator import calculator_tools
 from agent_eval.agents.math_calculator import MathCalculatorAgent
 from agent_eval.agents.recording import AttemptRecorder, as_message
 from agent_eval.agents.sdk import sdk_agent
+from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import Session, Turn, load_dataset
-from agent_eval.engine import Engine, EngineConfig
+from agent_eval.engine import Engine
+from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.testing.mock_worker import MockWorker
@@ -148,9 +150,8 @@ async def play_one(
 ) -> list[dict[str, Any]]:
     """Play the first `limit` gsm8k_mini samples once each; the records written."""
     items = list(load_dataset("gsm8k_mini", limit=limit))
-    config = EngineConfig(
-        model="mock-model", concurrency=1, attempt_timeout=attempt_timeout, ks=(1,)
-    )
+    settings = {"concurrency": 1, "attempt_timeout": attempt_timeout}
+    config = engine_config(EvalConfig.model_validate({"eval": settings}), "mock-model")
     await Engine(runner, scorer, client, config).run(items, RunDirectory(run_dir), len(items))
     return lines(run_dir)
 

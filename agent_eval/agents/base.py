@@ -12,9 +12,11 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from openai import AsyncOpenAI
+from pydantic import ConfigDict, Field
 
 from agent_eval.agents.trajectory import Trajectory
 from agent_eval.errors import ConfigError
+from agent_eval.settings import Section
 
 ENTRY_POINT_GROUP = "agent_eval.agents"
 BUILT_IN = {
@@ -23,13 +25,14 @@ BUILT_IN = {
 }
 
 
-@dataclass(frozen=True)
-class Sampling:
+class Sampling(Section):
     """Sampling settings every model call of an attempt uses."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(0.0, ge=0, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass.")
+    max_tokens: int = Field(512, ge=1, description="Most tokens per model call.")
 
 
 @dataclass

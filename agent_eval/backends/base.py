@@ -87,7 +87,11 @@ class Backend:
         raise NotImplementedError
 
     def served_name(self, config: WorkerConfig) -> str | None:
-        return config.served_model_name
+        """The name workers serve the model under, as far as the settings tell (None: unknown).
+
+        SGLang and vLLM serve under the model path when no served name is given.
+        """
+        return config.served_model_name or config.model
 
 
 def launcher(config: WorkerConfig, program: list[str], gpus: bool) -> list[str]:

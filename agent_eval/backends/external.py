@@ -15,3 +15,6 @@ class External(Backend):
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
     ) -> WorkerCommand:
         raise NotImplementedError("external workers are given by URL, not launched")
+
+    def served_name(self, config: WorkerConfig) -> str | None:
+        return config.served_model_name

@@ -1,4 +1,4 @@
-"""What every command shares: the consoles, flags built from config fields, error handling.
+"""What every command shares: the consoles, waits and error handling.
 
 Text that is not ours (errors, paths, URLs, config values, model names) is printed as rich
 `Text`, never inside a markup string, where `[local]` in `agent-eval[local]` would be a tag.
@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.text import Text
 from typer.core import TyperOption
@@ -37,13 +36,6 @@ def show_flags_without_a_value() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
-def flag(model: type[BaseModel], field: str, panel: str, *names: str, **extra: Any) -> Any:
-    """A typer option whose help comes from the config field it sets (one source of truth)."""
-    return typer.Option(
-        *names, help=model.model_fields[field].description, rich_help_panel=panel, **extra
-    )
-
-
 class WaitReporter:
     """Prints what a long wait is waiting for, once each time it changes."""
 
@@ -54,17 +46,6 @@ class WaitReporter:
         if reason != self._last:
             self._last = reason
             err_console.print(Text(reason, style="dim"))
-
-
-def validated(model: type[BaseModel], fields: dict[str, Any]) -> Any:
-    """The config model built from user input; a bad value ends in one message naming it."""
-    try:
-        return model.model_validate(fields)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
-        )
-        fail(problems)
 
 
 def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:

@@ -10,18 +10,9 @@ from rich.markup import escape
 from rich.text import Text
 
 from agent_eval.cli import app
-from agent_eval.cli.common import console, err_console, fail, flag, guarded
-from agent_eval.config import (
-    AgentSection,
-    DatasetSection,
-    EvalSection,
-    ModelSection,
-    OutputSection,
-    RolloutSection,
-    RunConfig,
-    SamplingSection,
-    load_run_config,
-)
+from agent_eval.cli.common import console, err_console, fail, guarded
+from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
+from agent_eval.config import RunConfig, load_run_config
 from agent_eval.evaluation import Plan, evaluate, plan, resume_config_path
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics import Summary
@@ -29,19 +20,12 @@ from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
 from agent_eval.results import RunDirectory
 
-WHAT, WHERE, HOW = "What to evaluate", "Where the model runs", "How"
-
 
 @app.command()
 def run(
     ctx: typer.Context,
     overrides: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Any setting as key=value, e.g. eval.concurrency=32 model.path=/ckpt "
-            "scheduler.type=slurm (see configs/ for every key).",
-            show_default=False,
-        ),
+        list[str] | None, overrides_argument("eval.concurrency=32 scheduler.type=slurm")
     ] = None,
     config: Annotated[
         Path | None,
@@ -49,57 +33,27 @@ def run(
             "--config", "-c", help="A YAML run config (see configs/).", show_default=False
         ),
     ] = None,
-    agent: Annotated[str | None, flag(AgentSection, "name", WHAT, "--agent", "-a")] = None,
-    dataset: Annotated[str | None, flag(DatasetSection, "name", WHAT, "--dataset", "-d")] = None,
-    data_file: Annotated[Path | None, flag(DatasetSection, "path", WHAT, "--data-file")] = None,
-    limit: Annotated[int | None, flag(DatasetSection, "limit", WHAT, "--limit")] = None,
-    n_samples: Annotated[
-        int | None, flag(EvalSection, "n_samples", HOW, "--n-samples", "-n")
-    ] = None,
-    concurrency: Annotated[
-        int | None, flag(EvalSection, "concurrency", HOW, "--concurrency", "-j")
-    ] = None,
-    processes: Annotated[
-        int | None, flag(EvalSection, "processes", HOW, "--processes", "-P")
-    ] = None,
-    seed: Annotated[int | None, flag(EvalSection, "seed", HOW, "--seed")] = None,
-    temperature: Annotated[
-        float | None, flag(SamplingSection, "temperature", HOW, "--temperature")
-    ] = None,
-    backend: Annotated[
-        str | None, flag(RolloutSection, "backend", WHERE, "--backend", "-b")
-    ] = None,
-    model: Annotated[str | None, flag(ModelSection, "path", WHERE, "--model", "-m")] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(help="Where workers run: local, ray or slurm.", rich_help_panel=WHERE),
-    ] = None,
-    endpoint: Annotated[
-        list[str] | None, flag(RolloutSection, "endpoints", WHERE, "--endpoint", "-e")
-    ] = None,
-    run_dir: Annotated[Path | None, flag(OutputSection, "dir", HOW, "--run-dir", "-o")] = None,
+    agent: Annotated[str | None, option("agent")] = None,
+    dataset: Annotated[str | None, option("dataset")] = None,
+    data_file: Annotated[Path | None, option("data_file")] = None,
+    limit: Annotated[int | None, option("limit")] = None,
+    n_samples: Annotated[int | None, option("n_samples")] = None,
+    concurrency: Annotated[int | None, option("concurrency")] = None,
+    processes: Annotated[int | None, option("processes")] = None,
+    seed: Annotated[int | None, option("seed")] = None,
+    temperature: Annotated[float | None, option("temperature")] = None,
+    backend: Annotated[str | None, option("backend")] = None,
+    model: Annotated[str | None, option("model")] = None,
+    scheduler: Annotated[str | None, option("scheduler")] = None,
+    endpoint: Annotated[list[str] | None, option("endpoint")] = None,
+    run_dir: Annotated[Path | None, option("run_dir")] = None,
     resume: Annotated[
         Path | None,
         typer.Option(help="Finish an interrupted run in this directory.", rich_help_panel=HOW),
     ] = None,
 ) -> None:
     """Launch workers and the proxy, play every attempt, score it, summarise, tear down."""
-    flags = {
-        "agent.name": agent,
-        "dataset.name": dataset,
-        "dataset.path": data_file,
-        "dataset.limit": limit,
-        "eval.n_samples": n_samples,
-        "eval.concurrency": concurrency,
-        "eval.processes": processes,
-        "eval.seed": seed,
-        "sampling.temperature": temperature,
-        "rollout.backend": backend,
-        "rollout.endpoints": endpoint,
-        "model.path": model,
-        "scheduler.type": scheduler,
-        "output.dir": run_dir,
-    }
+    flags = settings_given(ctx)
     if resume is not None:
         if config is not None or run_dir is not None:
             fail("--resume takes the run's own config and directory; leave out --config and -o")

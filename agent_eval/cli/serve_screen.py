@@ -12,12 +12,12 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_eval.cli.common import console
+from agent_eval.credentials import API_KEY
 from agent_eval.lifecycle import logs_through
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, fetch_workers, worker_table
 from agent_eval.proxy.config import ProxyConfig
 
 MODEL_PLACEHOLDER = "MODEL"
-KEY_VARIABLE = "AGENT_EVAL_API_KEY"
 PANEL_INTERVAL = 1.0
 
 
@@ -90,10 +90,10 @@ async def _workers(
 
 def client_commands(base_url: str, model: str, keyed: bool) -> list[tuple[str, str]]:
     """(title, text) of paste-ready commands; a proxy's key stays a variable, never the value."""
-    env_key = f"${KEY_VARIABLE}" if keyed else "unused"
-    py_key = f'os.environ["{KEY_VARIABLE}"]' if keyed else '"unused"'
+    env_key = f"${API_KEY}" if keyed else "unused"
+    py_key = f'os.environ["{API_KEY}"]' if keyed else '"unused"'
     imports = "import os\n" if keyed else ""
-    lm_env = f"OPENAI_API_KEY=${KEY_VARIABLE} " if keyed else ""
+    lm_env = f"OPENAI_API_KEY=${API_KEY} " if keyed else ""
     hi = '[{"role": "user", "content": "Hi"}]'
     return [
         (
@@ -129,7 +129,7 @@ def client_commands(base_url: str, model: str, keyed: bool) -> list[tuple[str, s
 
 def show_commands(base_url: str, model: str, keyed: bool) -> None:
     """Print the client commands unwrapped and unstyled, so they paste as they are."""
-    note = f"; export {KEY_VARIABLE} first, the proxy checks it" if keyed else ""
+    note = f"; export {API_KEY} first, the proxy checks it" if keyed else ""
     console.print(
         Text.assemble("Paste-ready client commands for model ", (model, "bold"), f"{note}:"),
         soft_wrap=True,

@@ -9,21 +9,13 @@ import typer
 from rich.text import Text
 
 from agent_eval.cli import app
-from agent_eval.cli.common import console, err_console, flag, guarded
-from agent_eval.config import (
-    AgentSection,
-    DatasetSection,
-    OutputSection,
-    RolloutSection,
-    WatchSection,
-    load_run_config,
-)
+from agent_eval.cli.common import console, err_console, guarded
+from agent_eval.cli.options import WHAT, WHEN, option, overrides_argument, settings_given
+from agent_eval.config import load_run_config
 from agent_eval.evaluation import plan
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.progress import RunView
 from agent_eval.trigger.watch import DECISIONS, watch
-
-WHAT, WHEN = "What to evaluate", "When to evaluate"
 
 
 @app.command("watch")
@@ -32,37 +24,21 @@ def watch_command(
     checkpoints: Annotated[
         Path, typer.Argument(help="The folder the training job saves checkpoints into.")
     ],
-    overrides: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Any setting as key=value, e.g. watch.max_steps=500.", show_default=False
-        ),
-    ] = None,
+    overrides: Annotated[list[str] | None, overrides_argument("watch.max_steps=500")] = None,
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="A YAML run config (see configs/).")
     ] = None,
-    agent: Annotated[str | None, flag(AgentSection, "name", WHAT, "--agent", "-a")] = None,
-    dataset: Annotated[str | None, flag(DatasetSection, "name", WHAT, "--dataset", "-d")] = None,
-    data_file: Annotated[Path | None, flag(DatasetSection, "path", WHAT, "--data-file")] = None,
-    backend: Annotated[str | None, flag(RolloutSection, "backend", WHAT, "--backend", "-b")] = None,
-    probe_size: Annotated[
-        int | None, flag(WatchSection, "probe_size", WHEN, "--probe-size")
-    ] = None,
-    threshold: Annotated[float | None, flag(WatchSection, "threshold", WHEN, "--threshold")] = None,
-    max_steps: Annotated[int | None, flag(WatchSection, "max_steps", WHEN, "--max-steps")] = None,
-    run_dir: Annotated[Path | None, flag(OutputSection, "dir", WHEN, "--run-dir", "-o")] = None,
+    agent: Annotated[str | None, option("agent")] = None,
+    dataset: Annotated[str | None, option("dataset")] = None,
+    data_file: Annotated[Path | None, option("data_file")] = None,
+    backend: Annotated[str | None, option("backend", WHAT)] = None,
+    probe_size: Annotated[int | None, option("probe_size")] = None,
+    threshold: Annotated[float | None, option("threshold")] = None,
+    max_steps: Annotated[int | None, option("max_steps")] = None,
+    run_dir: Annotated[Path | None, option("run_dir", WHEN)] = None,
 ) -> None:
     """Probe every new checkpoint; run a full evaluation when the score moves or time passes."""
-    flags = {
-        "agent.name": agent,
-        "dataset.name": dataset,
-        "dataset.path": data_file,
-        "rollout.backend": backend,
-        "watch.probe_size": probe_size,
-        "watch.threshold": threshold,
-        "watch.max_steps": max_steps,
-        "output.dir": run_dir,
-    }
+    flags = settings_given(ctx)
     resolved = guarded(ctx, load_run_config, config, flags, overrides or [])
     checked = guarded(ctx, plan, resolved, False)
 

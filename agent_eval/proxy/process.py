@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agent_eval.children import die_with_parent, stop_groups
+from agent_eval.credentials import VARIABLES, child_environment, environment_keys
 from agent_eval.errors import ProxyStartError
 from agent_eval.lifecycle import run_child_main
 from agent_eval.proxy.auth import save_admin_token
@@ -23,11 +23,6 @@ from agent_eval.proxy.server import serve_forever
 from agent_eval.schedulers.errors import log_tail
 
 READY = "agent-eval proxy ready at "
-KEYS = {
-    "api_key": "AGENT_EVAL_API_KEY",
-    "worker_api_key": "AGENT_EVAL_WORKER_API_KEY",
-    "admin_token": "AGENT_EVAL_ADMIN_TOKEN",
-}
 STOP_GRACE = 10.0
 
 
@@ -49,18 +44,16 @@ async def proxy_process(
 
 def _write_config(config: ProxyConfig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(config.model_dump_json(exclude=set(KEYS), indent=2))
+    path.write_text(config.model_dump_json(exclude=set(VARIABLES), indent=2))
 
 
 async def _spawn(
     config: ProxyConfig, config_path: Path, log_path: Path
 ) -> asyncio.subprocess.Process:
-    env = dict(os.environ)
-    for field, variable in KEYS.items():
-        secret = getattr(config, field)
-        env.pop(variable, None)  # only the keys this config sets, not whatever the shell has
-        if secret is not None:
-            env[variable] = secret.get_secret_value()
+    secrets = {field: getattr(config, field) for field in VARIABLES}
+    env = child_environment(
+        {field: s.get_secret_value() if s is not None else None for field, s in secrets.items()}
+    )
     with log_path.open("ab") as log_file:
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "agent_eval.proxy.process", str(config_path),
@@ -89,8 +82,7 @@ def main(config_path: str) -> None:
     """The child's side: serve until SIGTERM, announcing the base URL on stdout."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     data = ProxyConfig.model_validate_json(Path(config_path).read_text()).model_dump()
-    keys = {field: os.environ.get(variable) for field, variable in KEYS.items()}
-    config = ProxyConfig.model_validate({**data, **keys})
+    config = ProxyConfig.model_validate({**data, **environment_keys()})
 
     def announce(base_url: str, _: ProxyConfig) -> None:
         sys.stdout.write(f"{READY}{base_url}\n")

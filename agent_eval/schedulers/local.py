@@ -72,7 +72,7 @@ class LocalScheduler(Scheduler):
 
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> LocalScheduler:
-        return cls(run_dir, base_port=config.worker.base_port)
+        return cls(run_dir, base_port=config.rollout.worker.base_port)
 
     async def launch(
         self, backend: Backend, config: WorkerConfig, allocation: Allocation

@@ -106,7 +106,8 @@ class RayScheduler(Scheduler):
 
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> RayScheduler:
-        return cls(run_dir, config.ray.address, config.ray.cpus_per_worker)
+        settings = config.scheduler.ray
+        return cls(run_dir, settings.address, settings.cpus_per_worker)
 
     async def launch(
         self, backend: Backend, config: WorkerConfig, allocation: Allocation

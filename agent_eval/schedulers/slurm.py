@@ -71,7 +71,7 @@ class SlurmScheduler(Scheduler):
 
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> SlurmScheduler:
-        return cls(run_dir, config.slurm, config.slurm.host)
+        return cls(run_dir, config.scheduler.slurm, config.scheduler.slurm.host)
 
     @property
     def workers_dir(self) -> Path:

@@ -15,10 +15,11 @@ import orjson
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
+from agent_eval.credentials import NO_KEY, environment_keys
 from agent_eval.engine import Engine
 from agent_eval.evaluation import dataset_items, engine_config, warm_scorer
 from agent_eval.lifecycle import run_child_main
-from agent_eval.shards.job import KEY_VARIABLE, ShardJob, share
+from agent_eval.shards.job import ShardJob, share
 
 
 class LineSink:
@@ -37,7 +38,8 @@ async def play(job: ShardJob, out: IO[bytes]) -> None:
     """Play the job's share against the served model, each record a line on `out`."""
     config = job.config
     runner = load_runner(config.agent.name, **config.agent.runner_options())
-    client = AsyncOpenAI(base_url=job.base_url, api_key=os.environ.get(KEY_VARIABLE, "unused"))
+    key = environment_keys()["api_key"] or NO_KEY
+    client = AsyncOpenAI(base_url=job.base_url, api_key=key)
     async with warm_scorer(config) as scorer, client:
         engine = Engine(runner, scorer, client, engine_config(config, job.model))
         items = share(dataset_items(config, job.limit), job.index, job.shards)

@@ -10,9 +10,6 @@ from pydantic import BaseModel, ConfigDict
 from agent_eval.config import RunConfig
 from agent_eval.data import Item
 
-# The proxy's client key reaches an engine process through its environment, never its stdin.
-KEY_VARIABLE = "AGENT_EVAL_SHARD_API_KEY"
-
 
 def shard_of(sample_id: str, shards: int) -> int:
     """The engine process that plays every attempt of a sample: a stable hash of its id."""

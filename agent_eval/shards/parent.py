@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,12 +10,13 @@ from pathlib import Path
 import orjson
 
 from agent_eval.children import die_with_parent, stop_groups
+from agent_eval.credentials import child_environment
 from agent_eval.data import Item
 from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
 from agent_eval.results import RunDirectory
 from agent_eval.schedulers.errors import log_tail
-from agent_eval.shards.job import KEY_VARIABLE, ShardJob
+from agent_eval.shards.job import ShardJob
 
 STOP_GRACE = 10.0
 # The longest record line read from an engine process; a trajectory is far shorter.
@@ -50,7 +50,7 @@ async def play_in_processes(
 
 
 async def _spawn(job: ShardJob, log: Path, api_key: str) -> asyncio.subprocess.Process:
-    env = {**os.environ, KEY_VARIABLE: api_key}
+    env = child_environment({"api_key": api_key})
     with log.open("ab") as log_file:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "agent_eval.shards.child",

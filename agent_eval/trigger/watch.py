@@ -19,14 +19,12 @@ from typing import Any
 
 import aiohttp
 
-from agent_eval.allocation import Allocation
-from agent_eval.backends import get_backend
 from agent_eval.config import RunConfig, WatchSection, save_run_config
 from agent_eval.evaluation import Plan, RunObserver, play, resolved_config, warm_scorer
 from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
-from agent_eval.serving import Served, serving
+from agent_eval.serving import Served, served_model, serving
 from agent_eval.trigger.adaptive import AdaptiveTrigger, probe_threshold
 from agent_eval.trigger.checkpoints import Checkpoint, CheckpointFinder
 
@@ -152,8 +150,7 @@ class CheckpointServer:
 
     def __init__(self, config: RunConfig, observer: RunObserver) -> None:
         self.config, self.observer = config, observer
-        backend = get_backend(Allocation.parse(config.rollout.backend).backend)
-        self.reloadable = backend.name in RELOADABLE
+        self.reloadable = config.backend().name in RELOADABLE
         self._stack: contextlib.AsyncExitStack | None = None
         self._served: Served | None = None
 
@@ -168,7 +165,7 @@ class CheckpointServer:
         served = self._served
         if served is not None and self.reloadable and await _swap(served, checkpoint.path):
             # SGLang renames its model after a swap: ask again which name requests use.
-            model = self.config.model.name or (await served.client.models.list()).data[0].id
+            model = await served_model(self.config, served.client)
             self._served = dataclasses.replace(served, model=model)
             return self._served
         await self._close()

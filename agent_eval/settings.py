@@ -1,0 +1,136 @@
+"""Settings as pydantic sections, filled in order: defaults, a YAML file, flags, `a.b=value`.
+
+Every command (`run`, `watch`, `serve`, `workers up`) loads its settings through
+`load_settings`, so they take the same dotted keys and give the same errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent_eval.errors import ConfigError
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class Section(BaseModel):
+    """A group of settings; an unknown key is an error, never ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def load_settings(
+    model: type[S], path: Path | None, flags: dict[str, Any], overrides: list[str]
+) -> S:
+    """Defaults, then the YAML file, then flags (dotted keys, None: not given), then overrides."""
+    data = read_yaml(path) if path is not None else {}
+    for key, value in flags.items():
+        if value is not None:
+            _set(data, key.split("."), value)
+    data = apply_overrides(model, data, overrides)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(model, exc, path)) from None
+
+
+def apply_overrides(
+    model: type[BaseModel], data: dict[str, Any], overrides: list[str]
+) -> dict[str, Any]:
+    """A copy of `data` with each `a.b=value` set; values are read as YAML (3, true, [a, b])."""
+    result = _deep_copy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"setting {item!r} is not key=value, like eval.seed=3")
+        path = key.strip().split(".")
+        _check_path(model, path)
+        _set(result, path, yaml.safe_load(raw) if raw.strip() else None)
+    return result
+
+
+def field_of(model: type[BaseModel], key: str) -> Any:
+    """The pydantic field a dotted key names in `model` (its description, its default)."""
+    path = key.split(".")
+    _check_path(model, path)
+    current: Any = model
+    for part in path[:-1]:
+        current = current.model_fields[part].annotation
+    return current.model_fields[path[-1]]
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A YAML file of settings; a missing or malformed file is a ConfigError naming it."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist; check the path") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings, not {data!r}")
+    return data
+
+
+def _check_path(model: type[BaseModel], path: list[str]) -> None:
+    current: type[BaseModel] | None = model
+    for depth, part in enumerate(path):
+        fields = current.model_fields if current is not None else {}
+        if part not in fields:
+            where = ".".join(path[:depth]) or "the top level"
+            close = difflib.get_close_matches(part, fields, n=1)
+            hint = f"; did you mean {'.'.join([*path[:depth], close[0]])!r}?" if close else ""
+            raise ConfigError(f"unknown setting {'.'.join(path)!r} (no {part!r} in {where}){hint}")
+        annotation = fields[part].annotation
+        if typing.get_origin(annotation) is dict:
+            return  # a free-form mapping (e.g. a runner's options) takes any key below it
+        current = _section(annotation)
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    )
+
+
+def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
+    for part in path[:-1]:
+        data = data.setdefault(part, {})
+    data[path[-1]] = value
+
+
+def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
+
+
+def _explain(model: type[BaseModel], exc: ValidationError, path: Path | None) -> str:
+    """One part per problem, naming the key and, for an unknown key, the nearest valid one."""
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            # Flags and overrides are checked as they are set: only a file brings unknown keys.
+            problems.append(f"unknown setting {key!r} in {path}{_nearest(model, error['loc'])}")
+        else:
+            problems.append(f"{key}: {error['msg']} (got {error['input']!r})")
+    return "; ".join(problems)
+
+
+def _nearest(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    current: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        field = current.model_fields.get(str(part)) if current is not None else None
+        current = _section(field.annotation) if field is not None else None
+    if current is None:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), current.model_fields, n=1)
+    prefix = ".".join(str(part) for part in loc[:-1])
+    return f"; did you mean {'.'.join(filter(None, [prefix, close[0]]))!r}?" if close else ""

@@ -77,7 +77,9 @@ class EvalSection(Section):
 class RewardSection(Section):
     """How answers are scored."""
 
-    function: str = Field("math", description="math, or package.module:function.")
+    function: str = Field(
+        "math", description="math, package.module:function or entry point (agent_eval.rewards)."
+    )
     timeout: float = Field(10.0, gt=0, description="Seconds to score one answer.")
     workers: int | None = Field(
         None, ge=1, description="Scoring processes, shared by engine processes (default: up to 4)."

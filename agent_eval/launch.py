@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import Backend, WorkerConfig, get_backend
@@ -18,17 +17,24 @@ from agent_eval.lifecycle import forever
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import serve_forever
 from agent_eval.proxy.urls import normalize_worker_url
+from agent_eval.registry import Registry
 from agent_eval.schedulers.base import Scheduler
 from agent_eval.schedulers.config import RayConfig, SlurmConfig
 from agent_eval.schedulers.errors import SchedulerUnavailableError
 from agent_eval.settings import Section
 
-SchedulerName = Literal["local", "ray", "slurm"]
-_SCHEDULERS = {
-    "local": ("agent_eval.schedulers.local", "LocalScheduler", None),
-    "ray": ("agent_eval.schedulers.ray", "RayScheduler", "ray"),
-    "slurm": ("agent_eval.schedulers.slurm", "SlurmScheduler", None),
-}
+SCHEDULERS: Registry[type[Scheduler]] = Registry(
+    "scheduler",
+    "agent_eval.schedulers",
+    {
+        "local": "agent_eval.schedulers.local:LocalScheduler",
+        "ray": "agent_eval.schedulers.ray:RayScheduler",
+        "slurm": "agent_eval.schedulers.slurm:SlurmScheduler",
+    },
+    extras={"ray": "ray"},
+)
+# Checked by name when the config is read; the scheduler itself is imported only when launched.
+SchedulerName = Annotated[str, AfterValidator(SCHEDULERS.check)]
 
 
 class ModelSection(Section):
@@ -120,15 +126,11 @@ class WorkerEndpoint:
 
 def build_scheduler(config: LaunchConfig, run_dir: Path) -> Scheduler:
     """The chosen scheduler, loaded only when chosen; a missing one says what to install."""
-    module_name, class_name, package = _SCHEDULERS[config.scheduler.type]
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        extra = f"pip install 'agent-eval[{package}]'" if package else "check the installation"
-        raise SchedulerUnavailableError(
-            f"the {config.scheduler.type} scheduler cannot load ({exc}); {extra}"
-        ) from None
-    return getattr(module, class_name).from_config(config, run_dir)
+        scheduler = SCHEDULERS.load(config.scheduler.type)
+    except ConfigError as exc:  # the error Scheduler's contract names for one that cannot run
+        raise SchedulerUnavailableError(str(exc)) from exc
+    return scheduler.from_config(config, run_dir)
 
 
 @contextlib.asynccontextmanager

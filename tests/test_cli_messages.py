@@ -29,7 +29,7 @@ from agent_eval.cli import report as report_cli
 from agent_eval.cli import run as run_cli
 from agent_eval.cli import watch as watch_cli
 from agent_eval.errors import AgentEvalError, ConfigError
-from agent_eval.launch import _SCHEDULERS, LaunchConfig, WorkerEndpoint, build_scheduler
+from agent_eval.launch import SCHEDULERS, LaunchConfig, WorkerEndpoint, build_scheduler
 from agent_eval.metrics import summarize
 from agent_eval.settings import load_settings
 
@@ -296,12 +296,12 @@ def test_every_error_message_with_brackets_keeps_them(
 
 
 def install_hints() -> set[str]:
-    """The extras the package's source tells users to install, a `{package}` expanded."""
+    """The extras the package's source tells users to install, a registry's expanded."""
     extras = set()
     for path in PACKAGE.rglob("*.py"):
         for extra in HINT.findall(path.read_text()):
-            if extra == "{package}":  # launch.build_scheduler: a scheduler's extra
-                extras |= {package for _, _, package in _SCHEDULERS.values() if package}
+            if extra == "{extra}":  # registry.Registry: a scheduler's extra
+                extras |= set(SCHEDULERS.extras.values())
             else:
                 extras.add(extra)
     return extras

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from openai import AsyncOpenAI
@@ -16,13 +13,17 @@ from pydantic import ConfigDict, Field
 
 from agent_eval.agents.trajectory import Trajectory
 from agent_eval.errors import ConfigError
+from agent_eval.registry import Registry
 from agent_eval.settings import Section
 
-ENTRY_POINT_GROUP = "agent_eval.agents"
-BUILT_IN = {
-    "math_calculator": "agent_eval.agents.math_calculator:MathCalculatorAgent",
-    "multi_turn_chat": "agent_eval.agents.multi_turn_chat:MultiTurnChatAgent",
-}
+AGENTS: Registry[Callable[..., Any]] = Registry(
+    "agent",
+    "agent_eval.agents",
+    {
+        "math_calculator": "agent_eval.agents.math_calculator:MathCalculatorAgent",
+        "multi_turn_chat": "agent_eval.agents.multi_turn_chat:MultiTurnChatAgent",
+    },
+)
 
 
 class Sampling(Section):
@@ -60,7 +61,7 @@ class AgentRunner(Protocol):
 
 def load_runner(spec: str, **options: Any) -> AgentRunner:
     """A runner by built-in name, `package.module:Class`, or `agent_eval.agents` entry point."""
-    runner = runner_class(spec)(**options)
+    runner = AGENTS.load(spec)(**options)
     if not isinstance(runner, AgentRunner):
         raise ConfigError(f"agent {spec!r} has no `async run(sample, ctx)` method")
     return runner
@@ -72,7 +73,7 @@ def runner_options(spec: str, **options: Any) -> dict[str, Any]:
     The runner is the one source of its defaults; a saved config names them all.
     """
     try:
-        parameters = inspect.signature(runner_class(spec)).parameters.values()
+        parameters = inspect.signature(AGENTS.load(spec)).parameters.values()
     except (TypeError, ValueError):  # a constructor without a readable signature
         return dict(options)
     named = {
@@ -90,27 +91,3 @@ def _plain(default: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return default is not inspect.Parameter.empty
-
-
-def runner_class(spec: str) -> Callable[..., Any]:
-    """The class (or factory) a runner spec names. Raises: ConfigError with the known names."""
-    target = BUILT_IN.get(spec) or _entry_point(spec) or spec
-    if ":" not in target:
-        known = [*BUILT_IN, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))]
-        close = difflib.get_close_matches(spec, known, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ConfigError(
-            f"unknown agent {spec!r}; {hint}agents are {', '.join(known)}, "
-            "or give your own as package.module:Class"
-        )
-    module_name, _, attribute = target.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load agent {spec!r} ({exc}); check the module path") from None
-
-
-def _entry_point(name: str) -> str | None:
-    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
-        return point.value
-    return None

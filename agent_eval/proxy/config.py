@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from agent_eval.proxy.auth import new_admin_token
+from agent_eval.proxy.policies import POLICIES
 from agent_eval.proxy.urls import normalize_worker_url
-
-PolicyName = Literal["session", "round_robin", "least_requests", "power_of_two"]
 
 
 class HealthConfig(BaseModel):
@@ -140,7 +138,11 @@ class ProxyConfig(BaseModel):
     endpoints: list[str] = Field(default_factory=list, description="Worker base URLs.")
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535, description="0 picks a free port.")
-    policy: PolicyName = "session"
+    policy: str = Field(
+        "session",
+        description=f"Routing policy: {', '.join(POLICIES.built_in)}, an agent_eval.policies "
+        "entry point, or package.module:Class.",
+    )
     api_key: SecretStr | None = Field(
         None, description="Bearer key clients must send on /v1/* and /workers."
     )
@@ -170,6 +172,12 @@ class ProxyConfig(BaseModel):
         if self.admin_token is not None:
             return self
         return self.model_copy(update={"admin_token": new_admin_token()})
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, name: str) -> str:
+        # Here, not at the first request: a misspelt policy stops the proxy before it starts.
+        return POLICIES.check(name)
 
     @field_validator("endpoints")
     @classmethod

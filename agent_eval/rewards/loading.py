@@ -1,33 +1,36 @@
-"""Rewards by name: "math" or `package.module:function`, checked to reach a worker process."""
+"""Rewards by name: "math", an entry point, or `package.module:function`, checked to reach a
+worker process."""
 
 from __future__ import annotations
 
-import importlib
 import pickle
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.rewards.math_answer import score_math
+from agent_eval.registry import Registry
 from agent_eval.rewards.result import RewardFn
+
+REWARDS: Registry[RewardFn] = Registry(
+    "reward",
+    "agent_eval.rewards",
+    {"math": "agent_eval.rewards.math_answer:score_math"},
+    own="package.module:function",
+)
 
 
 def load_reward(spec: str | None) -> RewardFn:
-    """The math scorer for None or "math", else the function named by `package.module:function`.
+    """The math scorer for None or "math", else the function the spec names.
 
     Raises:
-        ConfigError: the spec is malformed, the module does not import, the attribute is missing,
-            not callable, or cannot be sent to a worker process.
+        ConfigError: the spec names nothing, the module does not import, the attribute is
+            missing, not callable, or cannot be sent to a worker process.
     """
-    if spec is None or spec.strip() == "math":
-        return score_math
-    module_name, sep, attr = spec.strip().partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"reward {spec!r}: expected 'math' or 'package.module:function'")
-    target = _resolve(spec, _import_module(spec, module_name), attr)
+    name = "math" if spec is None else spec.strip()
+    target = REWARDS.load(name)
     if not callable(target):
-        kind = type(target).__name__
-        raise ConfigError(f"reward {spec!r}: {attr!r} is a {kind}, not a function")
-    _check_picklable(spec, target)
+        attr = name.rpartition(":")[2]
+        raise ConfigError(f"reward {spec!r}: {attr!r} is a {type(target).__name__}, not a function")
+    _check_picklable(name, target)
     return target
 
 
@@ -37,32 +40,6 @@ def as_reward(reward: str | RewardFn | None) -> RewardFn:
         return load_reward(reward)
     _check_picklable(getattr(reward, "__qualname__", repr(reward)), reward)
     return reward
-
-
-def _import_module(spec: str, module_name: str) -> Any:
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(
-            f"reward {spec!r}: module {module_name!r} not found ({exc}); install it or put it "
-            "on PYTHONPATH"
-        ) from exc
-    except Exception as exc:
-        raise ConfigError(
-            f"reward {spec!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _resolve(spec: str, module: Any, attr: str) -> Any:
-    target = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ConfigError(
-                f"reward {spec!r}: module {module.__name__!r} has no attribute {attr!r}"
-            ) from None
-    return target
 
 
 def _check_picklable(spec: str, target: Any) -> None:

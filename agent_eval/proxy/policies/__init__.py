@@ -1,27 +1,30 @@
-"""Routing policies, built from the proxy's config by one factory."""
+"""Routing policies, found by name and built from the proxy's config by one factory."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from agent_eval.proxy.config import PolicyName, SessionConfig
 from agent_eval.proxy.policies.base import Policy, RequestInfo, session_key
-from agent_eval.proxy.policies.least_requests import LeastRequests
-from agent_eval.proxy.policies.power_of_two import PowerOfTwo
-from agent_eval.proxy.policies.round_robin import RoundRobin
-from agent_eval.proxy.policies.session import SessionAffinity
+from agent_eval.registry import Registry
 
-POLICIES: dict[str, Callable[[SessionConfig], Policy]] = {
-    "session": lambda cfg: SessionAffinity(cfg.balance_factor, cfg.ttl, cfg.max_sessions),
-    "round_robin": lambda _cfg: RoundRobin(),
-    "least_requests": lambda _cfg: LeastRequests(),
-    "power_of_two": lambda _cfg: PowerOfTwo(),
-}
+if TYPE_CHECKING:  # see policies.base
+    from agent_eval.proxy.config import SessionConfig
+
+POLICIES: Registry[type[Policy]] = Registry(
+    "policy",
+    "agent_eval.policies",
+    {
+        "session": "agent_eval.proxy.policies.session:SessionAffinity",
+        "round_robin": "agent_eval.proxy.policies.round_robin:RoundRobin",
+        "least_requests": "agent_eval.proxy.policies.least_requests:LeastRequests",
+        "power_of_two": "agent_eval.proxy.policies.power_of_two:PowerOfTwo",
+    },
+)
 
 
-def build_policy(name: PolicyName, sessions: SessionConfig) -> Policy:
+def build_policy(name: str, sessions: SessionConfig) -> Policy:
     """The policy named in the config."""
-    return POLICIES[name](sessions)
+    return POLICIES.load(name).from_config(sessions)
 
 
 __all__ = ["POLICIES", "Policy", "RequestInfo", "build_policy", "session_key"]

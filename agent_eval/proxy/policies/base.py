@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self
 
 from agent_eval.proxy.worker import Worker
+
+if TYPE_CHECKING:  # the config imports the policy registry, so only the type checker looks back
+    from agent_eval.proxy.config import SessionConfig
 
 MAX_SESSION_KEY = 64
 
@@ -40,7 +44,10 @@ class RequestInfo:
 class Policy:
     """Chooses a worker among the candidates; None means none will do (the client gets 503)."""
 
-    name = "base"
+    @classmethod
+    def from_config(cls, sessions: SessionConfig) -> Self:
+        """The policy as the proxy's config sets it up; most take no settings."""
+        return cls()
 
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
         raise NotImplementedError

@@ -14,7 +14,5 @@ def fewest_in_flight(workers: Sequence[Worker]) -> Worker | None:
 
 
 class LeastRequests(Policy):
-    name = "least_requests"
-
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
         return fewest_in_flight(workers)

@@ -11,8 +11,6 @@ from agent_eval.proxy.worker import Worker
 
 
 class PowerOfTwo(Policy):
-    name = "power_of_two"
-
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
 

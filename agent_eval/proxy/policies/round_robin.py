@@ -9,8 +9,6 @@ from agent_eval.proxy.worker import Worker
 
 
 class RoundRobin(Policy):
-    name = "round_robin"
-
     def __init__(self) -> None:
         self._next = 0
 

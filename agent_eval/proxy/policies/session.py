@@ -16,10 +16,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self
 
 from agent_eval.proxy.policies.base import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
 from agent_eval.proxy.worker import Worker
+
+if TYPE_CHECKING:  # see policies.base
+    from agent_eval.proxy.config import SessionConfig
 
 VIRTUAL_NODES = 64
 
@@ -35,8 +39,6 @@ class _Session:
 
 
 class SessionAffinity(Policy):
-    name = "session"
-
     def __init__(
         self,
         balance_factor: float = 1.25,
@@ -52,6 +54,10 @@ class SessionAffinity(Policy):
         self._points: list[int] = []
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._load: dict[str, int] = {}
+
+    @classmethod
+    def from_config(cls, sessions: SessionConfig) -> Self:
+        return cls(sessions.balance_factor, sessions.ttl, sessions.max_sessions)
 
     def on_workers_changed(self, urls: Sequence[str]) -> None:
         self._ring = sorted(

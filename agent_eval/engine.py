@@ -25,7 +25,7 @@ from agent_eval.rewards import RewardScorer, gsm8k_gold
 class EngineConfig:
     """How many attempts, how many at once, and what every attempt shares.
 
-    No defaults here: the run config (`evaluation.engine_config`) is their one source.
+    No defaults here: the run config (`run_parts.engine_config`) is their one source.
     """
 
     model: str

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
-import math
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -15,13 +12,14 @@ from typing import Protocol
 from agent_eval.agents import AgentRunner, load_runner
 from agent_eval.agents.base import runner_options
 from agent_eval.config import CONFIG_FILE, RunConfig, save_run_config
-from agent_eval.data import Item, load_dataset
-from agent_eval.engine import Engine, EngineConfig, Progress
+from agent_eval.data import Item
+from agent_eval.engine import Engine, Progress
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, load_reward
 from agent_eval.rewards.scorer import default_workers
+from agent_eval.run_parts import dataset_items, engine_config, warm_scorer
 from agent_eval.serving import Served, serving
 from agent_eval.shards import play_in_processes, shard_of, share
 from agent_eval.shards.job import ShardJob
@@ -51,13 +49,6 @@ class Plan:
         return dataset_items(self.config, limit)
 
 
-def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]:
-    """A run's dataset (or its first `limit` items), streamed afresh."""
-    dataset = config.dataset
-    items = load_dataset(config.dataset_name, dataset.path, dataset.limit)
-    return items if limit is None else itertools.islice(items, limit)
-
-
 def plan(config: RunConfig, model_given: bool = True) -> Plan:
     """Load the runner, the reward and every dataset row now: a mistake costs no launch.
 
@@ -68,8 +59,7 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
     backend = config.backend()
     if backend.launches and model_given:
         backend.validate(config.worker(), config.allocation())
-    dataset = config.dataset
-    total = sum(1 for _ in load_dataset(config.dataset_name, dataset.path, dataset.limit))
+    total = sum(1 for _ in dataset_items(config))
     if total == 0:
         raise ConfigError(f"dataset {config.dataset_name!r} has no samples; check it and --limit")
     return Plan(config, runner, total)
@@ -141,28 +131,6 @@ async def _play_sharded(
     await play_in_processes(engine, own, done, jobs, run_dir, served.api_key)
 
 
-@contextlib.asynccontextmanager
-async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
-    """A reward scorer whose processes warm up while the workers start."""
-    scorer = RewardScorer(
-        config.reward.function, timeout=config.reward.timeout, max_workers=scoring_workers(config)
-    )
-    # A failure to start shows at the first score, with its own message.
-    warming = asyncio.ensure_future(scorer.start())
-    try:
-        yield scorer
-    finally:
-        warming.cancel()
-        await asyncio.gather(warming, return_exceptions=True)
-        await scorer.close()
-
-
-def scoring_workers(config: RunConfig) -> int:
-    """Scoring processes of each engine process: `reward.workers` (or the default) shared."""
-    total = config.reward.workers or default_workers()
-    return max(1, math.ceil(total / config.eval.processes))
-
-
 def resolved_config(config: RunConfig, model: str | None = None) -> RunConfig:
     """A copy of `config` naming every value the run uses, each default from its one source.
 
@@ -190,19 +158,6 @@ def _resolve_workers(config: RunConfig) -> None:
     config.model.path = worker.model
     config.model.name = config.model.name or worker.served_model_name
     config.rollout.worker.threads = worker.threads
-
-
-def engine_config(config: RunConfig, model: str) -> EngineConfig:
-    """The engine settings of a run against `model`."""
-    return EngineConfig(
-        model=model,
-        n_samples=config.eval.n_samples,
-        concurrency=config.eval.concurrency,
-        seed=config.eval.seed,
-        attempt_timeout=config.eval.attempt_timeout,
-        sampling=config.sampling,
-        ks=config.eval.k_values(),
-    )
 
 
 def resume_config_path(run_dir: Path) -> Path:

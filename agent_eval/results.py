@@ -16,6 +16,10 @@ log = logging.getLogger(__name__)
 
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
+DECISIONS = "decisions.jsonl"
+"""A watch directory's decision per checkpoint (`agent-eval watch`)."""
+TRIGGER_STATE = "trigger.json"
+"""A watch directory's trigger schedule, so a restarted watcher carries on."""
 
 
 class RunDirectory:

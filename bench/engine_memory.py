@@ -22,9 +22,9 @@ from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
 from agent_eval.config import RunConfig
 from agent_eval.data.records import Sample
 from agent_eval.engine import Engine, Progress
-from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
+from agent_eval.run_parts import engine_config
 
 MODEL = "mock-model"
 LIMIT_MB = 200.0

@@ -39,10 +39,10 @@ from agent_eval.agents import load_runner
 from agent_eval.config import RunConfig
 from agent_eval.data import DataError, Item, load_dataset
 from agent_eval.engine import Engine, Progress
-from agent_eval.evaluation import engine_config
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
+from agent_eval.run_parts import engine_config
 
 MODEL = "mock-model"
 GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"

@@ -27,9 +27,9 @@ from agent_eval.backends.llamacpp_server import fit_messages
 from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import load_dataset
 from agent_eval.engine import Engine
-from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
+from agent_eval.run_parts import engine_config
 from agent_eval.schedulers.local import free_port
 from tests.conftest import FAST_HEALTH, StartProxy
 from tests.test_llamacpp_workers import MULTIPLY, QUESTION

@@ -20,9 +20,9 @@ from agent_eval.agents.sdk import sdk_agent
 from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import Session, Turn, load_dataset
 from agent_eval.engine import Engine
-from agent_eval.evaluation import engine_config
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
+from agent_eval.run_parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers

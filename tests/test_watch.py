@@ -12,11 +12,11 @@ from openai import AsyncOpenAI
 from typer.testing import CliRunner
 
 from agent_eval.backends.llamacpp import embedded_model
+from agent_eval.checkpoint_server import _swap
 from agent_eval.cli import app
 from agent_eval.launch import WorkerEndpoint
 from agent_eval.serving import Served
 from agent_eval.testing.mock_worker import MockWorker
-from agent_eval.trigger.watch import _swap
 from tests.conftest import eventually
 from tests.test_llamacpp_workers import servers_on
 

@@ -70,6 +70,8 @@ class Backend:
     needs_gpus: bool = True
     launches: bool = True
     requires_model: bool = False
+    reloads_weights: bool = False
+    """Whether its servers load new weights in place (POST /update_weights_from_disk)."""
 
     def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
         """Raise ConfigError for settings this backend cannot start with."""

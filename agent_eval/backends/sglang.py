@@ -9,6 +9,7 @@ from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launc
 class SGLang(Backend):
     name = "sglang"
     requires_model = True
+    reloads_weights = True
 
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str

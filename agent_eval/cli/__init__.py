@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from agent_eval.cli import report, run, serve, watch
 from agent_eval.cli.common import err_console, show_flags_without_a_value
 from agent_eval.lifecycle import setup_logging
 
@@ -29,5 +30,10 @@ def main(
     ctx.obj = debug
 
 
-# Each module adds its commands to `app`; imported last because they need it.
-from agent_eval.cli import report, run, serve, watch  # noqa: E402, F401
+app.command()(report.report)
+app.command()(run.run)
+app.command()(serve.serve)
+app.command("watch")(watch.watch_command)
+workers = typer.Typer(help="Launch inference workers without a proxy.", no_args_is_help=True)
+workers.command("up")(serve.workers_up)
+app.add_typer(workers, name="workers")

@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from agent_eval.cli import app
 from agent_eval.cli.common import console, fail, guarded
 from agent_eval.errors import ConfigError
 from agent_eval.report.choose import RUNS, choose_run
@@ -31,7 +30,6 @@ from agent_eval.report.watching import (
 REPORT, COMPARISON = "report.html", "compare.html"
 
 
-@app.command()
 def report(
     ctx: typer.Context,
     runs: Annotated[

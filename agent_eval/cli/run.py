@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from agent_eval.cli import app
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
 from agent_eval.config import RunConfig, load_run_config
@@ -21,7 +20,6 @@ from agent_eval.report.table import summary_table
 from agent_eval.results import RunDirectory
 
 
-@app.command()
 def run(
     ctx: typer.Context,
     overrides: Annotated[

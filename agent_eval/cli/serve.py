@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from agent_eval.cli import app
 from agent_eval.cli.common import WaitReporter, console, guarded
 from agent_eval.cli.options import WHERE, default, option, overrides_argument, settings_given
 from agent_eval.cli.serve_screen import ServeScreen
@@ -35,7 +34,6 @@ RunDirOption = Annotated[
 LAUNCH_EXAMPLE = "rollout.worker.tool_call_parser=qwen25 scheduler.slurm.partition=gpu"
 
 
-@app.command()
 def serve(
     ctx: typer.Context,
     overrides: Annotated[list[str] | None, overrides_argument(LAUNCH_EXAMPLE)] = None,
@@ -102,11 +100,6 @@ def serve(
     guarded(ctx, run_until_signalled, _shown(main, screen))
 
 
-workers_app = typer.Typer(help="Launch inference workers without a proxy.", no_args_is_help=True)
-app.add_typer(workers_app, name="workers")
-
-
-@workers_app.command("up")
 def workers_up(
     ctx: typer.Context,
     overrides: Annotated[list[str] | None, overrides_argument(LAUNCH_EXAMPLE)] = None,

@@ -8,17 +8,16 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from agent_eval.cli import app
 from agent_eval.cli.common import console, err_console, guarded
 from agent_eval.cli.options import WHAT, WHEN, option, overrides_argument, settings_given
 from agent_eval.config import load_run_config
 from agent_eval.evaluation import plan
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.progress import RunView
-from agent_eval.trigger.watch import DECISIONS, watch
+from agent_eval.results import DECISIONS
+from agent_eval.trigger.watch import watch
 
 
-@app.command("watch")
 def watch_command(
     ctx: typer.Context,
     checkpoints: Annotated[

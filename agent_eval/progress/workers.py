@@ -12,6 +12,8 @@ import aiohttp
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.proxy.admin_client import fetch_workers, proxy_root
+
 # A proxy busy with a whole run can be slow to answer; a late answer still helps.
 _REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=5)
 
@@ -126,25 +128,6 @@ class WorkerPoller:
             return WorkerStatus(error=f"proxy not answering at {root} ({_why(exc)})")
         except (ValueError, KeyError, TypeError) as exc:
             return WorkerStatus(error=f"proxy sent an unexpected /workers body ({exc!r})")
-
-
-def proxy_root(url: str) -> str:
-    """The proxy's root URL, where its admin routes are, from its base URL (with or without /v1)."""
-    return url.rstrip("/").removesuffix("/v1")
-
-
-async def fetch_workers(
-    http: aiohttp.ClientSession, url: str, api_key: str | None
-) -> list[dict[str, Any]]:
-    """The proxy's `GET /workers` list; `url` may end in /v1.
-
-    Raises: aiohttp.ClientError (ClientResponseError on a non-2xx answer), TimeoutError, or
-    ValueError/KeyError/TypeError on a body of another shape.
-    """
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with http.get(f"{proxy_root(url)}/workers", headers=headers) as response:
-        response.raise_for_status()
-        return list((await response.json())["workers"])
 
 
 def _why(exc: BaseException) -> str:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from agent_eval.errors import ConfigError
 from agent_eval.report.watching import is_watch_directory
-from agent_eval.results import SAMPLES
-from agent_eval.trigger.watch import DECISIONS
+from agent_eval.results import DECISIONS, SAMPLES
 
 RUNS = Path("runs")
 """Where `agent-eval run` puts its run directories by default."""

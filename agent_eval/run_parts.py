@@ -1,0 +1,60 @@
+"""The parts of a run its config makes: dataset items, engine settings, a warm scorer.
+
+Shared by the run (`evaluation`) and its engine processes (`shards.child`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import math
+from collections.abc import AsyncIterator, Iterator
+
+from agent_eval.config import RunConfig
+from agent_eval.data import Item, load_dataset
+from agent_eval.engine import EngineConfig
+from agent_eval.rewards import RewardScorer
+from agent_eval.rewards.scorer import default_workers
+
+
+def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]:
+    """A run's dataset (or its first `limit` items), streamed afresh."""
+    dataset = config.dataset
+    items = load_dataset(config.dataset_name, dataset.path, dataset.limit)
+    return items if limit is None else itertools.islice(items, limit)
+
+
+def engine_config(config: RunConfig, model: str) -> EngineConfig:
+    """The engine settings of a run against `model`."""
+    return EngineConfig(
+        model=model,
+        n_samples=config.eval.n_samples,
+        concurrency=config.eval.concurrency,
+        seed=config.eval.seed,
+        attempt_timeout=config.eval.attempt_timeout,
+        sampling=config.sampling,
+        ks=config.eval.k_values(),
+    )
+
+
+@contextlib.asynccontextmanager
+async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
+    """A reward scorer whose processes warm up while the workers start."""
+    scorer = RewardScorer(
+        config.reward.function, timeout=config.reward.timeout, max_workers=scoring_workers(config)
+    )
+    # A failure to start shows at the first score, with its own message.
+    warming = asyncio.ensure_future(scorer.start())
+    try:
+        yield scorer
+    finally:
+        warming.cancel()
+        await asyncio.gather(warming, return_exceptions=True)
+        await scorer.close()
+
+
+def scoring_workers(config: RunConfig) -> int:
+    """Scoring processes of each engine process: `reward.workers` (or the default) shared."""
+    total = config.reward.workers or default_workers()
+    return max(1, math.ceil(total / config.eval.processes))

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from rich.console import Console
@@ -15,10 +15,11 @@ from rich.logging import RichHandler
 
 from agent_eval.errors import AgentEvalError
 
+run_event_loop: Callable[[Coroutine[Any, Any, Any]], Any]
 try:  # uvloop, where it is installed, cuts the proxy's per-request overhead
     from uvloop import run as run_event_loop
 except ImportError:
-    from asyncio import run as run_event_loop
+    run_event_loop = asyncio.run
 
 T = TypeVar("T")
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import openai
 from agents import (
     Agent,
     AgentsException,
-    FunctionTool,
     ItemHelpers,
     ModelSettings,
     OpenAIChatCompletionsModel,
@@ -16,6 +16,7 @@ from agents import (
     RunConfig,
     Runner,
     RunResult,
+    Tool,
 )
 
 from agent_eval.agents.base import RunContext
@@ -26,7 +27,7 @@ Api = Literal["chat_completions", "responses"]
 
 
 def sdk_agent(
-    name: str, instructions: str, tools: list[FunctionTool], ctx: RunContext, api: Api
+    name: str, instructions: str, tools: Sequence[Tool], ctx: RunContext, api: Api
 ) -> Agent[Any]:
     """An agent on the proxy's client; Chat Completions unless `api` says responses."""
     model_class = OpenAIResponsesModel if api == "responses" else OpenAIChatCompletionsModel
@@ -39,7 +40,7 @@ def sdk_agent(
     return Agent(
         name=name,
         instructions=instructions,
-        tools=tools,
+        tools=list(tools),
         model=model_class(model=ctx.model, openai_client=ctx.client),
         model_settings=settings,
     )

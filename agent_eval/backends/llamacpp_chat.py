@@ -17,6 +17,7 @@ from typing import Any
 
 from llama_cpp import Llama, llama_grammar
 from llama_cpp.llama_chat_format import _grammar_for_response_format
+from llama_cpp.llama_types import ChatCompletionRequestResponseFormat
 
 FORMAT_NAME = "chatml-tools"
 END = "<|im_end|>"
@@ -52,7 +53,7 @@ def chatml_tools(
     stream: bool = False,
     stop: str | list[str] | None = None,
     max_tokens: int | None = None,
-    response_format: dict[str, Any] | None = None,
+    response_format: ChatCompletionRequestResponseFormat | None = None,
     **kwargs: Any,
 ) -> dict[str, Any] | Iterator[dict[str, Any]]:
     """Answer one chat completion request; the signature llama-cpp-python gives chat handlers."""
@@ -214,7 +215,7 @@ class Turn:
         done = self.llama.create_completion(
             prompt=prompt, stop=self.stops, **self.sampling, **options
         )
-        if not options.get("stream"):
+        if isinstance(done, dict):  # a whole completion; a stream counts its tokens as it goes
             self.completion_tokens += done["usage"]["completion_tokens"]
         return done
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import uvicorn
-from llama_cpp.llama_chat_format import LlamaChatCompletionHandlerRegistry
+from llama_cpp.llama_chat_format import (
+    LlamaChatCompletionHandler,
+    LlamaChatCompletionHandlerRegistry,
+)
 from llama_cpp.server.app import create_app
 from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
 from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
@@ -101,10 +104,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="agent-eval's llama.cpp worker")
     add_args_from_model(parser, Settings)
     args = parser.parse_args()
-    server = parse_model_from_args(ServerSettings, args)
-    model = parse_model_from_args(ModelSettings, args)
+    # llama-cpp-python annotates these as returning the class; they return an instance.
+    server = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
+    model = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
+    # The handler Protocol names llama-cpp-python's TypedDicts; ours reads the same plain dicts.
+    handler = cast(LlamaChatCompletionHandler, chatml_tools)
     LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
-        FORMAT_NAME, chatml_tools, overwrite=True
+        FORMAT_NAME, handler, overwrite=True
     )
     app = OpenAIMessages(create_app(server_settings=server, model_settings=[model]))
     uvicorn.run(app, host=server.host, port=server.port)

@@ -73,7 +73,9 @@ async def _handle(
     limit = plan.config.watch.probe_size
     probe = await play(plan, served, scorer, RunDirectory(step_dir / "probe"), observer, limit)
     fired = schedule.trigger.observe(checkpoint.step, _score(probe))
-    decision = dataclasses.asdict(schedule.trigger.last_decision)
+    made = schedule.trigger.last_decision
+    assert made is not None, "observe() decides on every probe"
+    decision = dataclasses.asdict(made)
     entry: dict[str, Any] = {
         "time": time.time(),
         "checkpoint": str(checkpoint.path),

@@ -28,7 +28,8 @@ from agent_eval.proxy.errors import (
     not_found,
     unauthorized,
 )
-from agent_eval.proxy.forward import Exchange, Forwarder
+from agent_eval.proxy.exchange import Exchange
+from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.health import HealthChecker
 from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL, RESPONSES, SESSION
 from agent_eval.proxy.limits import in_flight_cap

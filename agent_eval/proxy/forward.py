@@ -6,7 +6,7 @@ import asyncio
 import logging
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -22,9 +22,9 @@ from agent_eval.proxy.errors import (
     out_of_resources,
     overloaded,
 )
+from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.http1 import ProxyOutOfResources, UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translation
@@ -50,17 +50,6 @@ _EXHAUSTED = {
     "disconnect": (502, "upstream_disconnected"),
     "busy": (503, "worker_busy"),
 }
-
-
-@dataclass
-class Exchange:
-    """One client request on its way through the proxy."""
-
-    request: web.Request
-    body: bytes
-    payload: dict[str, Any]
-    info: RequestInfo
-    started: float
 
 
 class Forwarder:

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.errors import error_body
+from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.http1 import UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.upstream import UPSTREAM_ERRORS, WORKER_HEADER, classify_exception
 from agent_eval.proxy.worker import Worker
-
-if TYPE_CHECKING:
-    from agent_eval.proxy.forward import Exchange
 
 log = logging.getLogger(__name__)
 

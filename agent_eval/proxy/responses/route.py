@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.responses.native import NativeFailure
 from agent_eval.proxy.responses.request import input_items
 from agent_eval.proxy.responses.store import ResponseStore, StoredResponse
 from agent_eval.proxy.responses.translation import Translation
 from agent_eval.proxy.worker import Worker
-
-if TYPE_CHECKING:
-    from agent_eval.proxy.forward import Exchange
 
 log = logging.getLogger(__name__)
 

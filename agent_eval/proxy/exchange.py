@@ -1,0 +1,21 @@
+"""The request record that forwarding, streaming and the Responses route all pass around."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from agent_eval.proxy.policies import RequestInfo
+
+
+@dataclass
+class Exchange:
+    """One client request on its way through the proxy."""
+
+    request: web.Request
+    body: bytes
+    payload: dict[str, Any]
+    info: RequestInfo
+    started: float

@@ -279,9 +279,7 @@ class Forwarder:
     def _charge(self, blame: tuple[Worker, Failure] | None) -> None:
         """Count a failure against its worker, unless it was no fault of the worker's."""
         if blame is not None and blame[1].counts_against_worker:
-            worker = blame[0]
-            worker.failures += 1
-            worker.breaker.record_failure(time.monotonic())
+            blame[0].record_failure()
 
     def _backoff(self, attempt: int, failure: Failure) -> float:
         retry = self._config.retry

@@ -142,8 +142,7 @@ async def _end_with_error(
     response: web.StreamResponse, worker: Worker, exc: OSError, relay: Relay
 ) -> None:
     failure = classify_exception(exc, worker.url)
-    worker.failures += 1
-    worker.breaker.record_failure(time.monotonic())
+    worker.record_failure()
     message = f"the stream broke after it started: {failure.message}; retry the request"
     log.warning(message)
     await response.write_eof(relay.broken(message))

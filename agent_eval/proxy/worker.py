@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,11 @@ class Worker:
 
     def __post_init__(self) -> None:
         self.origin = Origin.parse(self.url)
+
+    def record_failure(self) -> None:
+        """Count a failure that was the worker's fault, in its tally and in its breaker."""
+        self.failures += 1
+        self.breaker.record_failure(time.monotonic())
 
     def available(self, now: float) -> bool:
         """Healthy and the breaker lets a request through."""

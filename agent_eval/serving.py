@@ -14,10 +14,10 @@ from openai import AsyncOpenAI
 
 from agent_eval.config import RunConfig
 from agent_eval.credentials import client_key
+from agent_eval.diagnostics import os_reason
 from agent_eval.errors import ConfigError, ProxyStartError
 from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import fetch_workers
-from agent_eval.proxy.http1 import os_reason
 from agent_eval.proxy.process import proxy_process
 from agent_eval.report.runs import save_worker_snapshot
 

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import LimitsConfig
 from agent_eval.proxy.http1 import (
     Connection,
@@ -22,7 +23,6 @@ from agent_eval.proxy.http1 import (
     UpstreamConnectError,
     UpstreamDisconnected,
     UpstreamResponse,
-    os_reason,
     request_head,
 )
 

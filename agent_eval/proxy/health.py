@@ -10,8 +10,8 @@ import aiohttp
 import orjson
 from pydantic import SecretStr
 
+from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import HealthConfig
-from agent_eval.proxy.http1 import os_reason
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.upstream import worker_auth
 from agent_eval.proxy.worker import Worker

@@ -10,7 +10,6 @@ uvicorn uses); connections.py keeps them per worker. Health probes still use aio
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
@@ -277,13 +276,6 @@ class Connection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-
-def os_reason(exc: OSError) -> str:
-    """A short cause such as 'Connection refused', without the address noise asyncio adds."""
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 def request_head(origin: Origin, path: str, headers: list[tuple[str, str]], length: int) -> bytes:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.credentials import VARIABLES, child_environment, environment_keys
+from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ProxyStartError
 from agent_eval.lifecycle import run_child_main
 from agent_eval.proxy.auth import save_admin_token
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import serve_forever
-from agent_eval.schedulers.errors import log_tail
 
 READY = "agent-eval proxy ready at "
 STOP_GRACE = 10.0

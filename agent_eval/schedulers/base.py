@@ -15,7 +15,8 @@ import aiohttp
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerConfig
-from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError, log_tail
+from agent_eval.diagnostics import log_tail
+from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
 
 log = logging.getLogger(__name__)
 

@@ -6,17 +6,6 @@ from pathlib import Path
 
 from agent_eval.errors import AgentEvalError, ConfigError
 
-LOG_TAIL_LINES = 50
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last lines of a log file, or a note that there is none."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return f"(no log at {path})"
-    return "\n".join(text.splitlines()[-lines:]) or f"(the log {path} is empty)"
-
 
 class WorkerFailedError(AgentEvalError):
     """A worker exited (or its job ended) before it became ready."""

@@ -16,8 +16,8 @@ from typing import BinaryIO, TypedDict
 import ray
 
 from agent_eval.children import die_with_parent, signal_group
+from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.errors import log_tail
 from agent_eval.schedulers.local import free_port
 
 log = logging.getLogger(__name__)

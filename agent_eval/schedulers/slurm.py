@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
+from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.base import LaunchedWorker, Scheduler
 from agent_eval.schedulers.config import SlurmConfig
@@ -25,7 +26,6 @@ from agent_eval.schedulers.errors import (
     SchedulerUnavailableError,
     WorkerFailedError,
     WorkerTimeoutError,
-    log_tail,
 )
 from agent_eval.schedulers.slurm_script import (
     HOST_VARIABLE,

@@ -12,10 +12,10 @@ import orjson
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.credentials import child_environment
 from agent_eval.data import Item
+from agent_eval.diagnostics import log_tail
 from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
 from agent_eval.results import RunDirectory
-from agent_eval.schedulers.errors import log_tail
 from agent_eval.shards.job import ShardJob
 
 STOP_GRACE = 10.0

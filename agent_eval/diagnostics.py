@@ -1,0 +1,27 @@
+"""Short evidence for error messages: the end of a log, the cause of an OS error.
+
+Used from the proxy up to the CLI, so it imports nothing from agent_eval.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LOG_TAIL_LINES = 50
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of a log file, or a note that there is none."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:]) or f"(the log {path} is empty)"
+
+
+def os_reason(exc: OSError) -> str:
+    """A short cause such as 'Connection refused', without the address noise asyncio adds."""
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return os.strerror(exc.errno) if exc.errno else str(exc)

@@ -28,7 +28,7 @@ SCHEDULERS: Registry[type[Scheduler]] = Registry(
     "agent_eval.schedulers",
     {
         "local": "agent_eval.schedulers.local:LocalScheduler",
-        "ray": "agent_eval.schedulers.ray:RayScheduler",
+        "ray": "agent_eval.schedulers.ray_cluster:RayScheduler",
         "slurm": "agent_eval.schedulers.slurm:SlurmScheduler",
     },
     extras={"ray": "ray"},

@@ -350,7 +350,7 @@ def _llamacpp_model_without_gguf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 def _ray_scheduler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _missing(monkeypatch, "ray")
-    monkeypatch.delitem(sys.modules, "agent_eval.schedulers.ray", raising=False)
+    monkeypatch.delitem(sys.modules, "agent_eval.schedulers.ray_cluster", raising=False)
     build_scheduler(LaunchConfig.model_validate({"scheduler": {"type": "ray"}}), tmp_path)
 
 
@@ -402,7 +402,7 @@ def test_serve_without_the_extra_says_which_to_install(
     tmp_path: Path,
 ) -> None:
     _missing(monkeypatch, *missing)
-    monkeypatch.delitem(sys.modules, "agent_eval.schedulers.ray", raising=False)
+    monkeypatch.delitem(sys.modules, "agent_eval.schedulers.ray_cluster", raising=False)
     command = ["serve", "--backend", "llamacpp:d1", "--port", "0", "--run-dir", str(tmp_path)]
     result = CliRunner().invoke(app, [*command, *args])
     assert result.exit_code == 2, result.output

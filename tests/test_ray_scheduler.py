@@ -31,7 +31,7 @@ from agent_eval.schedulers.errors import (
     WorkerFailedError,
 )
 from agent_eval.schedulers.local import free_port
-from agent_eval.schedulers.ray import (
+from agent_eval.schedulers.ray_cluster import (
     PlacementError,
     RayScheduler,
     format_bundle,
@@ -242,7 +242,7 @@ HARNESS = textwrap.dedent(
     from agent_eval.allocation import Allocation
     from agent_eval.backends import WorkerConfig
     from agent_eval.lifecycle import forever, run_until_signalled
-    from agent_eval.schedulers.ray import RayScheduler
+    from agent_eval.schedulers.ray_cluster import RayScheduler
     from agent_eval.testing.mock_backend import MockBackend
 
     async def main():

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 import orjson
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from aiohttp.web_urldispatcher import _default_expect_handler
 
 from agent_eval.proxy import admin, stored_responses
@@ -109,7 +110,7 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
         await session.close()
 
 
-def _guard(config: ProxyConfig) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def _guard(config: ProxyConfig) -> Middleware:
     """Checks keys and turns routing misses and surprises into OpenAI-style errors."""
     key, token = secret_bytes(config.api_key), secret_bytes(config.admin_token)
     limit = config.max_body_bytes
@@ -151,6 +152,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
     limit = request.app[CONFIG].max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         return body_too_large(limit)
+    body: bytes | None
     if request.content.is_eof():
         body = await request.read()  # it came with the head, as small bodies do: no timer
     elif (body := await _read_slow_body(request)) is None:
@@ -206,7 +208,8 @@ async def _expect(request: web.Request) -> web.StreamResponse | None:
     expect = request.headers.get("Expect", "")
     if expect.lower() == "100-continue":
         # aiohttp's own handler; it answers anything else in plain text, before middlewares.
-        return await _default_expect_handler(request)
+        await _default_expect_handler(request)
+        return None
     return expectation_failed(expect)
 
 

@@ -129,8 +129,8 @@ class _WorkerConnections:
                 "stayed busy"
             ) from None
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
-                self.release(waiter.result())  # handed over as we were cancelled: pass it on
+            if waiter.done() and not waiter.cancelled() and (handed := waiter.result()) is not None:
+                self.release(handed)  # handed over as we were cancelled: pass it on
             raise
         return connection if connection is not None else await self._connect()
 

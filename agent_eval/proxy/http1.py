@@ -177,7 +177,9 @@ class Connection(asyncio.Protocol):
         self._last_data = self._loop.time()
         self._deadline, self._idle = self._last_data + timeout, idle
         self._arm()
-        self._transport.writelines((head, body))
+        transport = self._transport
+        assert transport is not None, "the pool hands out only connections already made"
+        transport.writelines((head, body))
         try:
             return await self._headers_ready
         except BaseException:
@@ -189,11 +191,14 @@ class Connection(asyncio.Protocol):
         self._arm()
 
     def pause(self) -> None:
-        self._transport.pause_reading()
+        transport = self._transport
+        assert transport is not None, "pausing comes from an answer, so after connection_made"
+        transport.pause_reading()
 
     def resume(self) -> None:
-        if self.open:
-            self._transport.resume_reading()
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.resume_reading()
 
     def abort(self) -> None:
         self.reusable = False
@@ -203,6 +208,7 @@ class Connection(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # asyncio's signature says BaseTransport; a TCP connection's is a full Transport.
         self._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
@@ -226,20 +232,32 @@ class Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         response = self._response
+        if response is None:
+            # Raised inside a parser callback, this reaches data_received as a parser error,
+            # which drops the connection.
+            raise UpstreamDisconnected("worker sent an answer to no request")
         response.status = self._parser.get_status_code()
         response.headers = {
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in self._header_items
         }
-        if not self._headers_ready.done():
-            self._headers_ready.set_result(response)
+        ready = self._headers_ready
+        assert ready is not None, "exchange() sets it with the response"
+        if not ready.done():
+            ready.set_result(response)
+
+    # Body and end come after their message's on_headers_complete, which checked the response;
+    # it is cleared only at that message's end, or by _fail, after which nothing more is parsed.
 
     def on_body(self, body: bytes) -> None:
-        self._response._feed(body)
+        response = self._response
+        assert response is not None
+        response._feed(body)
 
     def on_message_complete(self) -> None:
+        response = self._response
+        assert response is not None
         self._cancel_timer()
         self.reusable = self._parser.should_keep_alive()
-        response = self._response
         self._response = None
         response._finish(None)
         self._pool.release(self)

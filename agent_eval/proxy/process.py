@@ -33,8 +33,10 @@ async def proxy_process(
     """A proxy process inside the block; yields its base URL (`http://HOST:PORT/v1`)."""
     config_path, log_path = run_dir / "proxy.json", run_dir / "proxy.log"
     config = config.with_admin_token()
+    token = config.admin_token
+    assert token is not None, "with_admin_token() made one"
     await asyncio.to_thread(_write_config, config, config_path)
-    await asyncio.to_thread(save_admin_token, config.admin_token, run_dir)
+    await asyncio.to_thread(save_admin_token, token, run_dir)
     process = await _spawn(config, config_path, log_path)
     try:
         yield await _wait_ready(process, log_path, timeout)

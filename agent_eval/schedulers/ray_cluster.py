@@ -14,9 +14,10 @@ import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import ray
+from ray.actor import ActorHandle
 from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -27,11 +28,10 @@ from agent_eval.errors import ConfigError
 from agent_eval.schedulers.base import LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError, SchedulerUnavailableError
 from agent_eval.schedulers.local import visible_gpus
-from agent_eval.schedulers.ray_actor import ServerActor, Started
+from agent_eval.schedulers.ray_actor import ServerActor, ServerProcess, Started
 
 if TYPE_CHECKING:
     from ray import ObjectRef
-    from ray.actor import ActorHandle
 
     from agent_eval.launch import LaunchConfig
 
@@ -44,8 +44,22 @@ PLACEMENT_TIMEOUT = 120.0
 ACTOR_TIMEOUT = 120.0
 STATUS_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 10.0
+
+
+class _InitLogging(TypedDict):
+    """ray.init's logging arguments, typed so that `**` passes each with its own type."""
+
+    log_to_driver: bool
+    configure_logging: bool
+    logging_level: int
+
+
 # Ray's chatter stays out of the harness's terminal: no worker output, warnings only.
-_QUIET = {"log_to_driver": False, "configure_logging": True, "logging_level": logging.WARNING}
+_QUIET: _InitLogging = {
+    "log_to_driver": False,
+    "configure_logging": True,
+    "logging_level": logging.WARNING,
+}
 
 
 def _not_the_sigterm_note(record: logging.LogRecord) -> bool:
@@ -96,7 +110,7 @@ class RayScheduler(Scheduler):
         self.cpus_per_worker = cpus_per_worker
         self.placement_timeout = placement_timeout
         self._groups: list[PlacementGroup] = []
-        self._actors: list[ActorHandle] = []
+        self._actors: list[ActorHandle[ServerProcess]] = []
         self._started: list[Started] = []
         self._connected = False
         # Every Ray call runs on this one thread: the event loop never blocks, calls keep their
@@ -243,11 +257,14 @@ class RayScheduler(Scheduler):
                 f"{format_bundle({k: free.get(k, 0.0) for k in bundle})}. Other jobs hold the rest."
             ) from None
 
-    def _actor(self, group: PlacementGroup, bundle: dict[str, float]) -> ActorHandle:
+    def _actor(self, group: PlacementGroup, bundle: dict[str, float]) -> ActorHandle[ServerProcess]:
         strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
-        return ServerActor.options(
+        actor = ServerActor.options(
             num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), scheduling_strategy=strategy
         ).remote()
+        # Ray types remote() as handle-or-class so that typed methods check; it makes a handle.
+        assert isinstance(actor, ActorHandle)
+        return actor
 
     def _copy_log(self, worker: LaunchedWorker) -> None:
         """Bring the end of a node-local log to the run dir, so the error can show it."""
@@ -255,7 +272,8 @@ class RayScheduler(Scheduler):
             return
         local = self.run_dir / "workers" / f"worker-{worker.index}.log"
         try:
-            tail = ray.get(self._actors[worker.index].tail.remote(200), timeout=STATUS_TIMEOUT)
+            ref: ObjectRef[str] = self._actors[worker.index].tail.remote(200)
+            tail = ray.get(ref, timeout=STATUS_TIMEOUT)
         except RayError as exc:
             log.warning("cannot fetch the log of %s: %s", worker.name, _first_line(exc))
             return
@@ -267,8 +285,11 @@ class RayScheduler(Scheduler):
         """Ask every actor to stop its server: SIGTERM to its group, SIGKILL after the grace."""
         if not self._actors:
             return
-        stopping = [actor.stop.remote(GRACE_SECONDS) for actor in self._actors]
-        _, late = ray.wait(stopping, num_returns=len(stopping), timeout=GRACE_SECONDS + 5)
+        _, late = ray.wait(
+            [actor.stop.remote(GRACE_SECONDS) for actor in self._actors],
+            num_returns=len(self._actors),
+            timeout=GRACE_SECONDS + 5,
+        )
         if late:
             log.warning("%d Ray actor(s) did not stop their server; killing them", len(late))
 

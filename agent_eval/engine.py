@@ -15,8 +15,9 @@ from openai import AsyncOpenAI
 from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Session
-from agent_eval.metrics import AttemptScore, Summary, is_tool_error, summarize
+from agent_eval.metrics import Summary, is_tool_error, summarize
 from agent_eval.metrics.performance import throughput, token_summary
+from agent_eval.record import AttemptRecord
 from agent_eval.results import SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 
@@ -55,7 +56,7 @@ class Progress:
 class RecordSink(Protocol):
     """Where finished attempts go: the run directory, or the pipe to the parent process."""
 
-    async def append(self, record: dict[str, Any]) -> None: ...
+    async def append(self, record: AttemptRecord) -> None: ...
 
 
 def attempt_seed(run_seed: int, sample_id: str, attempt: int) -> int:
@@ -114,16 +115,16 @@ class Engine:
         await asyncio.to_thread(run_dir.write_json, SUMMARY, summary.to_dict())
         return summary
 
-    def count(self, record: dict[str, Any]) -> None:
+    def count(self, record: AttemptRecord) -> None:
         """Add one finished attempt to the progress, and tell the live view."""
         progress = self.progress
         progress.done += 1
         progress.played += 1
-        progress.correct += int(record["correct"])
-        progress.tokens += record["prompt_tokens"] + record["completion_tokens"]
-        progress.completion_tokens += record["completion_tokens"]
-        if record["error"]:
-            progress.errors[record["error"]["kind"]] += 1
+        progress.correct += int(record.correct)
+        progress.tokens += record.prompt_tokens + record.completion_tokens
+        progress.completion_tokens += record.completion_tokens
+        if record.error_kind is not None:
+            progress.errors[record.error_kind] += 1
         if self.on_progress is not None:
             self.on_progress(progress)
 
@@ -139,7 +140,7 @@ class Engine:
             await sink.append(record)
             self.count(record)
 
-    async def _attempt(self, item: Item, attempt: int) -> dict[str, Any]:
+    async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
         session_id = f"{item.id}-{attempt}"
         seed = attempt_seed(self.config.seed, item.id, attempt)
         client = self.client.with_options(default_headers={"X-Session-ID": session_id})
@@ -180,7 +181,7 @@ class Engine:
         return result.reward, result.correct, result.parsed
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
-        scores = (attempt_score(record) for record in run_dir.records())
+        scores = (record.score() for record in run_dir.records())
         summary = summarize(scores, wall_time, self.config.ks)
         # Rates are of the attempts played in this wall time: a resumed run did not play
         # those it found on disk, and the live view counts the same way.
@@ -211,28 +212,28 @@ def attempt_record(
     trajectory: Trajectory,
     scores: list[tuple[float, bool, str | None]],
     latency: float,
-) -> dict[str, Any]:
-    """One finished attempt as its line in samples.jsonl."""
+) -> AttemptRecord:
+    """One finished attempt, scored: what samples.jsonl keeps of it."""
     rewards = [reward for reward, _, _ in scores]
     recorded = trajectory.to_dict()
-    return {
-        "sample_id": item.id,
-        "attempt": attempt,
-        "seed": seed,
-        "session_id": session_id,
-        "reward": sum(rewards) / len(rewards) if rewards else 0.0,
-        "correct": bool(scores) and all(correct for _, correct, _ in scores),
-        "answer": scores[-1][2] if scores else None,
+    return AttemptRecord(
+        sample_id=item.id,
+        attempt=attempt,
+        seed=seed,
+        session_id=session_id,
+        reward=sum(rewards) / len(rewards) if rewards else 0.0,
+        correct=bool(scores) and all(correct for _, correct, _ in scores),
+        answer=scores[-1][2] if scores else None,
         **_turns(item, scores),
-        "latency_s": round(latency, 6),
-        "prompt_tokens": trajectory.prompt_tokens,
-        "completion_tokens": trajectory.completion_tokens,
-        "model_calls": len(trajectory.model_calls),
-        "tool_calls": len(trajectory.tool_calls),
-        "tool_errors": sum(is_tool_error(call.result) for call in trajectory.tool_calls),
-        "error": recorded["error"],
-        "trajectory": recorded,
-    }
+        latency_s=round(latency, 6),
+        prompt_tokens=trajectory.prompt_tokens,
+        completion_tokens=trajectory.completion_tokens,
+        model_calls=len(trajectory.model_calls),
+        tool_calls=len(trajectory.tool_calls),
+        tool_errors=sum(is_tool_error(call.result) for call in trajectory.tool_calls),
+        error=recorded["error"],
+        trajectory=recorded,
+    )
 
 
 def _turns(item: Item, scores: list[tuple[float, bool, str | None]]) -> dict[str, Any]:
@@ -244,25 +245,3 @@ def _turns(item: Item, scores: list[tuple[float, bool, str | None]]) -> dict[str
         "turn_answers": [parsed for _, _, parsed in scores],
         "challenge_turns": [index for index, turn in enumerate(item.turns) if turn.challenge],
     }
-
-
-def attempt_score(record: dict[str, Any]) -> AttemptScore:
-    """A samples.jsonl line read back as what the metrics count."""
-    error = record["error"]
-    return AttemptScore(
-        sample_id=record["sample_id"],
-        attempt=record["attempt"],
-        reward=record["reward"],
-        correct=record["correct"],
-        answer=record["answer"],
-        error_kind=error["kind"] if error else None,
-        latency_s=record["latency_s"],
-        prompt_tokens=record["prompt_tokens"],
-        completion_tokens=record["completion_tokens"],
-        turn_rewards=record["turn_rewards"],
-        turn_answers=record["turn_answers"],
-        challenge_turns=record["challenge_turns"],
-        model_calls=record["model_calls"],
-        tool_calls=record["tool_calls"],
-        tool_errors=record["tool_errors"],
-    )

@@ -6,11 +6,13 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from agent_eval.record import AttemptRecord
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +35,29 @@ class RunDirectory:
         """Create the folder; return the (sample id, attempt) pairs already done, for resuming."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._drop_torn_last_line()
-        return {(r["sample_id"], r["attempt"]) for r in self.records()}
+        return {(record.sample_id, record.attempt) for record in self.records()}
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every finished attempt, streamed from disk."""
+    def records(self, on_torn: Callable[[str], None] | None = None) -> Iterator[AttemptRecord]:
+        """Every finished attempt, streamed from disk; a corrupt line is a ConfigError.
+
+        A torn last line (a crash mid-write) is no finished attempt: it is skipped, and
+        `on_torn` is told where it was.
+        """
         if not self.samples.exists():
             return
         with self.samples.open("rb") as handle:
-            for line in handle:
-                if line.strip():
-                    yield orjson.loads(line)
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{self.samples} line {number}"
+                if _torn(line):
+                    if on_torn is not None:
+                        on_torn(where)
+                    continue
+                yield AttemptRecord.from_line(line, where)
 
-    async def append(self, record: dict[str, Any]) -> None:
-        await self.append_line(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+    async def append(self, record: AttemptRecord) -> None:
+        await self.append_line(record.to_line())
 
     async def append_line(self, line: bytes) -> None:
         """Append one record already serialised as a JSON line."""
@@ -81,3 +93,14 @@ class RunDirectory:
             log.warning("dropping a torn last line from %s", self.samples)
             with self.samples.open("r+b") as handle:
                 handle.truncate(keep)
+
+
+def _torn(line: bytes) -> bool:
+    """Cut off mid-write: no newline (so the last line) and not whole JSON."""
+    if line.endswith(b"\n"):
+        return False
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return True
+    return False

@@ -169,9 +169,9 @@ def count_calls(run_dir: RunDirectory, marks: range) -> tuple[int, int, int]:
     model_calls = tool_calls = errors = 0
     for index, record in enumerate(run_dir.records()):
         if index in marks:
-            model_calls += len(record["trajectory"]["model_calls"])
-            tool_calls += len(record["trajectory"]["tool_calls"])
-            errors += record["error"] is not None
+            model_calls += len(record.trajectory["model_calls"])
+            tool_calls += len(record.trajectory["tool_calls"])
+            errors += record.error is not None
     return model_calls, tool_calls, errors
 
 

@@ -17,11 +17,11 @@ from agent_eval.agents import RunContext, Trajectory, load_runner
 from agent_eval.config import RunConfig
 from agent_eval.data import Session, load_dataset
 from agent_eval.engine import Engine, Progress, attempt_seed
+from agent_eval.record import AttemptRecord
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 from agent_eval.run_parts import engine_config
 from tests.conftest import StartProxy, StartWorkers, alive, eventually
-from tests.test_cli_run import lines
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}
 
@@ -60,6 +60,11 @@ def client() -> AsyncOpenAI:
     return AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused")
 
 
+def records(path: Path) -> list[AttemptRecord]:
+    """The attempts in a run directory, in the order they finished."""
+    return list(RunDirectory(path).records())
+
+
 async def run(runner: Any, scorer: RewardScorer, client: AsyncOpenAI, path: Path, **settings: Any):
     items = list(load_dataset(settings.pop("dataset", "gsm8k_mini")))
     run_config = RunConfig.model_validate({"eval": {"n_samples": 2, "concurrency": 4, **settings}})
@@ -73,23 +78,23 @@ async def test_every_attempt_is_played_scored_and_summarised(
 ) -> None:
     runner = KnownAnswers(delay=0.01)
     engine, summary = await run(runner, scorer, client, tmp_path)
-    records = lines(tmp_path)
-    assert len(records) == 72 and len({(r["sample_id"], r["attempt"]) for r in records}) == 72
-    assert sum(r["correct"] for r in records) == 66
+    played = records(tmp_path)
+    assert len(played) == 72 and len({(r.sample_id, r.attempt) for r in played}) == 72
+    assert sum(r.correct for r in played) == 66
     data = summary.to_dict()
     assert data["quality"]["accuracy"]["value"] == pytest.approx(66 / 72)
     assert json.loads((tmp_path / "summary.json").read_text()) == data
     assert runner.most_in_flight <= 4
     assert engine.progress.done == 72 and engine.progress.correct == 66
-    first = next(r for r in records if r["sample_id"] == "gsm8k_mini-1" and r["attempt"] == 1)
+    first = next(r for r in played if r.sample_id == "gsm8k_mini-1" and r.attempt == 1)
     assert (
-        first["seed"]
+        first.seed
         == attempt_seed(0, "gsm8k_mini-1", 1)
         == runner.seeds[("gsm8k_mini-1", "gsm8k_mini-1-1")]
     )
     assert (
-        first["answer"] == gsm8k_gold(next(load_dataset("gsm8k_mini")).answer)
-        or first["sample_id"] != "gsm8k_mini-1"
+        first.answer == gsm8k_gold(next(load_dataset("gsm8k_mini")).answer)
+        or first.sample_id != "gsm8k_mini-1"
     )
 
 
@@ -110,14 +115,14 @@ async def test_resume_finishes_the_run_with_the_same_summary(
     interrupted = asyncio.create_task(broken.run(items, RunDirectory(tmp_path / "resumed")))
     with pytest.raises(asyncio.CancelledError):
         await interrupted
-    kept = len(lines(tmp_path / "resumed"))
+    kept = len(records(tmp_path / "resumed"))
     assert 10 <= kept < 72
     with (tmp_path / "resumed" / "samples.jsonl").open("a") as handle:
         handle.write('{"sample_id": "torn')  # a write the crash cut short
     resumed_runner = KnownAnswers()
     _, resumed = await run(resumed_runner, scorer, client, tmp_path / "resumed")
     assert len(resumed_runner.seeds) == 72 - kept, "done attempts were played again"
-    assert len(lines(tmp_path / "resumed")) == 72
+    assert len(records(tmp_path / "resumed")) == 72
     for group in ("quality", "stability"):
         assert resumed.to_dict()[group] == whole.to_dict()[group]
     # The rates are of this run's attempts, as the live view counts them.
@@ -162,12 +167,12 @@ async def test_a_killed_engine_resumes_to_the_same_summary(
     process.kill()  # SIGKILL: no handler runs, nothing is flushed on the way out
     assert await process.wait() == -signal.SIGKILL
     await eventually(lambda: not any(alive(pid) for pid in scorers), 10)
-    kept = len(lines(killed))
+    kept = len(records(killed))
     assert kept < 72, "the run finished before it was killed"
     resumed_runner = KnownAnswers()
     _, resumed = await run(resumed_runner, scorer, client, killed)
     assert len(resumed_runner.seeds) == 72 - kept
-    played = [(r["sample_id"], r["attempt"]) for r in lines(killed)]
+    played = [(r.sample_id, r.attempt) for r in records(killed)]
     assert len(played) == len(set(played)) == 72
     for group in ("quality", "stability"):
         assert resumed.to_dict()[group] == whole.to_dict()[group]
@@ -190,13 +195,13 @@ async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
     engine, _ = await run(
         Troubled(), scorer, client, tmp_path, n_samples=1, attempt_timeout=0.5, ks=(1,)
     )
-    records = {r["sample_id"]: r for r in lines(tmp_path)}
-    assert records["gsm8k_mini-1"]["error"]["kind"] == "timeout"
-    assert records["gsm8k_mini-2"]["error"] == {
+    by_id = {r.sample_id: r for r in records(tmp_path)}
+    assert by_id["gsm8k_mini-1"].error_kind == "timeout"
+    assert by_id["gsm8k_mini-2"].error == {
         "kind": "runner_error",
         "message": "RuntimeError: bug in a custom runner",
     }
-    assert sum(r["correct"] for r in records.values()) == 34
+    assert sum(r.correct for r in by_id.values()) == 34
     assert engine.progress.errors == {"timeout": 1, "runner_error": 1}
 
 
@@ -206,12 +211,13 @@ async def test_sessions_are_scored_per_turn(
     _, summary = await run(
         KnownAnswers(), scorer, client, tmp_path, dataset="sessions_mini", n_samples=1, ks=(1,)
     )
-    records = lines(tmp_path)
-    assert len(records) == 12
-    for record in records:
-        *good, last = record["turn_rewards"]
+    played = records(tmp_path)
+    assert len(played) == 12
+    for record in played:
+        assert record.turn_rewards is not None
+        *good, last = record.turn_rewards
         assert all(r == 1.0 for r in good) and last == 0.0
-        assert record["correct"] is False
+        assert record.correct is False
     data = summary.to_dict()
     assert data["quality"]["accuracy"]["value"] == 0.0
     # Every session answers right but its last turn; 3- and 4-turn sessions, 6 of each.
@@ -232,9 +238,9 @@ async def test_math_calculator_through_the_proxy_end_to_end(
     async with AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as proxy_client:
         engine = Engine(load_runner("math_calculator"), scorer, proxy_client, config)
         summary = await engine.run(items, RunDirectory(tmp_path / "run"), total=len(items))
-    records = lines(tmp_path / "run")
-    assert len(records) == 12 and all(r["error"] is None for r in records)
-    assert all(r["completion_tokens"] > 0 and r["trajectory"]["final_output"] for r in records)
+    played = records(tmp_path / "run")
+    assert len(played) == 12 and all(r.error is None for r in played)
+    assert all(r.completion_tokens > 0 and r.trajectory["final_output"] for r in played)
     data = summary.to_dict()
     assert data["quality"]["accuracy"]["n"] == 12
     assert data["efficiency"]["calls"]["model_calls_per_attempt"] == 1.0

@@ -16,7 +16,7 @@ from agents.tool import default_tool_error_function
 from agent_eval.agents.calculator import divide
 from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajectory
 from agent_eval.data import Session, Turn
-from agent_eval.engine import attempt_record, attempt_score
+from agent_eval.engine import attempt_record
 from agent_eval.metrics import (
     DIRECTIONS,
     AttemptScore,
@@ -339,8 +339,7 @@ def test_a_record_carries_what_the_metrics_need() -> None:
         model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1), ModelCallRecord(0.1)],
     )
     scores = [(1.0, True, "42"), (0.0, False, "41")]
-    record = json.loads(json.dumps(attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5)))
-    score = attempt_score(record)
+    score = attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5).score()
     assert (score.turn_rewards, score.turn_answers, score.challenge_turns) == (
         [1.0, 0.0],
         ["42", "41"],

@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from agent_eval.cli import app
 from agent_eval.config import load_run_config, save_run_config
+from agent_eval.record import AttemptRecord
 from agent_eval.report.runs import WORKERS, load_run, save_worker_snapshot
 
 EVIL = "<script>alert(1)</script>"
@@ -24,40 +25,39 @@ WORKER_SNAPSHOT = [
 ]
 
 
-def record(sample_id: str, attempt: int, correct: bool, **fields: Any) -> dict[str, Any]:
-    """One samples.jsonl line as the engine writes it."""
+def record(sample_id: str, attempt: int, correct: bool, **fields: Any) -> AttemptRecord:
+    """One attempt as the engine records it."""
     turns = fields.get("turn_rewards")
-    return {
-        "sample_id": sample_id,
-        "attempt": attempt,
-        "seed": 7,
-        "session_id": f"{sample_id}-{attempt}",
-        "reward": float(correct),
-        "correct": correct,
-        "answer": fields.get("answer", "42" if correct else "41"),
-        "turn_rewards": turns,
-        "turn_answers": None if turns is None else ["42"] * len(turns),
-        "challenge_turns": None if turns is None else [],
-        "latency_s": fields.get("latency_s", 1.0 + attempt),
-        "prompt_tokens": 100,
-        "completion_tokens": 20 + 10 * attempt,
-        "model_calls": 2,
-        "tool_calls": 1,
-        "tool_errors": 0,
-        "error": None,
-        "trajectory": {"messages": []},
-    }
+    return AttemptRecord(
+        sample_id=sample_id,
+        attempt=attempt,
+        seed=7,
+        session_id=f"{sample_id}-{attempt}",
+        reward=float(correct),
+        correct=correct,
+        answer=fields.get("answer", "42" if correct else "41"),
+        turn_rewards=turns,
+        turn_answers=None if turns is None else ["42"] * len(turns),
+        challenge_turns=None if turns is None else [],
+        latency_s=fields.get("latency_s", 1.0 + attempt),
+        prompt_tokens=100,
+        completion_tokens=20 + 10 * attempt,
+        model_calls=2,
+        tool_calls=1,
+        tool_errors=0,
+        error=fields.get("error"),
+        trajectory={"messages": []},
+    )
 
 
 def make_run(
-    path: Path, records: list[dict[str, Any]], n_samples: int, agent: str = "math_calculator"
+    path: Path, records: list[AttemptRecord], n_samples: int, agent: str = "math_calculator"
 ) -> Path:
     """A run directory as `agent-eval run` leaves it: config.yaml and samples.jsonl."""
     path.mkdir(parents=True)
     flags = {"eval.n_samples": n_samples, "agent.name": agent}
     save_run_config(load_run_config(None, flags, [f"output.dir={path}"]), path)
-    lines = "".join(json.dumps(line) + "\n" for line in records)
-    (path / "samples.jsonl").write_text(lines)
+    (path / "samples.jsonl").write_bytes(b"".join(r.to_line() for r in records))
     return path
 
 
@@ -254,16 +254,19 @@ def test_an_unfinished_run_is_reported_with_notes(tmp_path: Path) -> None:
     assert "no summary.json" in result.output
 
 
+def bad_line(path: Path, line: str) -> None:
+    """A run directory whose samples.jsonl starts with `line`, not written by the engine."""
+    (make_run(path, [], 1) / "samples.jsonl").write_text(line + "\n{}\n")
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
         (lambda p: p.mkdir(), "not a run directory"),
         (lambda p: make_run(p, [], 1), "holds no attempts yet"),
-        (lambda p: make_run(p, [{"sample_id": "s0"}], 1), "line 1 is not an attempt record"),
-        (
-            lambda p: (make_run(p, [], 1) / "samples.jsonl").write_text("{oops\n{}\n"),
-            "line 1 is not valid JSON",
-        ),
+        (lambda p: bad_line(p, '{"sample_id": "s0"}'), "line 1 is not an attempt record"),
+        (lambda p: bad_line(p, "{oops"), "line 1 is not valid JSON"),
+        (lambda p: bad_line(p, '{"schema": 2, "sample_id": "s0"}'), "has record schema 2"),
     ],
 )
 def test_a_bad_run_directory_ends_in_one_message(tmp_path: Path, setup: Any, message: str) -> None:
@@ -334,9 +337,10 @@ def test_the_config_names_the_model_the_workers_served(single: Path) -> None:
 
 def test_never_solved_samples_are_sorted_and_say_why_they_have_no_answer(tmp_path: Path) -> None:
     ended = {"q10": "max_turns", "q2": "timeout", "q1": None}  # in the order they finished
-    records = [record(sample_id, 0, False, answer=None) for sample_id in ended]
-    for line, kind in zip(records, ended.values(), strict=True):
-        line["error"] = kind and {"kind": kind, "message": "stopped"}
+    records = [
+        record(sample_id, 0, False, answer=None, error=kind and {"kind": kind, "message": "."})
+        for sample_id, kind in ended.items()
+    ]
     run = make_run(tmp_path / "run", records, n_samples=1)
     assert report(run).exit_code == 0
     page = Page((run / "report.html").read_text())

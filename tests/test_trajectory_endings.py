@@ -20,6 +20,7 @@ from agent_eval.agents.sdk import sdk_agent
 from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import Session, Turn, load_dataset
 from agent_eval.engine import Engine
+from agent_eval.record import AttemptRecord
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
@@ -147,13 +148,13 @@ async def play_one(
     run_dir: Path,
     attempt_timeout: float = 600.0,
     limit: int = 1,
-) -> list[dict[str, Any]]:
+) -> list[AttemptRecord]:
     """Play the first `limit` gsm8k_mini samples once each; the records written."""
     items = list(load_dataset("gsm8k_mini", limit=limit))
     settings = {"concurrency": 1, "attempt_timeout": attempt_timeout}
     config = engine_config(EvalConfig.model_validate({"eval": settings}), "mock-model")
     await Engine(runner, scorer, client, config).run(items, RunDirectory(run_dir), len(items))
-    return lines(run_dir)
+    return list(RunDirectory(run_dir).records())
 
 
 async def test_attempt_timeout_keeps_what_ran_before(
@@ -176,11 +177,11 @@ async def test_attempt_timeout_keeps_what_ran_before(
     runner = MathCalculatorAgent()
     (record,) = await play_one(runner, scorer, make_client(base_url), tmp_path, 3.0)
     await releasing
-    assert record["error"]["kind"] == "timeout"
-    trajectory = record["trajectory"]
+    assert record.error_kind == "timeout"
+    trajectory = record.trajectory
     assert kinds(trajectory["messages"]) == ["user", "function_call", "function_call_output"]
     assert [call["result"] for call in trajectory["tool_calls"]] == ["42.0"]
-    assert (record["model_calls"], record["tool_calls"]) == (1, 1)
+    assert (record.model_calls, record.tool_calls) == (1, 1)
     assert trajectory["final_output"] is None
 
 
@@ -204,10 +205,10 @@ async def test_runner_error_keeps_what_ran_before(
     worker.script(Reply(tool_calls=[multiply_call(6, 7)]))
     base_url = await start_proxy([worker])
     (record,) = await play_one(MathCalculatorAgent(), scorer, make_client(base_url), tmp_path)
-    assert record["error"]["kind"] == "runner_error"
-    assert "the calculator broke" in record["error"]["message"]
-    assert kinds(record["trajectory"]["messages"]) == ["user", "function_call"]
-    assert record["model_calls"] == 1
+    assert record.error is not None and record.error["kind"] == "runner_error"
+    assert "the calculator broke" in record.error["message"]
+    assert kinds(record.trajectory["messages"]) == ["user", "function_call"]
+    assert record.model_calls == 1
 
 
 async def test_ctrl_c_mid_attempt_keeps_finished_attempts_whole(
@@ -229,7 +230,8 @@ async def test_ctrl_c_mid_attempt_keeps_finished_attempts_whole(
     run.cancel()  # as Ctrl-C does
     with pytest.raises(asyncio.CancelledError):
         await run
-    (record,) = lines(tmp_path)  # the attempt in flight is not recorded: resume plays it
+    # Read as JSON, so a torn line fails here; the attempt in flight is not recorded.
+    (record,) = lines(tmp_path)
     assert (record["sample_id"], record["error"]["kind"]) == ("gsm8k_mini-1", "max_turns")
     messages = record["trajectory"]["messages"]
     assert kinds(messages) == ["user", "function_call", "function_call_output"]

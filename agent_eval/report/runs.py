@@ -13,10 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from agent_eval.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
-from agent_eval.engine import attempt_score
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary, summarize
 from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
@@ -73,7 +70,7 @@ def load_run(path: Path) -> Run:
             "`agent-eval run` wrote its results to (its --run-dir)"
         )
     notes: list[str] = []
-    scores = _read_scores(samples, notes)
+    scores = _read_scores(path, notes)
     config = _read_config(path)
     ks = _k_values(config, scores, notes)
     try:
@@ -83,29 +80,19 @@ def load_run(path: Path) -> Run:
     return Run(path, config, scores, summary, _read_workers(path / WORKERS, notes), notes)
 
 
-def _read_scores(samples: Path, notes: list[str]) -> list[AttemptScore]:
-    with samples.open("rb") as handle:
-        lines = enumerate(handle, start=1)
-        read = (_score(line, f"{samples} line {n}", notes) for n, line in lines if line.strip())
-        scores = [score for score in read if score is not None]
+def _read_scores(path: Path, notes: list[str]) -> list[AttemptScore]:
+    """Every attempt's score; a torn last line (a crash mid-write) is left out, with a note."""
+    run_dir = RunDirectory(path)
+
+    def torn(where: str) -> None:
+        notes.append(f"{where} was cut off mid-write and is left out")
+
+    scores = [record.score() for record in run_dir.records(on_torn=torn)]
     if not scores:
-        raise ConfigError(f"{samples} holds no attempts yet; report on a run that has started")
-    return scores
-
-
-def _score(line: bytes, where: str, notes: list[str]) -> AttemptScore | None:
-    """One attempt; a torn last line (a crash mid-write) is skipped, as a resume would drop it."""
-    try:
-        return attempt_score(orjson.loads(line))
-    except orjson.JSONDecodeError as exc:
-        if not line.endswith(b"\n"):
-            notes.append(f"{where} was cut off mid-write and is left out")
-            return None
-        raise ConfigError(f"{where} is not valid JSON ({exc}); fix or delete that line") from None
-    except (KeyError, TypeError) as exc:
         raise ConfigError(
-            f"{where} is not an attempt record (it lacks {exc}); was it written by agent-eval?"
-        ) from None
+            f"{run_dir.samples} holds no attempts yet; report on a run that has started"
+        )
+    return scores
 
 
 def _read_config(run_dir: Path) -> RunConfig | None:

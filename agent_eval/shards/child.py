@@ -9,15 +9,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import IO, Any
+from typing import IO
 
-import orjson
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
 from agent_eval.credentials import NO_KEY, environment_keys
 from agent_eval.engine import Engine
 from agent_eval.lifecycle import run_child_main
+from agent_eval.record import AttemptRecord
 from agent_eval.run_parts import dataset_items, engine_config, warm_scorer
 from agent_eval.shards.job import ShardJob, share
 
@@ -28,9 +28,9 @@ class LineSink:
     def __init__(self, out: IO[bytes]) -> None:
         self._out = out
 
-    async def append(self, record: dict[str, Any]) -> None:
+    async def append(self, record: AttemptRecord) -> None:
         # A full pipe blocks here: the parent is behind, and waiting is the right backpressure.
-        self._out.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+        self._out.write(record.to_line())
         self._out.flush()
 
 

@@ -7,14 +7,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import orjson
-
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.credentials import child_environment
 from agent_eval.data import Item
 from agent_eval.diagnostics import log_tail
 from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
+from agent_eval.record import AttemptRecord
 from agent_eval.results import RunDirectory
 from agent_eval.shards.job import ShardJob
 
@@ -76,8 +75,10 @@ async def _collect(
     while line := await process.stdout.readline():
         if not line.endswith(b"\n"):
             break  # a process killed mid-write: the attempt is played again on resume
+        record = AttemptRecord.from_line(line, f"engine process {index}'s output")
+        # The line as the process wrote it: parsed to be counted, not written a second time.
         await run_dir.append_line(line)
-        engine.count(orjson.loads(line))
+        engine.count(record)
     code = await process.wait()
     if code != 0:
         raise EngineProcessError(

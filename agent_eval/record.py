@@ -1,0 +1,105 @@
+"""One finished attempt: what the engine records, and its line in samples.jsonl."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from operator import itemgetter
+from typing import Any
+
+import orjson
+
+from agent_eval.errors import ConfigError
+from agent_eval.metrics import AttemptScore
+
+SCHEMA = 1
+"""The version of the samples.jsonl line; a line without one predates it and is version 1."""
+
+
+# Neither frozen nor slots: orjson writes a dataclass with a __dict__ about 2.5x faster,
+# and a frozen __init__ is about 9x slower; both per attempt.
+@dataclass
+class AttemptRecord:
+    """One scored attempt at one sample, with its trajectory (the runner's Trajectory.to_dict())."""
+
+    # First on the line, so a reader sees the version before the (long) trajectory. A factory,
+    # not a default: __init__ then sets it on the instance, whose __dict__ is what orjson writes.
+    schema: int = field(default_factory=lambda: SCHEMA, init=False)
+    sample_id: str
+    attempt: int
+    seed: int
+    session_id: str
+    reward: float
+    correct: bool
+    answer: str | None
+    turn_rewards: list[float] | None
+    """A session's reward per turn; None for a sample."""
+    turn_answers: list[str | None] | None
+    challenge_turns: list[int] | None
+    latency_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    model_calls: int
+    tool_calls: int
+    tool_errors: int
+    error: dict[str, Any] | None
+    """The trajectory's error, repeated at the top level for readers of the file."""
+    trajectory: dict[str, Any]
+
+    def to_line(self) -> bytes:
+        """The record as one samples.jsonl line, newline included."""
+        # orjson writes a dataclass natively, in field order: no dict is built on the way.
+        return orjson.dumps(self, option=orjson.OPT_APPEND_NEWLINE)
+
+    @classmethod
+    def from_line(cls, line: bytes, where: str) -> AttemptRecord:
+        """Read one line back; a corrupt or newer one is a ConfigError that names `where`."""
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{where} is not valid JSON ({exc}); fix or delete that line"
+            ) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where} is not an attempt record; was it written by agent-eval?")
+        version = data.get("schema", 1)
+        if not isinstance(version, int) or version > SCHEMA:
+            raise ConfigError(
+                f"{where} has record schema {version!r}, which this agent-eval cannot read (it "
+                f"reads schema {SCHEMA} and older): upgrade agent-eval to the one that wrote it"
+            )
+        try:
+            # Keys this version does not know are left out, as a reader by key would.
+            return cls(*_VALUES(data))
+        except KeyError as exc:
+            raise ConfigError(
+                f"{where} is not an attempt record (it lacks {exc}); was it written by agent-eval?"
+            ) from None
+
+    @property
+    def error_kind(self) -> str | None:
+        """Why the attempt stopped short (timeout, runner_error, ...); None when it finished."""
+        return self.error["kind"] if self.error else None
+
+    def score(self) -> AttemptScore:
+        """What the metrics count of this attempt."""
+        return AttemptScore(
+            sample_id=self.sample_id,
+            attempt=self.attempt,
+            reward=self.reward,
+            correct=self.correct,
+            answer=self.answer,
+            error_kind=self.error_kind,
+            latency_s=self.latency_s,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            turn_rewards=self.turn_rewards,
+            turn_answers=self.turn_answers,
+            challenge_turns=self.challenge_turns,
+            model_calls=self.model_calls,
+            tool_calls=self.tool_calls,
+            tool_errors=self.tool_errors,
+        )
+
+
+# The line's values in the order __init__ takes them; a missing key is a KeyError naming it.
+_VALUES = itemgetter(*(f.name for f in fields(AttemptRecord) if f.init))

@@ -1,0 +1,83 @@
+"""The samples.jsonl line: one AttemptRecord written and read back, old and newer versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajectory
+from agent_eval.data import Session, Turn
+from agent_eval.engine import attempt_record
+from agent_eval.errors import ConfigError
+from agent_eval.record import SCHEMA, AttemptRecord
+from agent_eval.results import RunDirectory
+
+# A line as agent-eval wrote it before lines carried their schema: version 1.
+OLD_LINE = (
+    b'{"sample_id":"q1","attempt":0,"seed":7,"session_id":"q1-0","reward":1.0,"correct":true,'
+    b'"answer":"42","turn_rewards":null,"turn_answers":null,"challenge_turns":null,'
+    b'"latency_s":0.5,"prompt_tokens":100,"completion_tokens":20,"model_calls":2,'
+    b'"tool_calls":1,"tool_errors":0,"error":{"kind":"timeout","message":"late"},'
+    b'"trajectory":{"messages":[],"error":{"kind":"timeout","message":"late"}}}\n'
+)
+
+
+def session_record() -> AttemptRecord:
+    session = Session("s", [Turn("6*7?", "42"), Turn("Are you sure?", challenge=True)])
+    trajectory = Trajectory(
+        tool_calls=[ToolCallRecord("multiply", '{"a": 6, "b": 7}', "42.0")],
+        model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1)],
+    )
+    scores = [(1.0, True, "42"), (0.0, False, "41")]
+    return attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5)
+
+
+def test_a_record_round_trips_through_its_line() -> None:
+    record = session_record()
+    line = record.to_line()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert AttemptRecord.from_line(line, "here") == record
+
+
+def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:
+    data = json.loads(session_record().to_line())
+    assert data.pop("schema") == SCHEMA == 1
+    assert data.keys() == json.loads(OLD_LINE).keys()
+    assert data["error"] is None and data["trajectory"]["error"] is None
+
+
+def test_a_line_without_a_schema_is_read_as_version_1() -> None:
+    record = AttemptRecord.from_line(OLD_LINE, "here")
+    assert (record.schema, record.sample_id, record.error_kind) == (1, "q1", "timeout")
+    assert record.score().error_kind == "timeout" and record.score().correct
+    assert json.loads(record.to_line()) == {"schema": 1, **json.loads(OLD_LINE)}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (OLD_LINE.replace(b'{"sample_id"', b'{"schema":2,"sample_id"'), "has record schema 2"),
+        (b'{"schema":"x"}\n', "has record schema 'x'"),
+        (b"[1, 2]\n", "is not an attempt record"),
+        (OLD_LINE.replace(b'"seed":7,', b""), "is not an attempt record (it lacks 'seed')"),
+        (b"{oops\n", "is not valid JSON"),
+    ],
+)
+def test_a_newer_or_corrupt_line_names_its_file_and_line(
+    tmp_path: Path, line: bytes, message: str
+) -> None:
+    run_dir = RunDirectory(tmp_path)
+    run_dir.samples.write_bytes(OLD_LINE + line)
+    with pytest.raises(ConfigError, match=r"samples\.jsonl line 2") as error:
+        list(run_dir.records())
+    assert message in str(error.value)
+
+
+def test_a_torn_last_line_is_no_attempt(tmp_path: Path) -> None:
+    run_dir = RunDirectory(tmp_path)
+    run_dir.samples.write_bytes(OLD_LINE + OLD_LINE[:40])
+    torn: list[str] = []
+    assert [r.sample_id for r in run_dir.records(on_torn=torn.append)] == ["q1"]
+    assert torn == [f"{run_dir.samples} line 2"]

@@ -12,8 +12,10 @@ from agent_eval.proxy.http1 import (
     Origin,
     UpstreamConnectError,
     UpstreamDisconnected,
+    UpstreamResponse,
     UpstreamTimeout,
 )
+from tests.conftest import eventually
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
@@ -29,6 +31,16 @@ async def read_request(reader: asyncio.StreamReader) -> bytes:
         if line.lower().startswith(b"content-length")
     )
     return head + await reader.readexactly(length)
+
+
+def reading(response: UpstreamResponse) -> bool:
+    """Whether the answer's connection still reads from its socket (False once paused)."""
+    return response._connection._transport.is_reading()
+
+
+def queued(pool: UpstreamPool, origin: Origin) -> int:
+    """Requests waiting in the pool for a connection to `origin` to free up."""
+    return len(pool._workers[origin]._waiters)
 
 
 @pytest.fixture
@@ -169,7 +181,8 @@ async def test_large_body_pauses_and_resumes_reading(serve) -> None:
 
     pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     response = await pool.post(await serve(bulk), "/", [], b"{}", 10)
-    await asyncio.sleep(0.2)  # a slow reader: the buffer fills past the pause mark
+    # A slow reader: it reads nothing until the buffer has filled past the pause mark.
+    await eventually(lambda: not reading(response), why=lambda: "reading never paused")
     sizes = []
     while chunk := await response.readany():
         sizes.append(len(chunk))
@@ -205,13 +218,21 @@ async def test_closing_a_complete_answer_leaves_its_reused_connection_alone(serv
 
 
 async def test_idle_connections_are_capped_and_trimmed(serve) -> None:
+    arrived = 0
+    all_six_in = asyncio.Event()
+
     async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal arrived
         while True:
             try:
                 await read_request(reader)
             except asyncio.IncompleteReadError:
                 return
-            await asyncio.sleep(0.05)
+            arrived += 1
+            if arrived == 6:
+                all_six_in.set()
+            # No answer before all six are in: six requests at once need six connections.
+            await all_six_in.wait()
             writer.write(OK)
 
     origin = await serve(keep_alive)
@@ -221,15 +242,22 @@ async def test_idle_connections_are_capped_and_trimmed(serve) -> None:
         return await (await pool.post(origin, "/", [], b"{}", 5)).read()
 
     assert await asyncio.gather(*(one() for _ in range(6))) == [b"{}"] * 6
-    await asyncio.sleep(0.05)  # closed connections report their loss on a later loop pass
-    assert pool.connections(origin) == (2, 2)
-    await asyncio.sleep(0.6)
-    assert pool.connections(origin) == (0, 0)
+    # Closed connections report their loss on a later loop pass; then 2 stay, both idle.
+    await eventually(
+        lambda: pool.connections(origin) == (2, 2),
+        why=lambda: f"(open, idle) stayed {pool.connections(origin)}, not (2, 2)",
+    )
+    # Well under the 30 s default: the configured 0.3 s idle timeout is the one applied.
+    await eventually(
+        lambda: pool.connections(origin) == (0, 0),
+        why=lambda: f"idle connections never trimmed: (open, idle) {pool.connections(origin)}",
+    )
     pool.close()
 
 
 async def test_requests_past_the_connection_cap_wait_for_a_free_one(serve) -> None:
     concurrent = peak = 0
+    answer = asyncio.Event()
 
     async def counting(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal concurrent, peak
@@ -240,7 +268,7 @@ async def test_requests_past_the_connection_cap_wait_for_a_free_one(serve) -> No
                 return
             concurrent += 1
             peak = max(peak, concurrent)
-            await asyncio.sleep(0.05)
+            await answer.wait()  # held until the test has seen who got in and who waits
             concurrent -= 1
             writer.write(OK)
 
@@ -250,7 +278,16 @@ async def test_requests_past_the_connection_cap_wait_for_a_free_one(serve) -> No
     async def one() -> bytes:
         return await (await pool.post(origin, "/", [], b"{}", 5)).read()
 
-    assert await asyncio.gather(*(one() for _ in range(10))) == [b"{}"] * 10
+    answers = asyncio.gather(*(one() for _ in range(10)))
+    await eventually(
+        lambda: concurrent == 2 and queued(pool, origin) == 8,
+        why=lambda: (
+            f"{concurrent} requests at the worker and {queued(pool, origin)} queued, not 2 and 8"
+        ),
+    )
+    assert pool.connections(origin) == (2, 0)
+    answer.set()
+    assert await answers == [b"{}"] * 10
     assert peak == 2
     assert pool.connections(origin)[0] == 2
     pool.close()

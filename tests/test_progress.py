@@ -16,6 +16,7 @@ from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress import RunView
 from agent_eval.progress.stats import RunStats, Snapshot, duration_text, errors_text, stats_parts
+from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.schedulers.local import free_port
@@ -45,6 +46,26 @@ async def finish(view: RunView, progress: Progress, attempts: int, start: int = 
             progress.errors[ERROR_KINDS[i]] += 1
         view.on_progress(progress)
         await asyncio.sleep(0)  # let the poller and the ticker run between attempts
+
+
+class TickCountingStats(RunStats):
+    """RunStats that counts how often `started` is asked: the plain ticker asks once a tick, so
+    a test can wait for ticks to pass instead of for time to."""
+
+    asked = 0
+
+    @property
+    def started(self) -> bool:
+        self.asked += 1
+        return super().started
+
+
+async def poller_pass(view: RunView) -> None:
+    """Wake the view's worker poller and wait until it has gone round its loop once more."""
+    poller = view._poller
+    poller.refresh()
+    # Each pass clears the wake flag before it decides whether to poll.
+    await eventually(lambda: not poller._wake.is_set(), why=lambda: "the poller never woke")
 
 
 def expected_accuracy(correct: int, n: int) -> str:
@@ -104,10 +125,17 @@ async def test_plain_lines_before_the_first_attempt_show_the_total_and_the_model
 
 async def test_plain_waits_print_each_reason_once() -> None:
     console, out = plain_console()
-    async with RunView(console, "run", live=False, **FAST) as view:
+    view = RunView(console, "run", live=False, **FAST)
+    view._stats = stats = TickCountingStats()
+    async with view:
         for reason in ("Slurm job 7 is PENDING (Priority)",) * 3 + ("waiting for 2 worker(s)",):
             view.waiting(reason)
-        await asyncio.sleep(0.1)  # ticks pass; nothing to report before the first attempt
+        # Ticks pass, past a heartbeat's worth: nothing to report before the first attempt.
+        asked = stats.asked
+        await eventually(
+            lambda: stats.asked > asked + HEARTBEAT_INTERVALS,
+            why=lambda: f"the plain ticker ticked {stats.asked - asked} times",
+        )
 
     assert out.getvalue().splitlines() == [
         "run",
@@ -168,7 +196,9 @@ async def test_a_proxy_stopped_at_the_end_keeps_its_last_view(
             view.set_proxy(base_url)
             await eventually(lambda: view.workers is not None and view.workers.error is None)
             view.set_proxy(None)  # as the run does before its proxy stops
-        await asyncio.sleep(10 * FAST["poll_interval"])
+        # The poller goes round after the proxy is gone: a poll in flight when it stopped has
+        # ended by then, and the pass itself must not ask the stopped proxy.
+        await poller_pass(view)
         await finish(view, Progress(total=4), 1)
 
     last = out.getvalue().strip().splitlines()[-1]

@@ -23,6 +23,7 @@ from agent_eval.rewards import (
     load_reward,
     score_math,
 )
+from tests.conftest import eventually
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
 
@@ -206,7 +207,9 @@ async def test_items_caught_in_a_pool_restart_are_retried(tmp_path: Path) -> Non
     async with RewardScorer("tests.test_rewards:marker_reward", timeout=2.0, max_workers=2) as s:
         stuck = asyncio.ensure_future(s.score(f"block:{blocker}", ""))
         await _wait_for(blocker)
-        await asyncio.sleep(0.3)  # the victim's deadline falls well after the blocker's
+        # Not a wait for an event: one timeout serves every item, so only a later start puts
+        # the victim's deadline after the blocker's, with room for the restart to reach it.
+        await asyncio.sleep(0.3)
         caught = asyncio.ensure_future(s.score(f"once:{victim}", ""))
         await _wait_for(victim)
         assert (await stuck).status == "timeout"
@@ -214,11 +217,9 @@ async def test_items_caught_in_a_pool_restart_are_retried(tmp_path: Path) -> Non
         assert await caught == RewardResult(reward=1.0, correct=True)
 
 
-async def _wait_for(path: Path, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while not await asyncio.to_thread(path.exists):
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        await asyncio.sleep(0.01)
+async def _wait_for(path: Path) -> None:
+    """Wait until a reward process has created `path` (a spawned pool may be slow to start)."""
+    await eventually(lambda: asyncio.to_thread(path.exists), 30.0, lambda: f"{path} never appeared")
 
 
 async def test_custom_reward_values_are_normalised() -> None:
@@ -258,7 +259,7 @@ async def test_200_concurrent_items_keep_the_event_loop_responsive() -> None:
     async def ticker() -> None:
         while True:
             before = time.monotonic()
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the probe: how late the loop wakes it is the lag
             lags.append(time.monotonic() - before - 0.01)
 
     async with RewardScorer() as scorer:

@@ -22,6 +22,8 @@ DECISIONS = "decisions.jsonl"
 """A watch directory's decision per checkpoint (`agent-eval watch`)."""
 TRIGGER_STATE = "trigger.json"
 """A watch directory's trigger schedule, so a restarted watcher carries on."""
+WORKERS = "workers.json"
+"""The proxy's last GET /workers view, saved by the run before it stops the proxy."""
 
 
 class RunDirectory:
@@ -104,3 +106,9 @@ def _torn(line: bytes) -> bool:
     except orjson.JSONDecodeError:
         return True
     return False
+
+
+def save_worker_snapshot(run_dir: Path, workers: list[dict[str, Any]]) -> None:
+    """Save the proxy's GET /workers list as workers.json (atomically); it is gone once the
+    proxy stops, and the attempts do not name their worker."""
+    RunDirectory(run_dir).write_json(WORKERS, {"workers": workers})

@@ -19,7 +19,7 @@ from agent_eval.errors import ConfigError, ProxyStartError
 from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import fetch_workers
 from agent_eval.proxy.process import proxy_process
-from agent_eval.report.runs import save_worker_snapshot
+from agent_eval.results import save_worker_snapshot
 
 log = logging.getLogger(__name__)
 

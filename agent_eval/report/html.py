@@ -20,9 +20,10 @@ from agent_eval.report.compare import (
     comparison_notes,
     pass_estimate,
 )
-from agent_eval.report.runs import WORKERS, Run
+from agent_eval.report.runs import Run
 from agent_eval.report.svg import Bar, Group, bar_chart, heatmap, histogram
 from agent_eval.report.table import summary_sections
+from agent_eval.results import WORKERS
 
 MAX_SESSIONS = 100  # heatmap rows; a taller picture is scrolled past, not read
 MAX_UNSOLVED = 20

@@ -16,10 +16,7 @@ from typing import Any
 from agent_eval.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary, summarize
-from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
-
-WORKERS = "workers.json"
-"""The proxy's last GET /workers view, saved by the run before it stops the proxy."""
+from agent_eval.results import SAMPLES, SUMMARY, WORKERS, RunDirectory
 
 
 @dataclass(frozen=True)
@@ -51,12 +48,6 @@ class Run:
         if self.config is None:
             return self.path.name
         return f"{self.config.agent.name} on {self.config.dataset_name}"
-
-
-def save_worker_snapshot(run_dir: Path, workers: list[dict[str, Any]]) -> None:
-    """Save the proxy's GET /workers list as workers.json (atomically); it is gone once the
-    proxy stops, and the attempts do not name their worker."""
-    RunDirectory(run_dir).write_json(WORKERS, {"workers": workers})
 
 
 def load_run(path: Path) -> Run:

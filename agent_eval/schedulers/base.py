@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import aiohttp
 
@@ -17,6 +18,9 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerConfig
 from agent_eval.diagnostics import log_tail
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
+
+if TYPE_CHECKING:
+    from agent_eval.launch import LaunchConfig
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +59,11 @@ class Scheduler(ABC):
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.workers: list[LaunchedWorker] = []
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: LaunchConfig, run_dir: Path) -> Scheduler:
+        """The scheduler a launch's settings describe (its own section of them)."""
 
     @abstractmethod
     async def launch(

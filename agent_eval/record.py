@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.failures import FailureClass, recorded_class
 from agent_eval.metrics import AttemptScore
 
 SCHEMA = 1
@@ -74,6 +75,11 @@ class AttemptRecord:
             raise ConfigError(
                 f"{where} is not an attempt record (it lacks {exc}); was it written by agent-eval?"
             ) from None
+
+    @property
+    def scored(self) -> bool:
+        """Whether the attempt says something about the model: not stopped by the infrastructure."""
+        return self.error is None or recorded_class(self.error) is FailureClass.MODEL
 
     @property
     def error_kind(self) -> str | None:

@@ -110,7 +110,8 @@ async def test_upstream_failure_is_recorded_not_raised(
     worker.behavior.error_status = 400
     base_url = await start_proxy([worker])
     trajectory = await MathCalculatorAgent().run(QUESTION, context(base_url))
-    assert trajectory.error.kind == "upstream"
+    assert trajectory.error.to_dict()["kind"] == "request_rejected"
+    assert trajectory.error.to_dict()["class"] == "infra"
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "translated"])

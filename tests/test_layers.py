@@ -18,6 +18,7 @@ LAYERS: list[set[str]] = [
         "children",
         "lifecycle",
         "diagnostics",
+        "failures",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
     {"record"},

@@ -7,6 +7,7 @@ anywhere (max turns, an upstream error, a timeout, a crash) keeps everything up 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -97,6 +98,23 @@ def classify(exc: BaseException) -> TrajectoryError:
         return TrajectoryError("malformed_tool_call", str(exc))
     if isinstance(exc, asyncio.TimeoutError | openai.APITimeoutError):
         return TrajectoryError("timeout", str(exc) or "the attempt timed out")
-    if isinstance(exc, openai.APIError):
-        return TrajectoryError("upstream", str(exc))
+    if isinstance(exc, openai.APIConnectionError):
+        return TrajectoryError("connection_error", str(exc))
+    if isinstance(exc, openai.APIStatusError):
+        return TrajectoryError(_status_kind(exc), str(exc))
     return TrajectoryError("runner_error", f"{type(exc).__name__}: {exc}")
+
+
+# How llama.cpp, vLLM and SGLang word a request longer than the model's context.
+_CONTEXT_OVERFLOW = re.compile(r"context (length|window)|maximum context|exceeds? .*context", re.I)
+
+
+def _status_kind(exc: openai.APIStatusError) -> str:
+    """The error kind of an HTTP error answer, from its status and the proxy's error code."""
+    if exc.code == "no_healthy_worker":
+        return "no_healthy_worker"
+    if exc.status_code >= 500 or exc.status_code == 429:
+        return "upstream_error"
+    if exc.status_code == 400 and _CONTEXT_OVERFLOW.search(str(exc)):
+        return "context_overflow"
+    return "request_rejected"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agent_eval.failures import FailureClass, failure_class
+
 
 @dataclass
 class ToolCallRecord:
@@ -22,13 +24,17 @@ class ModelCallRecord:
 
 @dataclass
 class TrajectoryError:
-    """Why an attempt did not finish: kind is one of ERROR_KINDS."""
+    """Why an attempt did not finish: a kind of `failures.KINDS` (or a runner's own), and whose."""
 
     kind: str
     message: str
+    failure_class: FailureClass | None = None
+    """Whose failure, for a kind the table does not know; None: the table's class."""
 
-
-ERROR_KINDS = ("max_turns", "malformed_tool_call", "timeout", "upstream", "runner_error")
+    def to_dict(self) -> dict[str, str]:
+        """As the record keeps it: kind, class and message."""
+        whose = self.failure_class or failure_class(self.kind)
+        return {"kind": self.kind, "class": str(whose), "message": self.message}
 
 
 @dataclass
@@ -51,4 +57,6 @@ class Trajectory:
         return sum(call.completion_tokens for call in self.model_calls)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        recorded = asdict(self)
+        recorded["error"] = self.error.to_dict() if self.error is not None else None
+        return recorded

@@ -64,6 +64,18 @@ class EvalSection(Section):
     )
     seed: int = Field(0, description="Run seed; each attempt's seed derives from it.")
     attempt_timeout: float = Field(600.0, gt=0, description="Seconds one attempt may take.")
+    retries: int = Field(
+        3, ge=0, description="Plays again of an attempt the infrastructure stopped (same seed)."
+    )
+    retry_backoff: float = Field(
+        1.0, ge=0, description="Seconds before the first play again; doubling, with jitter."
+    )
+    max_unscored: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="Fraction of attempts that may end unscored; above it the run stops (exit 3).",
+    )
     ks: list[int] | None = Field(
         None, description="k values of pass@k, pass^k, maj@k; default 1 and n_samples."
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -15,6 +17,7 @@ from openai import AsyncOpenAI
 from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Session
+from agent_eval.failures import FailureClass
 from agent_eval.metrics import Summary, is_tool_error, summarize
 from agent_eval.metrics.performance import throughput, token_summary
 from agent_eval.record import AttemptRecord
@@ -34,6 +37,9 @@ class EngineConfig:
     concurrency: int
     seed: int
     attempt_timeout: float
+    retries: int
+    retry_backoff: float
+    max_unscored: float
     sampling: Sampling
     ks: tuple[int, ...]
 
@@ -51,6 +57,8 @@ class Progress:
     """Tokens of this run's attempts, prompt and completion."""
     completion_tokens: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    unscored: Counter[str] = field(default_factory=Counter)
+    """This run's attempts the infrastructure stopped, by kind."""
 
 
 class RecordSink(Protocol):
@@ -79,6 +87,9 @@ class Engine:
         self.runner, self.scorer, self.client, self.config = runner, scorer, client, config
         self.on_progress = on_progress
         self.progress = Progress()
+        self._budget: int | None = None
+        self.stopping = False
+        """Set when more attempts ended unscored than eval.max_unscored allows: none is started."""
 
     async def run(
         self, items: Iterable[Item], run_dir: RunDirectory, total: int | None = None
@@ -94,6 +105,10 @@ class Engine:
         done = await asyncio.to_thread(run_dir.prepare)
         self.progress.total = (total or 0) * self.config.n_samples
         self.progress.done = len(done)
+        if self.progress.total:
+            # The budget is of the whole run: attempts unscored before a resume count too.
+            before = await asyncio.to_thread(_unscored, run_dir)
+            self._budget = math.floor(self.config.max_unscored * self.progress.total) - before
         return done
 
     async def play(
@@ -112,6 +127,7 @@ class Engine:
     async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         """Summarise every attempt in `run_dir` and write summary.json."""
         summary = await asyncio.to_thread(self._summarize, run_dir, wall_time)
+        summary = replace(summary, complete=not self.stopping)
         await asyncio.to_thread(run_dir.write_json, SUMMARY, summary.to_dict())
         return summary
 
@@ -125,6 +141,11 @@ class Engine:
         progress.completion_tokens += record.completion_tokens
         if record.error_kind is not None:
             progress.errors[record.error_kind] += 1
+        if not record.scored:
+            progress.unscored[record.error_kind or "unknown"] += 1
+            budget = self._budget
+            if budget is not None and sum(progress.unscored.values()) > budget:
+                self.stopping = True
         if self.on_progress is not None:
             self.on_progress(progress)
 
@@ -136,13 +157,30 @@ class Engine:
     async def _work(self, pending: Iterator[tuple[Item, int]], sink: RecordSink) -> None:
         # The shared iterator hands each attempt to exactly one of the concurrent workers.
         for item, attempt in pending:
+            if self.stopping:
+                return
             record = await self._attempt(item, attempt)
             await sink.append(record)
             self.count(record)
 
     async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
-        session_id = f"{item.id}-{attempt}"
         seed = attempt_seed(self.config.seed, item.id, attempt)
+        retried: list[dict[str, Any]] = []
+        for retry in range(self.config.retries + 1):
+            # A play again gets its own session: the proxy need not send it to the same worker.
+            session_id = f"{item.id}-{attempt}" + (f"-retry{retry}" if retry else "")
+            trajectory, latency = await self._play(item, session_id, seed)
+            error = trajectory.error
+            if error is None or retry == self.config.retries or error.whose is FailureClass.MODEL:
+                break
+            retried.append({**error.to_dict(), "session_id": session_id, "latency_s": latency})
+            await asyncio.sleep(retry_delay(retry, self.config.retry_backoff))
+        trajectory.retries = retried
+        scores = await self._score(item, trajectory)
+        return attempt_record(item, attempt, seed, session_id, trajectory, scores, latency)
+
+    async def _play(self, item: Item, session_id: str, seed: int) -> tuple[Trajectory, float]:
+        """One play of an attempt: its trajectory, stopped where it failed, and its seconds."""
         client = self.client.with_options(default_headers={"X-Session-ID": session_id})
         ctx = RunContext(client, self.config.model, session_id, seed, self.config.sampling)
         started = time.monotonic()
@@ -157,9 +195,7 @@ class Engine:
         except Exception as exc:  # a runner's bug is recorded on its attempt; the run goes on
             message = f"{type(exc).__name__}: {exc}"
             trajectory = stopped(ctx.trajectory, TrajectoryError("runner_error", message))
-        latency = time.monotonic() - started
-        scores = await self._score(item, trajectory)
-        return attempt_record(item, attempt, seed, session_id, trajectory, scores, latency)
+        return trajectory, round(time.monotonic() - started, 6)
 
     async def _score(
         self, item: Item, trajectory: Trajectory
@@ -189,6 +225,17 @@ class Engine:
         prompt = played.tokens - played.completion_tokens
         tokens = token_summary(prompt, played.completion_tokens, played.played)
         return replace(summary, throughput=throughput(played.played, tokens, wall_time))
+
+
+def retry_delay(retry: int, base: float) -> float:
+    """Seconds before play number `retry + 1`: exponential, with full jitter, at most a minute."""
+    # Jitter spreads the attempts a worker outage stopped together, so they do not return
+    # together and meet the recovering worker all at once.
+    return random.uniform(0, min(60.0, base * 2**retry))
+
+
+def _unscored(run_dir: RunDirectory) -> int:
+    return sum(not record.scored for record in run_dir.records())
 
 
 def stopped(trajectory: Trajectory, error: TrajectoryError) -> Trajectory:

@@ -104,6 +104,7 @@ class AttemptRecord:
             model_calls=self.model_calls,
             tool_calls=self.tool_calls,
             tool_errors=self.tool_errors,
+            scored=self.scored,
         )
 
 

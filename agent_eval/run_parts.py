@@ -33,6 +33,9 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
         concurrency=config.eval.concurrency,
         seed=config.eval.seed,
         attempt_timeout=config.eval.attempt_timeout,
+        retries=config.eval.retries,
+        retry_backoff=config.eval.retry_backoff,
+        max_unscored=config.eval.max_unscored,
         sampling=config.sampling,
         ks=config.eval.k_values(),
     )

@@ -192,17 +192,20 @@ class Troubled:
 async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
     scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
 ) -> None:
-    engine, _ = await run(
-        Troubled(), scorer, client, tmp_path, n_samples=1, attempt_timeout=0.5, ks=(1,)
-    )
+    settings = {"n_samples": 1, "attempt_timeout": 0.5, "ks": [1], "retries": 0}
+    engine, summary = await run(Troubled(), scorer, client, tmp_path, max_unscored=1.0, **settings)
     by_id = {r.sample_id: r for r in records(tmp_path)}
     assert by_id["gsm8k_mini-1"].error_kind == "timeout"
     assert by_id["gsm8k_mini-2"].error == {
         "kind": "runner_error",
+        "class": "infra",
         "message": "RuntimeError: bug in a custom runner",
     }
     assert sum(r.correct for r in by_id.values()) == 34
     assert engine.progress.errors == {"timeout": 1, "runner_error": 1}
+    # Neither says anything of the model: out of the accuracy, not wrong answers in it.
+    assert (summary.scored, summary.unscored, summary.accuracy.value) == (34, 2, 1.0)
+    assert summary.complete
 
 
 async def test_sessions_are_scored_per_turn(

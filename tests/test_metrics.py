@@ -127,9 +127,10 @@ def test_k_above_n_names_k_and_the_smallest_n() -> None:
         mean_pass_at_k([(5, 1), (3, 0), (4, 4)], 4)
     with pytest.raises(ValueError, match=r"k=4 .* smallest sample has n=3"):
         mean_pass_hat_k([(5, 1), (3, 0)], 4)
+    # A run's summary takes pass@k over the samples with k scored attempts: an attempt the
+    # infrastructure stopped leaves its sample short, which says nothing of the model.
     scores = answered("a", ["1", "2"], {"1"}) + answered("b", ["1"], {"1"})
-    with pytest.raises(ValueError, match=r"k=2 .* n=1"):
-        summarize(scores, 1.0, ks=(1, 2))
+    assert summarize(scores, 1.0, ks=(1, 2)).pass_at_k == {1: 0.75, 2: 1.0}
 
 
 def test_bad_per_sample_counts_are_rejected() -> None:
@@ -383,14 +384,36 @@ def test_empty_run_summarises_to_valid_json_with_nulls() -> None:
 def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     data = summarize([attempt("a", 0, True, "1")], 1.0).to_dict()
     groups = ("quality", "stability", "efficiency")
-    assert list(data) == ["samples", "attempts", "sessions", *groups, "higher_is_better"]
+    size = ["samples", "attempts", "scored", "unscored", "unscored_by_kind", "sessions"]
+    assert list(data) == [*size, "complete", *groups, "higher_is_better"]
     assert list(data["higher_is_better"]) == list(groups)
     for group in groups:
         assert list(data[group]) == list(data["higher_is_better"][group])
     grouped = [name for group in groups for name in data[group]]
     fields = [field.name for field in dataclasses.fields(Summary)]
-    assert sorted(["samples", "attempts", "sessions", *grouped]) == sorted(fields)
+    assert sorted([*size, "complete", *grouped]) == sorted(fields)
     assert data["higher_is_better"]["stability"]["flip_rate"] is False
+
+
+def test_unscored_attempts_cost_but_do_not_count() -> None:
+    clean = [*answered("a", ["4", "4"], {"4"}), *answered("b", ["x", "7"], {"7"})]
+    stopped = attempt("b", 2, error_kind="no_healthy_worker", scored=False, latency_s=9.0)
+    summary = summarize([*clean, stopped], 10.0, ks=(1, 2))
+    same = summarize(clean, 10.0, ks=(1, 2))
+    assert (summary.attempts, summary.scored, summary.unscored) == (5, 4, 1)
+    assert summary.unscored_by_kind == {"no_healthy_worker": 1}
+    for name in ("accuracy", "mean_reward", "pass_at_k", "pass_hat_k", "maj_at_k", "consistency"):
+        assert getattr(summary, name) == getattr(same, name), name
+    assert summary.latency_s != same.latency_s  # it took time all the same
+    assert summary.errors.by_kind == {"no_healthy_worker": 1}
+
+
+def test_a_sample_short_of_k_scored_attempts_leaves_pass_at_k() -> None:
+    scores = [*answered("a", ["4", "4"], {"4"}), *answered("b", ["x"], set())]
+    stopped = attempt("b", 1, error_kind="timeout", scored=False)
+    summary = summarize([*scores, stopped], 1.0, ks=(1, 2))
+    assert summary.pass_at_k[2] == 1.0  # b has one scored attempt: only a has two
+    assert summary.pass_at_k[1] == 0.5
 
 
 def test_summary_of_a_small_run() -> None:

@@ -31,10 +31,14 @@ class TrajectoryError:
     failure_class: FailureClass | None = None
     """Whose failure, for a kind the table does not know; None: the table's class."""
 
+    @property
+    def whose(self) -> FailureClass:
+        """The model's failure, or the infrastructure's."""
+        return self.failure_class or failure_class(self.kind)
+
     def to_dict(self) -> dict[str, str]:
         """As the record keeps it: kind, class and message."""
-        whose = self.failure_class or failure_class(self.kind)
-        return {"kind": self.kind, "class": str(whose), "message": self.message}
+        return {"kind": self.kind, "class": str(self.whose), "message": self.message}
 
 
 @dataclass
@@ -47,6 +51,8 @@ class Trajectory:
     model_calls: list[ModelCallRecord] = field(default_factory=list)
     turn_outputs: list[str | None] = field(default_factory=list)
     error: TrajectoryError | None = None
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    """The earlier plays of this attempt the infrastructure stopped: error, session, latency."""
 
     @property
     def prompt_tokens(self) -> int:

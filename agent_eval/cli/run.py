@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,7 @@ from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
 from agent_eval.config import RunConfig, load_run_config
 from agent_eval.evaluation import Plan, evaluate, plan, resume_config_path
+from agent_eval.failures import KINDS
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics import Summary
 from agent_eval.progress import RunView
@@ -80,7 +81,7 @@ def _kept(config: RunConfig) -> int:
     return sum(1 for _ in RunDirectory(config.run_dir).records())
 
 
-def _interrupted(config: RunConfig) -> None:
+def _interrupted(config: RunConfig) -> NoReturn:
     kept = _kept(config)
     err_console.print(
         Text.assemble(
@@ -93,7 +94,7 @@ def _interrupted(config: RunConfig) -> None:
     raise typer.Exit(130)
 
 
-def _finished(config: RunConfig, summary: Any) -> None:
+def _finished(config: RunConfig, summary: Summary) -> None:
     # A table's str title is rich markup: the names in it are escaped.
     title = escape(f"{config.agent.name} on {config.dataset_name}")
     console.print(summary_table(summary, title=title))
@@ -104,3 +105,23 @@ def _finished(config: RunConfig, summary: Any) -> None:
         ),
         soft_wrap=True,
     )
+    if not summary.complete:
+        _over_budget(config, summary)
+
+
+def _over_budget(config: RunConfig, summary: Summary) -> NoReturn:
+    """The run stopped early: why, and how to finish it; exit code 3 (a mistake is 2)."""
+    kind, count = next(iter(summary.unscored_by_kind.items()))
+    known = KINDS.get(kind)
+    why = f": {known.meaning}" if known is not None else ""
+    err_console.print(
+        Text.assemble(
+            ("stopped early", "bold red"),
+            f": {summary.unscored:,} of {summary.attempts:,} attempts ended unscored, more than "
+            f"eval.max_unscored={config.eval.max_unscored:g} allows. Most were {kind} "
+            f"({count:,}){why}. Once that is fixed, play them again with: "
+            f"agent-eval run --resume {config.run_dir} --retry-errors",
+        ),
+        soft_wrap=True,
+    )
+    raise typer.Exit(3)

@@ -34,6 +34,8 @@ class AttemptScore:
     model_calls: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    scored: bool = True
+    """False for an attempt the infrastructure stopped: it costs, but says nothing of the model."""
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from agent_eval.metrics.sampling import (
     session_success,
     turn_accuracy,
 )
-from agent_eval.metrics.tally import RunTally
+from agent_eval.metrics.tally import RunTally, SampleTally
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,13 @@ class Summary:
     """Every metric of one run; NaN marks a metric the run has no data for."""
 
     samples: int
+    """Samples with at least one scored attempt."""
     attempts: int
+    """Every attempt played, scored or not."""
+    scored: int
+    unscored: int
+    """Attempts the infrastructure stopped, left out of every quality and stability metric."""
+    unscored_by_kind: dict[str, int]
     sessions: int
     accuracy: Estimate
     mean_reward: float
@@ -59,12 +65,15 @@ class Summary:
     throughput: Throughput
     calls: CallSummary
     errors: ErrorSummary
+    complete: bool = True
+    """False when the run stopped early: more attempts unscored than eval.max_unscored allows."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
         flat = dataclasses.asdict(self)
         grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
-        # What no group took is the run's size: samples, attempts, sessions.
+        # What no group took is the run's size and whether it is whole: samples, attempts,
+        # scored, unscored (by kind), sessions, complete.
         return _json_ready({**flat, **grouped, "higher_is_better": DIRECTIONS})
 
 
@@ -119,20 +128,22 @@ def summarize_tally(
     """The summary of records already counted (e.g. a live view's running tally)."""
     _check_ks(ks)
     samples = list(tally.samples.values())
-    counts = [(sample.n, sample.c) for sample in samples]
     tokens = token_summary(tally.prompt_tokens, tally.completion_tokens, tally.attempts)
     return Summary(
         samples=len(samples),
         attempts=tally.attempts,
+        scored=tally.scored,
+        unscored=sum(tally.unscored.values()),
+        unscored_by_kind=dict(tally.unscored.most_common()),
         sessions=tally.sessions.sessions,
-        accuracy=accuracy(tally.correct, tally.attempts, confidence),
-        mean_reward=mean_reward(tally.reward_sum, tally.attempts),
-        pass_at_k={k: mean_pass_at_k(counts, k) for k in ks},
-        maj_at_k={k: maj_at_k(samples, k) for k in ks},
+        accuracy=accuracy(tally.correct, tally.scored, confidence),
+        mean_reward=mean_reward(tally.reward_sum, tally.scored),
+        pass_at_k={k: mean_pass_at_k(_counts(_with_k(samples, k)), k) for k in ks},
+        maj_at_k={k: maj_at_k(_with_k(samples, k), k) for k in ks},
         turn_accuracy=turn_accuracy(tally.sessions),
         mean_turn_reward=mean_turn_reward(tally.sessions),
         session_success=session_success(tally.sessions),
-        pass_hat_k={k: mean_pass_hat_k(counts, k) for k in ks},
+        pass_hat_k={k: mean_pass_hat_k(_counts(_with_k(samples, k)), k) for k in ks},
         flip_rate=flip_rate(tally.sessions),
         consistency=consistency(samples),
         reward_variance=reward_variance(samples),
@@ -142,6 +153,15 @@ def summarize_tally(
         calls=call_summary(tally.model_calls, tally.tool_calls, tally.tool_errors, tally.attempts),
         errors=error_summary(tally.errors, tally.attempts),
     )
+
+
+def _with_k(samples: list[SampleTally], k: int) -> list[SampleTally]:
+    """The samples with k scored attempts: one that lost some to the infrastructure has fewer."""
+    return [sample for sample in samples if sample.n >= k]
+
+
+def _counts(samples: list[SampleTally]) -> list[tuple[int, int]]:
+    return [(sample.n, sample.c) for sample in samples]
 
 
 def _check_ks(ks: Sequence[int]) -> None:

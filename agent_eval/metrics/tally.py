@@ -115,6 +115,11 @@ class RunTally:
     keep: int = 1
     samples: dict[str, SampleTally] = field(default_factory=dict)
     attempts: int = 0
+    """Every attempt, scored or not: what the run spent its time and tokens on."""
+    scored: int = 0
+    """The attempts every quality and stability metric counts."""
+    unscored: Counter[str] = field(default_factory=Counter)
+    """Attempts the infrastructure stopped, by error kind."""
     correct: int = 0
     reward_sum: float = 0.0
     prompt_tokens: int = 0
@@ -127,12 +132,8 @@ class RunTally:
     tool_errors: int = 0
 
     def add(self, score: AttemptScore) -> None:
-        """Count one attempt."""
-        sample = self.samples.setdefault(score.sample_id, SampleTally(keep=self.keep))
-        sample.add(score)
+        """Count one attempt: its cost always, its result only when it is scored."""
         self.attempts += 1
-        self.correct += bool(score.correct)
-        self.reward_sum += score.reward
         self.prompt_tokens += score.prompt_tokens
         self.completion_tokens += score.completion_tokens
         self.latencies.append(score.latency_s)
@@ -141,6 +142,13 @@ class RunTally:
         self.tool_errors += score.tool_errors
         if score.error_kind is not None:
             self.errors[score.error_kind] += 1
+        if not score.scored:
+            self.unscored[score.error_kind or "unknown"] += 1
+            return
+        self.scored += 1
+        self.samples.setdefault(score.sample_id, SampleTally(keep=self.keep)).add(score)
+        self.correct += bool(score.correct)
+        self.reward_sum += score.reward
         if score.turn_rewards is not None:
             self.sessions.add(
                 score.turn_rewards, score.turn_answers or (), score.challenge_turns or ()

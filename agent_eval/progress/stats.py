@@ -26,6 +26,8 @@ class Snapshot:
     attempts_per_s: float | None = None
     tokens_per_s: float | None = None
     errors: Mapping[str, int] = field(default_factory=dict)
+    unscored: Mapping[str, int] = field(default_factory=dict)
+    """This process's attempts the infrastructure stopped, by kind: out of the accuracy."""
 
     @property
     def eta_s(self) -> float | None:
@@ -44,6 +46,7 @@ class _Counts:
     correct: int
     tokens: int
     errors: Mapping[str, int]
+    unscored: Mapping[str, int]
 
 
 class RunStats:
@@ -82,6 +85,7 @@ class RunStats:
             progress.correct,
             progress.tokens,
             dict(progress.errors),
+            dict(progress.unscored),
         )
         self._latest = counts
 
@@ -101,10 +105,11 @@ class RunStats:
         return Snapshot(
             done=latest.done,
             total=latest.total,
-            accuracy=accuracy(latest.correct, attempts),
+            accuracy=accuracy(latest.correct, attempts - sum(latest.unscored.values())),
             attempts_per_s=attempts_per_s,
             tokens_per_s=tokens_per_s,
             errors=latest.errors,
+            unscored=latest.unscored,
         )
 
     def _rates(self, latest: _Counts, attempts: int) -> tuple[float | None, float | None]:
@@ -120,8 +125,12 @@ class RunStats:
 
 def stats_parts(snapshot: Snapshot) -> list[str]:
     """Accuracy, rates and errors as short phrases, shared by the live and the plain view."""
+    shown = accuracy_text(snapshot.accuracy)
+    if snapshot.unscored:
+        # Said next to the accuracy, since it is what the accuracy leaves out.
+        shown += f" over {snapshot.accuracy.n} scored; {unscored_text(snapshot.unscored)}"
     return [
-        accuracy_text(snapshot.accuracy),
+        shown,
         ATTEMPTS_PER_S.text(snapshot.attempts_per_s),
         TOKENS_PER_S.text(snapshot.tokens_per_s),
         errors_text(snapshot.errors),
@@ -135,12 +144,19 @@ def accuracy_text(estimate: Estimate) -> str:
     return f"acc {estimate.value:.3f} [{estimate.low:.2f}, {estimate.high:.2f}]"
 
 
+def unscored_text(unscored: Mapping[str, int]) -> str:
+    """`3 unscored (no_healthy_worker=2, timeout=1)`: attempts out of the accuracy, and why."""
+    return f"{sum(unscored.values())} unscored ({_by_kind(unscored)})"
+
+
 def errors_text(errors: Mapping[str, int]) -> str:
     """`errors timeout=2, max_turns=1`, most frequent first."""
-    if not errors:
-        return "no errors"
-    kinds = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
-    return "errors " + ", ".join(f"{kind}={count}" for kind, count in kinds)
+    return f"errors {_by_kind(errors)}" if errors else "no errors"
+
+
+def _by_kind(counts: Mapping[str, int]) -> str:
+    kinds = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{kind}={count}" for kind, count in kinds)
 
 
 def duration_text(seconds: float | None) -> str:

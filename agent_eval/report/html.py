@@ -22,7 +22,7 @@ from agent_eval.report.compare import (
 )
 from agent_eval.report.runs import Run
 from agent_eval.report.svg import Bar, Group, bar_chart, heatmap, histogram
-from agent_eval.report.table import summary_sections
+from agent_eval.report.table import summary_caption, summary_sections
 from agent_eval.results import WORKERS
 
 MAX_SESSIONS = 100  # heatmap rows; a taller picture is scrolled past, not read
@@ -102,7 +102,7 @@ def _figures(run: Run, prefix: str) -> list[str]:
         figure(
             f"{prefix}accuracy",
             bar_chart(_quality_groups([run]), "rate", top=1.0),
-            f"Accuracy over {summary.attempts} attempts and pass@k over {summary.samples} "
+            f"Accuracy over {summary.scored} scored attempts and pass@k over {summary.samples} "
             "samples, with 95% Wilson intervals (for pass@k over samples: conservative).",
         ),
         figure(
@@ -200,9 +200,7 @@ def _headline(run: Run, table_id: str) -> str:
         rows += [
             f'<tr><td>{escape(k)}</td><td class="num">{escape(v)}</td></tr>' for k, v in entries
         ]
-    summary = run.summary
-    caption = f"samples {summary.samples} · attempts {summary.attempts}"
-    caption += f" · sessions {summary.sessions}" if summary.sessions else ""
+    caption = escape(summary_caption(run.summary))
     return f'<table id="{table_id}"><caption>{caption}</caption>{"".join(rows)}</table>'
 
 

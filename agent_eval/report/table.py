@@ -18,9 +18,7 @@ Row = tuple[str, str | None]
 
 def summary_table(summary: Summary, title: str | None = None) -> Table:
     """Quality, Stability and Efficiency sections of one run; metrics without data are left out."""
-    caption = f"samples {summary.samples} · attempts {summary.attempts}"
-    if summary.sessions:
-        caption += f" · sessions {summary.sessions}"
+    caption = summary_caption(summary)
     table = Table(title=title, caption=caption, box=box.SIMPLE, show_header=False)
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -29,6 +27,18 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
         for label, value in rows:
             table.add_row(f"  {label}", value)
     return table
+
+
+def summary_caption(summary: Summary) -> str:
+    """The run's size: samples, attempts, sessions, what went unscored, whether it is whole."""
+    caption = f"samples {summary.samples} · attempts {summary.attempts}"
+    if summary.sessions:
+        caption += f" · sessions {summary.sessions}"
+    if summary.unscored:
+        caption += f" · {summary.scored:,} scored; {unscored_note(summary)}"
+    if not summary.complete:
+        caption += " · incomplete: stopped over its unscored budget"
+    return caption
 
 
 def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -44,8 +54,11 @@ def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]
 
 def _quality(summary: Summary) -> list[Row]:
     turns = len(summary.turn_accuracy)
+    accuracy = _estimate(summary.accuracy)
+    if accuracy is not None and summary.unscored:
+        accuracy += f" over {summary.scored:,} scored"
     return [
-        ("accuracy", _estimate(summary.accuracy)),
+        ("accuracy", accuracy),
         *_by_k("pass@", summary.pass_at_k),
         *_by_k("maj@", summary.maj_at_k),
         (f"accuracy by turn 1..{turns}", _joined(summary.turn_accuracy, ".2f", " · ")),
@@ -76,6 +89,12 @@ def _efficiency(summary: Summary) -> list[Row]:
         ("tool error rate", _number(calls.tool_error_rate)),
         ("errors", _errors(summary)),
     ]
+
+
+def unscored_note(summary: Summary) -> str:
+    """The attempts left out of the quality metrics, e.g. "29 unscored (25 timeout, 4 ...)"."""
+    kinds = ", ".join(f"{count:,} {kind}" for kind, count in summary.unscored_by_kind.items())
+    return f"{summary.unscored:,} unscored ({kinds})"
 
 
 def _number(value: float, spec: str = ".3f") -> str | None:

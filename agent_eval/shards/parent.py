@@ -79,6 +79,11 @@ async def _collect(
         # The line as the process wrote it: parsed to be counted, not written a second time.
         await run_dir.append_line(line)
         engine.count(record)
+        if engine.stopping:
+            # Over the unscored budget: no process starts another attempt. Those in flight
+            # are lost with it and played on resume.
+            await stop_groups([process], STOP_GRACE)
+            return
     code = await process.wait()
     if code != 0:
         raise EngineProcessError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ class Behavior:
     stream_chunks: int = 4  # content pieces per streamed message or argument string
     error_status: int | None = None  # generation requests answer this status while set
     error_count: int = 0  # > 0: only the next N requests fail, then error_status clears
+    error_rate: float = 1.0  # the share of generation requests that fail while error_status is set
     hang: bool = False  # generation requests wait on the worker's gate
     die_mid_stream_after: int | None = None  # abort the connection after N stream chunks
     healthy: bool = True  # health routes answer 503 when False
@@ -32,6 +34,8 @@ class Behavior:
     def take_error(self) -> int | None:
         """The status this generation request must fail with, if any; counts down `error_count`."""
         status = self.error_status
+        if status is not None and random.random() >= self.error_rate:
+            return None
         if status is not None and self.error_count > 0:
             self.error_count -= 1
             if self.error_count == 0:

@@ -1,22 +1,31 @@
 """`agent-eval report`: a run's summary again and its HTML report, or two runs compared.
 
-The HTML goes into the run directory (A's, when comparing) unless -o says elsewhere.
+The HTML goes into the run directory (A's, when comparing) unless -o says elsewhere. With
+--json a comparison goes to stdout as JSON alone; what people read goes to stderr.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from agent_eval.cli.common import console, fail, guarded
+from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.errors import ConfigError
 from agent_eval.report.choose import RUNS, choose_run
 from agent_eval.report.compare import compare, comparison_notes, comparison_table
 from agent_eval.report.html import compare_page, run_page
+from agent_eval.report.paired import (
+    comparison_json,
+    flip_lines,
+    paired_comparison,
+    paired_table,
+)
 from agent_eval.report.runs import Run, load_run
 from agent_eval.report.table import summary_table
 from agent_eval.report.watching import (
@@ -60,23 +69,38 @@ def report(
             show_default=False,
         ),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="With --compare: print the comparison as JSON on stdout, and nothing else there.",
+        ),
+    ] = False,
 ) -> None:
     """Print a run's summary and write its plots to one HTML file that opens offline.
 
-    --compare A B: B - A for each metric, its 95% interval, and whether it exceeds the noise.
+    --compare A B: B - A for each metric, its 95% interval, and whether it exceeds the noise;
+    runs over the same samples are also compared attempt by attempt (McNemar, paired bootstrap).
     A watch directory: each checkpoint's probe and decision, and the curve of full scores.
     """
     if pair is not None and runs:
         fail("give run directories to report, or --compare A B, not both")
+    if as_json and pair is None:
+        fail("--json prints a comparison: give it with --compare A B")
+    document: dict[str, Any] | None = None
     if pair is not None:
-        page, target, notes = _pair(*guarded(ctx, _load_pair, pair), out)
+        page, target, notes, document = _pair(*guarded(ctx, _load_pair, pair), out, as_json)
     else:
         chosen = guarded(ctx, choose_run, runs or [])
         _print_notes(chosen.notes)
         page, target, notes = _one(ctx, chosen.path, out)
-    _print_notes(notes)
+    # With --json, stdout holds the JSON alone, so that it parses.
+    shown = err_console if as_json else console
+    _print_notes(notes, shown)
     written = guarded(ctx, _write, target, page)
-    console.print(Text(f"Report: {written}\n{written.resolve().as_uri()}"), soft_wrap=True)
+    shown.print(Text(f"Report: {written}\n{written.resolve().as_uri()}"), soft_wrap=True)
+    if document is not None:
+        typer.echo(json.dumps({**document, "report": str(written)}, indent=2, allow_nan=False))
 
 
 def _one(ctx: typer.Context, path: Path, out: Path | None) -> tuple[str, Path, list[str]]:
@@ -86,9 +110,9 @@ def _one(ctx: typer.Context, path: Path, out: Path | None) -> tuple[str, Path, l
     return _single(guarded(ctx, load_run, path), out)
 
 
-def _print_notes(notes: list[str]) -> None:
+def _print_notes(notes: list[str], shown: Console = console) -> None:
     for note in notes:
-        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
+        shown.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
 
 
 def _single(run: Run, out: Path | None) -> tuple[str, Path, list[str]]:
@@ -107,11 +131,19 @@ def _watched(
     return watch_page(path, entries), out or path / REPORT, notes
 
 
-def _pair(a: Run, b: Run, out: Path | None) -> tuple[str, Path, list[str]]:
-    """Print the comparison; return its page, where it goes, and the notes on both runs."""
-    rows = compare(a, b)
+def _pair(
+    a: Run, b: Run, out: Path | None, as_json: bool
+) -> tuple[str, Path, list[str], dict[str, Any] | None]:
+    """Print the comparison, or keep it as JSON; return its page, where it goes, the notes."""
+    rows, paired, notes = compare(a, b), paired_comparison(a, b), comparison_notes(a, b)
+    page, target = compare_page(a, b, rows, paired), out or a.path / COMPARISON
+    if as_json:
+        return page, target, notes, comparison_json(rows, paired, notes)
     console.print(comparison_table(rows, a, b))
-    return compare_page(a, b, rows), out or a.path / COMPARISON, comparison_notes(a, b)
+    console.print(paired_table(paired))
+    for line in flip_lines(paired.pairing):
+        console.print(Text(line), soft_wrap=True)
+    return page, target, notes, None
 
 
 def _load_pair(paths: tuple[Path, Path]) -> tuple[Run, Run]:

@@ -1,7 +1,8 @@
 """Metrics of an evaluation run: small pure functions that declare their direction.
 
 Every metric returns NaN (null in JSON) for empty input instead of raising. `summarize` is the
-one aggregation entry point; `accuracy_difference` compares two runs.
+one aggregation entry point; `accuracy_difference` compares two runs, and `paired_differences`
+two runs over the same samples, attempt by attempt.
 """
 
 from agent_eval.metrics.accuracy import (
@@ -18,6 +19,13 @@ from agent_eval.metrics.base import (
     is_higher_better,
     metric,
     normalize_answer,
+)
+from agent_eval.metrics.paired import (
+    RESAMPLES,
+    Pair,
+    PairedDifferences,
+    mcnemar_exact,
+    paired_differences,
 )
 from agent_eval.metrics.performance import (
     CallSummary,
@@ -48,17 +56,26 @@ from agent_eval.metrics.sampling import (
     session_success,
     turn_accuracy,
 )
-from agent_eval.metrics.summary import DIRECTIONS, Summary, summarize, summarize_tally
+from agent_eval.metrics.summary import (
+    DIRECTIONS,
+    Summary,
+    json_ready,
+    summarize,
+    summarize_tally,
+)
 from agent_eval.metrics.tally import RunTally, SampleTally, SessionTally
 
 __all__ = [
     "DIRECTIONS",
+    "RESAMPLES",
     "AttemptScore",
     "CallSummary",
     "Difference",
     "ErrorSummary",
     "Estimate",
     "LatencySummary",
+    "Pair",
+    "PairedDifferences",
     "RunTally",
     "SampleTally",
     "SessionTally",
@@ -73,15 +90,18 @@ __all__ = [
     "flip_rate",
     "is_higher_better",
     "is_tool_error",
+    "json_ready",
     "latency_summary",
     "maj_at_k",
     "majority_answer",
+    "mcnemar_exact",
     "mean_pass_at_k",
     "mean_pass_hat_k",
     "mean_reward",
     "mean_turn_reward",
     "metric",
     "normalize_answer",
+    "paired_differences",
     "pass_at_k",
     "pass_hat_k",
     "percentile",

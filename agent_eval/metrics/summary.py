@@ -74,7 +74,7 @@ class Summary:
         grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
         # What no group took is the run's size and whether it is whole: samples, attempts,
         # scored, unscored (by kind), sessions, complete.
-        return _json_ready({**flat, **grouped, "higher_is_better": DIRECTIONS})
+        return json_ready({**flat, **grouped, "higher_is_better": DIRECTIONS})
 
 
 _GROUPS: dict[str, dict[str, Callable[..., Any]]] = {
@@ -170,11 +170,12 @@ def _check_ks(ks: Sequence[int]) -> None:
         raise ValueError(f"every k must be a positive integer, got {bad}")
 
 
-def _json_ready(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
+    """`value` ready for strict JSON: keys as strings, tuples as lists, NaN and infinity as None."""
     if isinstance(value, dict):
-        return {str(key): _json_ready(item) for key, item in value.items()}
+        return {str(key): json_ready(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
+        return [json_ready(item) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

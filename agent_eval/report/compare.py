@@ -51,21 +51,9 @@ class Row:
 
     def cells(self) -> tuple[str, ...]:
         """The row as text, in HEADERS order; n/a where a run has no data."""
-        d, spec = self.difference, self.spec
-        return (
-            self.metric,
-            _formatted(self.a, spec),
-            _formatted(self.b, spec),
-            _formatted(d.value, "+" + spec),
-            f"[{_formatted(d.low, '+' + spec)}, {_formatted(d.high, '+' + spec)}]",
-            self.verdict,
-        )
-
-    @property
-    def verdict(self) -> str:
-        if math.isnan(self.difference.value):
-            return "n/a"
-        return "yes" if self.difference.significant else "no"
+        spec = self.spec
+        a, b = _formatted(self.a, spec), _formatted(self.b, spec)
+        return (self.metric, a, b, *difference_cells(self.difference, spec))
 
     @property
     def better(self) -> bool | None:
@@ -73,6 +61,14 @@ class Row:
         if not self.difference.significant:
             return None
         return (self.difference.value > 0) == self.higher_is_better
+
+
+def difference_cells(difference: Difference, spec: str = ".3f") -> tuple[str, str, str]:
+    """B - A, its interval, and whether it exceeds the noise, as text; n/a without data."""
+    d, signed = difference, "+" + spec
+    interval = f"[{_formatted(d.low, signed)}, {_formatted(d.high, signed)}]"
+    verdict = "n/a" if math.isnan(d.value) else "yes" if d.significant else "no"
+    return _formatted(d.value, signed), interval, verdict
 
 
 def proportion(value: float, n: int) -> Estimate:
@@ -135,10 +131,15 @@ def comparison_table(rows: Sequence[Row], a: Run, b: Run) -> Table:
     for index, header in enumerate(HEADERS):
         table.add_column(header, justify="left" if index == 0 else "right")
     for row in rows:
-        cells = row.cells()
-        style = {True: "green", False: "red", None: ""}[row.better]
-        table.add_row(*cells[:3], Text(cells[3], style=style), *cells[4:])
+        table.add_row(*styled_cells(row))
     return table
+
+
+def styled_cells(row: Row) -> list[str | Text]:
+    """The row's cells; a difference beyond the noise is green if better, red if not."""
+    cells = row.cells()
+    style = {True: "green", False: "red", None: ""}[row.better]
+    return [*cells[:3], Text(cells[3], style=style), *cells[4:]]
 
 
 def _proportions(name: str, a: Estimate, b: Estimate, higher_is_better: bool) -> Row:

@@ -20,6 +20,12 @@ from agent_eval.report.compare import (
     comparison_notes,
     pass_estimate,
 )
+from agent_eval.report.paired import (
+    PAIRED_HEADERS,
+    PairedComparison,
+    flip_label,
+    flips,
+)
 from agent_eval.report.runs import Run
 from agent_eval.report.svg import Bar, Group, bar_chart, heatmap, histogram
 from agent_eval.report.table import summary_caption, summary_sections
@@ -72,8 +78,8 @@ def run_page(run: Run) -> str:
     return page(f"agent-eval report: {run.title}", body)
 
 
-def compare_page(a: Run, b: Run, rows: Sequence[Row]) -> str:
-    """Two runs: the differences with their verdicts, then each run's own plots side by side."""
+def compare_page(a: Run, b: Run, rows: Sequence[Row], paired: PairedComparison) -> str:
+    """Two runs: the differences with their verdicts, paired ones, then each run's own plots."""
     quality = bar_chart(_quality_groups([a, b]), "rate", top=1.0, legend=["A", "B"])
     body = [
         f"<h1>{escape(b.title)} (B) compared with {escape(a.title)} (A)</h1>",
@@ -81,6 +87,7 @@ def compare_page(a: Run, b: Run, rows: Sequence[Row]) -> str:
         _notes(comparison_notes(a, b)),
         "<h2>Differences</h2>",
         _comparison(rows),
+        _paired(paired),
         figure("compare-quality", quality, f"Accuracy and pass@k of A and B. {INTERVALS}"),
         f'<div class="runs">{_column(a, "A")}{_column(b, "B")}</div>',
     ]
@@ -256,14 +263,34 @@ def _comparison(rows: Sequence[Row]) -> str:
     return f'<table id="comparison">{caption}<tr>{head}</tr>{body}</table>'
 
 
-def _comparison_row(row: Row) -> str:
+def _comparison_row(row: Row, *extra: str) -> str:
     tone = {True: " better", False: " worse", None: ""}[row.better]
-    classes = ["", "num", "num", f"num{tone}", "num", "num"]
+    classes = ["", "num", "num", f"num{tone}", "num", "num", *[""] * len(extra)]
     cells = "".join(
         f'<td class="{cls}">{escape(text)}</td>'
-        for cls, text in zip(classes, row.cells(), strict=True)
+        for cls, text in zip(classes, (*row.cells(), *extra), strict=True)
     )
     return f"<tr>{cells}</tr>"
+
+
+def _paired(paired: PairedComparison) -> str:
+    """Accuracy and mean reward paired by sample and attempt (or unpaired), and the flips."""
+    how = "paired by sample and attempt" if paired.paired else "unpaired"
+    head = "".join(f"<th>{escape(header)}</th>" for header in PAIRED_HEADERS)
+    body = "".join(
+        _comparison_row(row, method)
+        for row, method in zip(paired.rows, paired.methods, strict=True)
+    )
+    caption = f"<caption>{escape(paired.note)}</caption>"
+    table = f'<table id="paired">{caption}<tr>{head}</tr>{body}</table>'
+    flipped = "".join(
+        f'<tr><th>{escape(name)}</th><td class="num">{len(keys)}</td>'
+        f"<td>{escape(', '.join(flip_label(key) for key in keys))}</td></tr>"
+        for name, keys in flips(paired.pairing)
+    )
+    flip_caption = "<caption>attempts as sample#attempt, scored in both runs</caption>"
+    flip_table = f'<table id="flips">{flip_caption}{flipped}</table>'
+    return f'<section id="paired-section"><h2>B - A, {how}</h2>{table}{flip_table}</section>'
 
 
 def figure(figure_id: str, content: str, caption: str) -> str:

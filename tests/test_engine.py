@@ -199,6 +199,7 @@ async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
     assert by_id["gsm8k_mini-2"].error == {
         "kind": "runner_error",
         "class": "infra",
+        "worker": None,
         "message": "RuntimeError: bug in a custom runner",
     }
     assert sum(r.correct for r in by_id.values()) == 34

@@ -2,6 +2,7 @@
 
 The record is kept live, not read from the result at the end, so an attempt that stops
 anywhere (max turns, an upstream error, a timeout, a crash) keeps everything up to there.
+Each model call names the worker that answered it, from the proxy's response header.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+import httpx2
 import openai
 from agents import Agent, FunctionTool, ItemHelpers, RunContextWrapper, RunHooks
 from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
@@ -25,14 +30,29 @@ from agent_eval.agents.trajectory import (
     TrajectoryError,
 )
 
+# The proxy's header naming the worker that answered (proxy/upstream.py); agents may not
+# import the proxy, a unit of the same layer.
+WORKER_HEADER = "X-Agent-Eval-Worker"
+
 
 class AttemptRecorder(RunHooks[Any]):
     """Keeps a trajectory's messages, model calls and tool calls up to date during a run."""
 
     def __init__(self, trajectory: Trajectory) -> None:
         self.trajectory = trajectory
+        self.worker: str | None = None
+        """The worker named by the latest answer to the model call in progress, if any."""
         self._started = 0.0
         self._pending: dict[str, ToolCallRecord] = {}
+
+    @contextmanager
+    def listening(self) -> Iterator[None]:
+        """While inside, clients that `follow_workers` tell this recorder who answered."""
+        token = _LISTENING.set(self)
+        try:
+            yield
+        finally:
+            _LISTENING.reset(token)
 
     async def on_llm_start(
         self,
@@ -43,6 +63,7 @@ class AttemptRecorder(RunHooks[Any]):
     ) -> None:
         # What the model is sent is the whole conversation so far, tool results included.
         self.trajectory.messages = [as_message(item) for item in input_items]
+        self.worker = None
         self._started = time.monotonic()
 
     async def on_llm_end(
@@ -51,8 +72,9 @@ class AttemptRecorder(RunHooks[Any]):
         usage = response.usage
         latency = time.monotonic() - self._started
         self.trajectory.model_calls.append(
-            ModelCallRecord(latency, usage.input_tokens, usage.output_tokens)
+            ModelCallRecord(latency, usage.input_tokens, usage.output_tokens, self.worker)
         )
+        self.worker = None  # what fails after this call is no answer of this worker's
         self.trajectory.messages += [as_message(item) for item in response.to_input_items()]
 
     async def on_tool_start(
@@ -72,6 +94,25 @@ class AttemptRecorder(RunHooks[Any]):
         if record is not None:
             record.result = str(result)
         self.trajectory.messages.append(as_message(_output_item(context, result)))
+
+
+# The recorder of the run this task (or its parent) plays. Concurrent attempts share one HTTP
+# client, so its response hook finds the attempt an answer belongs to here.
+_LISTENING: ContextVar[AttemptRecorder | None] = ContextVar("agent_eval_listening", default=None)
+
+
+def follow_workers(client: openai.AsyncOpenAI) -> None:
+    """Have `client`'s answers name their worker to the recorder that is `listening()`."""
+    hooks = client._client.event_hooks["response"]  # shared by every `with_options` copy
+    if _note_worker not in hooks:
+        hooks.append(_note_worker)
+
+
+async def _note_worker(response: httpx2.Response) -> None:
+    # Runs once the answer's head arrived, before its body: streamed answers are named too.
+    recorder = _LISTENING.get()
+    if recorder is not None:
+        recorder.worker = response.headers.get(WORKER_HEADER)
 
 
 def _output_item(context: ToolContext[Any], result: Any) -> TResponseInputItem:
@@ -101,7 +142,8 @@ def classify(exc: BaseException) -> TrajectoryError:
     if isinstance(exc, openai.APIConnectionError):
         return TrajectoryError("connection_error", str(exc))
     if isinstance(exc, openai.APIStatusError):
-        return TrajectoryError(_status_kind(exc), str(exc))
+        worker = exc.response.headers.get(WORKER_HEADER)
+        return TrajectoryError(_status_kind(exc), str(exc), worker=worker)
     return TrajectoryError("runner_error", f"{type(exc).__name__}: {exc}")
 
 

@@ -20,7 +20,7 @@ from agents import (
 )
 
 from agent_eval.agents.base import RunContext
-from agent_eval.agents.recording import AttemptRecorder, as_message, classify
+from agent_eval.agents.recording import AttemptRecorder, as_message, classify, follow_workers
 from agent_eval.agents.trajectory import Trajectory
 
 Api = Literal["chat_completions", "responses"]
@@ -31,6 +31,7 @@ def sdk_agent(
 ) -> Agent[Any]:
     """An agent on the proxy's client; Chat Completions unless `api` says responses."""
     model_class = OpenAIResponsesModel if api == "responses" else OpenAIChatCompletionsModel
+    follow_workers(ctx.client)
     settings = ModelSettings(
         temperature=ctx.sampling.temperature,
         top_p=ctx.sampling.top_p,
@@ -54,13 +55,17 @@ async def play(
     Whatever stops the run, `trajectory` holds every message and call made up to there.
     """
     trajectory.messages = [as_message(item) for item in ItemHelpers.input_to_new_input_list(given)]
+    recorder = AttemptRecorder(trajectory)
     try:
-        result = await Runner.run(
-            agent, given, max_turns=max_turns, hooks=AttemptRecorder(trajectory),
-            run_config=RunConfig(tracing_disabled=True),
-        )  # fmt: skip
+        with recorder.listening():
+            result = await Runner.run(
+                agent, given, max_turns=max_turns, hooks=recorder,
+                run_config=RunConfig(tracing_disabled=True),
+            )  # fmt: skip
     except (AgentsException, openai.APIError, TimeoutError) as exc:
         trajectory.error = classify(exc)
+        # A call that broke after its answer began (a stream cut short) names that answer's worker.
+        trajectory.error.worker = trajectory.error.worker or recorder.worker
         return None
     trajectory.messages = [as_message(item) for item in result.to_input_list()]
     return result

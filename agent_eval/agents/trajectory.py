@@ -20,6 +20,8 @@ class ModelCallRecord:
     latency_s: float
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    worker: str | None = None
+    """The worker that answered, as the proxy named it; None when the answer did not say."""
 
 
 @dataclass
@@ -30,15 +32,22 @@ class TrajectoryError:
     message: str
     failure_class: FailureClass | None = None
     """Whose failure, for a kind the table does not know; None: the table's class."""
+    worker: str | None = None
+    """The worker whose error answer this is, when the answer named one."""
 
     @property
     def whose(self) -> FailureClass:
         """The model's failure, or the infrastructure's."""
         return self.failure_class or failure_class(self.kind)
 
-    def to_dict(self) -> dict[str, str]:
-        """As the record keeps it: kind, class and message."""
-        return {"kind": self.kind, "class": str(self.whose), "message": self.message}
+    def to_dict(self) -> dict[str, str | None]:
+        """As the record keeps it: kind, class, message and the worker that answered."""
+        return {
+            "kind": self.kind,
+            "class": str(self.whose),
+            "message": self.message,
+            "worker": self.worker,
+        }
 
 
 @dataclass

@@ -295,12 +295,13 @@ class Forwarder:
         status, code = _EXHAUSTED.get(failure.reason, (504, "upstream_timeout"))
         if failure.status is not None:
             status, code = failure.status, "upstream_error"
-        return error_response(
+        response = error_response(
             status,
             code,
             f"the request failed on {attempts} attempt(s); last: {failure.message}. "
             "Worker states are at GET /workers; retry later.",
         )
+        return _passed_on(response, failure)
 
     def _finish(
         self,
@@ -334,13 +335,21 @@ class Forwarder:
 
 def _poisoned(failure: Failure, attempts: int) -> web.Response:
     """The answer to a request that failed the same way twice in a row."""
-    return error_response(
+    response = error_response(
         failure.status or 502,
         "request_failed_on_every_worker",
         f"the request failed the same way on {attempts} attempts (last: {failure.message}), "
         "so the request itself is the likely cause: it was not tried again and counts "
         "against no worker. Check the request; worker states are at GET /workers.",
     )
+    return _passed_on(response, failure)
+
+
+def _passed_on(response: web.Response, failure: Failure) -> web.Response:
+    """`response` naming the worker whose error status it passes on, when a worker answered."""
+    if failure.worker is not None:
+        response.headers[WORKER_HEADER] = failure.worker
+    return response
 
 
 def _body_of(response: web.StreamResponse) -> bytes:

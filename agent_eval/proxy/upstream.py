@@ -75,6 +75,8 @@ class Failure:
     message: str
     status: int | None = None
     retry_after: float | None = None
+    worker: str | None = None
+    """The worker that answered `status`; None when no worker answered."""
 
     @property
     def counts_against_worker(self) -> bool:
@@ -113,6 +115,7 @@ def status_failure(status: int, body: bytes, headers: dict[str, str], url: str) 
         f"worker {url} answered {status}: {upstream_message(body)}",
         status=status,
         retry_after=_seconds(headers.get("retry-after")),
+        worker=url,
     )
 
 

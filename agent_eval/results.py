@@ -7,8 +7,9 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -18,6 +19,8 @@ log = logging.getLogger(__name__)
 
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
+UNSCORED = "unscored.jsonl"
+"""Unscored attempts `run --resume --retry-errors` took out of samples.jsonl to play again."""
 DECISIONS = "decisions.jsonl"
 """A watch directory's decision per checkpoint (`agent-eval watch`)."""
 TRIGGER_STATE = "trigger.json"
@@ -45,18 +48,32 @@ class RunDirectory:
         A torn last line (a crash mid-write) is no finished attempt: it is skipped, and
         `on_torn` is told where it was.
         """
-        if not self.samples.exists():
-            return
-        with self.samples.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{self.samples} line {number}"
-                if _torn(line):
-                    if on_torn is not None:
-                        on_torn(where)
-                    continue
-                yield AttemptRecord.from_line(line, where)
+        for where, line in self._lines(on_torn):
+            yield AttemptRecord.from_line(line, where)
+
+    def set_aside_unscored(self) -> int:
+        """Move the attempts an infrastructure failure stopped to unscored.jsonl, each stamped
+        with the time, so that a resume plays them again; how many were moved."""
+        self._drop_torn_last_line()
+        partial = self.samples.with_suffix(".jsonl.partial")
+        unscored: list[bytes] = []
+        with partial.open("wb") as kept:
+            for where, line in self._lines():
+                if AttemptRecord.from_line(line, where).scored:
+                    kept.write(line)
+                else:
+                    unscored.append(line)
+            _sync(kept)
+        if not unscored:
+            partial.unlink()
+            return 0
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        with (self.path / UNSCORED).open("ab") as aside:
+            aside.writelines(_stamped(line, stamp) for line in unscored)
+            _sync(aside)
+        # Only once they are safe in unscored.jsonl do they leave samples.jsonl, in one step.
+        os.replace(partial, self.samples)
+        return len(unscored)
 
     async def append(self, record: AttemptRecord) -> None:
         await self.append_line(record.to_line())
@@ -79,6 +96,21 @@ class RunDirectory:
         partial.write_text(json.dumps(data, indent=2, sort_keys=True, allow_nan=False))
         os.replace(partial, target)
         return target
+
+    def _lines(self, on_torn: Callable[[str], None] | None = None) -> Iterator[tuple[str, bytes]]:
+        """samples.jsonl's non-blank lines and where each is; a torn last line goes to `on_torn`."""
+        if not self.samples.exists():
+            return
+        with self.samples.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{self.samples} line {number}"
+                if _torn(line):
+                    if on_torn is not None:
+                        on_torn(where)
+                    continue
+                yield where, line
 
     def _write(self, line: bytes) -> None:
         with self.samples.open("ab") as handle:
@@ -106,6 +138,19 @@ def _torn(line: bytes) -> bool:
     except orjson.JSONDecodeError:
         return True
     return False
+
+
+def _stamped(line: bytes, stamp: str) -> bytes:
+    """A set-aside record's line, saying when it was set aside; readers of records skip the key."""
+    return orjson.dumps(
+        {"set_aside_at": stamp, **orjson.loads(line)}, option=orjson.OPT_APPEND_NEWLINE
+    )
+
+
+def _sync(handle: BinaryIO) -> None:
+    """Flush `handle` to the disk: a file replaced or appended to must hold what it says."""
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def save_worker_snapshot(run_dir: Path, workers: list[dict[str, Any]]) -> None:

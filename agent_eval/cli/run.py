@@ -18,7 +18,7 @@ from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics import Summary
 from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
-from agent_eval.results import RunDirectory
+from agent_eval.results import UNSCORED, RunDirectory
 
 
 def run(
@@ -50,9 +50,19 @@ def run(
         Path | None,
         typer.Option(help="Finish an interrupted run in this directory.", rich_help_panel=HOW),
     ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(
+            "--retry-errors",
+            help="With --resume: play again the attempts an infrastructure failure stopped.",
+            rich_help_panel=HOW,
+        ),
+    ] = False,
 ) -> None:
     """Launch workers and the proxy, play every attempt, score it, summarise, tear down."""
     flags = settings_given(ctx)
+    if resume is None and retry_errors:
+        fail("--retry-errors plays a run's unscored attempts again: give it with --resume RUN")
     if resume is not None:
         if config is not None or run_dir is not None:
             fail("--resume takes the run's own config and directory; leave out --config and -o")
@@ -60,6 +70,8 @@ def run(
         flags["output.dir"] = resume
     resolved: RunConfig = guarded(ctx, load_run_config, config, flags, overrides or [])
     checked = guarded(ctx, plan, resolved)
+    if retry_errors:
+        guarded(ctx, _set_aside_unscored, resolved)
     summary = guarded(ctx, run_until_signalled, _watched(checked))
     if summary is None:
         _interrupted(resolved)
@@ -79,6 +91,17 @@ async def _watched(checked: Plan) -> Summary:
 def _kept(config: RunConfig) -> int:
     """Finished attempts already in the run directory: a resumed run starts from them."""
     return sum(1 for _ in RunDirectory(config.run_dir).records())
+
+
+def _set_aside_unscored(config: RunConfig) -> None:
+    """Take the unscored attempts out of samples.jsonl, so that the resume plays them again."""
+    moved = RunDirectory(config.run_dir).set_aside_unscored()
+    if moved:
+        where = config.run_dir / UNSCORED
+        message = f"playing {moved} unscored attempts again; their records are kept in {where}"
+    else:
+        message = f"{config.run_dir} has no unscored attempts; finishing it as a normal resume"
+    err_console.print(Text(message), soft_wrap=True)
 
 
 def _interrupted(config: RunConfig) -> NoReturn:

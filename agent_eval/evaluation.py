@@ -11,10 +11,19 @@ from typing import Protocol
 
 from agent_eval.agents import AgentRunner, load_runner
 from agent_eval.agents.base import runner_options
-from agent_eval.config import CONFIG_FILE, RunConfig, save_run_config
+from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.data import Item
 from agent_eval.engine import Engine, Progress
 from agent_eval.errors import ConfigError
+from agent_eval.identity import (
+    DIGEST,
+    Difference,
+    dataset_digest,
+    differences,
+    identity,
+    save_run_facts,
+    saved_facts,
+)
 from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, load_reward
@@ -69,6 +78,7 @@ async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     """Launch, evaluate and tear down; results so far stay on disk whatever happens."""
     config = plan.config
     await asyncio.to_thread(save_run_config, resolved_config(config), config.run_dir)
+    await asyncio.to_thread(save_run_facts, config)
     async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
         # The model's name is known once the workers serve it: save it too.
         saved = resolved_config(config, served.model)
@@ -166,3 +176,11 @@ def resume_config_path(run_dir: Path) -> Path:
     if not path.is_file():
         raise ConfigError(f"{run_dir} holds no config.yaml: not a run directory to resume")
     return path
+
+
+def resume_differences(config: RunConfig) -> list[Difference]:
+    """What `config`, resuming the run in its directory, would change in the run's results."""
+    run_dir = config.run_dir
+    saved = load_run_config(resume_config_path(run_dir), {}, [])
+    resumed = {**identity(resolved_config(config)), DIGEST: dataset_digest(config)}
+    return differences({**identity(saved), **saved_facts(run_dir)}, resumed)

@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"results", "schedulers", "testing"},
     {"launch", "engine"},
     {"config"},
-    {"serving", "run_parts"},
+    {"serving", "run_parts", "identity"},
     {"shards", "checkpoint_server"},
     {"evaluation"},
     {"trigger", "report", "progress"},

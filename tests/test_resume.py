@@ -1,4 +1,5 @@
-"""`run --resume`: `--retry-errors` plays the unscored attempts again, and only those."""
+"""`run --resume`: it refuses what would change the results, and `--retry-errors` plays the
+unscored attempts again, and only those."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ import json
 import shutil
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
+from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.data import Sample
 from agent_eval.engine import attempt_record
+from agent_eval.evaluation import resolved_config, resume_differences
+from agent_eval.identity import DIGEST, RUN_FACTS, describe, save_run_facts
 from agent_eval.results import UNSCORED, RunDirectory
 from tests.conftest import StartWorkers
 from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
@@ -99,7 +106,142 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
     assert lines(broken) == final
 
 
-async def test_retry_errors_without_resume_is_a_mistake(tmp_path: Path) -> None:
-    code, out, err = await finish(await agent_eval("run", "--retry-errors", cwd=tmp_path), 60)
+@pytest.mark.parametrize("flag", ["--retry-errors", "--force"])
+async def test_resume_flags_without_resume_are_a_mistake(flag: str, tmp_path: Path) -> None:
+    code, out, err = await finish(await agent_eval("run", flag, cwd=tmp_path), 60)
     assert code == 2, out + err
-    assert "--retry-errors" in err and "--resume" in err and "Traceback" not in err
+    assert flag in err and "--resume" in err and "Traceback" not in err
+
+
+def started_run(tmp_path: Path) -> Path:
+    """A run directory as a run leaves it when it starts: its config.yaml and run.json."""
+    run = tmp_path / "run"
+    data = write_dataset(tmp_path / "say.jsonl")
+    given = [
+        f"dataset.name={data}",
+        "rollout.endpoints=['http://127.0.0.1:9']",
+        f"output.dir={run}",
+    ]
+    config = load_run_config(None, {}, given)
+    save_run_config(resolved_config(config), run)
+    save_run_facts(config)
+    return run
+
+
+def resuming(run: Path, flags: dict[str, Any], overrides: list[str]) -> RunConfig:
+    """The config `run --resume RUN` would run with these flags and overrides."""
+    return load_run_config(run / CONFIG_FILE, {**flags, "output.dir": run}, overrides)
+
+
+@pytest.mark.parametrize(
+    ("flags", "overrides", "changed"),
+    [
+        ({"eval.seed": 5}, [], {"eval.seed": (0, 5)}),
+        (
+            {"dataset.limit": 4, "eval.n_samples": 2},
+            [],
+            {"dataset.limit": (None, 4), "eval.n_samples": (1, 2)},
+        ),
+        (
+            {},
+            ["reward.function=mypkg.rewards:exact"],
+            {"reward.function": ("math", "mypkg.rewards:exact")},
+        ),
+        (
+            {"sampling.temperature": 0.7},
+            ["agent.max_turns=3"],
+            {"agent.max_turns": (8, 3), "sampling.temperature": (0.0, 0.7)},
+        ),
+        (
+            {"model.path": "/ckpt/2"},
+            ["model.name=other", "agent.options={tools: false}"],
+            {
+                "model.path": (None, "/ckpt/2"),
+                "model.name": (None, "other"),
+                "agent.options": ({}, {"tools": False}),
+            },
+        ),
+        # Where and how fast the model runs is no part of what the results are.
+        (
+            {"eval.concurrency": 3, "eval.processes": 2},
+            [
+                "eval.attempt_timeout=5",
+                "proxy.retry.max_retries=0",
+                "scheduler.type=slurm",
+                "rollout.endpoints=['http://127.0.0.1:8']",
+            ],
+            {},
+        ),
+    ],
+)
+def test_a_resume_differs_in_what_changes_results_and_in_nothing_else(
+    tmp_path: Path, flags: dict[str, Any], overrides: list[str], changed: dict[str, tuple[Any, Any]]
+) -> None:
+    run = started_run(tmp_path)
+    found = resume_differences(resuming(run, flags, overrides))
+    assert {d.key: (d.saved, d.resumed) for d in found} == changed
+
+
+def test_an_edited_dataset_file_differs_by_its_digest(tmp_path: Path) -> None:
+    run = started_run(tmp_path)
+    assert json.loads((run / RUN_FACTS).read_text())[DIGEST]
+    assert resume_differences(resuming(run, {}, [])) == []
+    with (tmp_path / "say.jsonl").open("ab") as data:
+        data.write(b'{"question": "Say 10", "answer": "#### 10"}\n')
+    (found,) = resume_differences(resuming(run, {}, []))
+    assert found.key == DIGEST and found.saved != found.resumed
+    assert "(the dataset file changed since the run started)" in describe(run, [found])
+
+
+def test_the_message_names_both_setups(tmp_path: Path) -> None:
+    run = started_run(tmp_path)
+    found = resume_differences(resuming(run, {"eval.seed": 5, "dataset.limit": 10}, []))
+    assert describe(run, found) == (
+        f"{run} was made with dataset.limit=None and eval.seed=0; this resume would use "
+        "dataset.limit=10 and eval.seed=5: results would mix two setups."
+    )
+
+
+def test_a_run_without_run_json_is_resumed_without_a_dataset_check(tmp_path: Path) -> None:
+    run = started_run(tmp_path)
+    (run / RUN_FACTS).unlink()  # made by an agent-eval that did not write it
+    (tmp_path / "say.jsonl").write_text("")
+    assert resume_differences(resuming(run, {}, [])) == []
+
+
+async def test_the_cli_refuses_a_resume_that_would_mix_setups_unless_forced(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    data = write_dataset(tmp_path / "say.jsonl")
+    run = tmp_path / "run"
+    args = ("run", "--dataset", str(data), "--endpoint", worker.url, "-o", str(run))
+    assert (await finish(await agent_eval(*args, cwd=tmp_path)))[0] == 0
+    config, samples = (run / CONFIG_FILE).read_bytes(), (run / "samples.jsonl").read_bytes()
+
+    resume = ("run", "--resume", str(run))
+    code, _, err = await finish(
+        await agent_eval(*resume, "--seed", "5", "--limit", "4", cwd=tmp_path)
+    )
+    assert code == 2, err
+    assert (
+        f"{run} was made with dataset.limit=None and eval.seed=0; this resume would use "
+        "dataset.limit=4 and eval.seed=5: results would mix two setups. Resume without those "
+        "settings, or pass --force to mix them anyway."
+    ) in err
+    # Nothing was launched: a run would have saved its config again.
+    assert (run / CONFIG_FILE).read_bytes() == config
+    assert (run / "samples.jsonl").read_bytes() == samples
+
+    code, _, err = await finish(await agent_eval(*resume, "-j", "3", cwd=tmp_path))
+    assert code == 0, err
+    assert "warning" not in err and (run / "samples.jsonl").read_bytes() == samples
+
+    with data.open("ab") as handle:
+        handle.write(b'{"question": "Say 10", "answer": "#### 10"}\n')
+    code, _, err = await finish(await agent_eval(*resume, cwd=tmp_path))
+    assert code == 2 and "dataset file changed since the run started" in err, err
+    code, _, err = await finish(await agent_eval(*resume, "--force", cwd=tmp_path))
+    assert code == 0, err
+    assert "warning:" in err and "results mix two setups" in err and "--force" in err
+    assert len(lines(run)) == ROWS + 1  # the new row was played too, as asked

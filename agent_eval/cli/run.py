@@ -12,8 +12,15 @@ from rich.text import Text
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
 from agent_eval.config import RunConfig, load_run_config
-from agent_eval.evaluation import Plan, evaluate, plan, resume_config_path
+from agent_eval.evaluation import (
+    Plan,
+    evaluate,
+    plan,
+    resume_config_path,
+    resume_differences,
+)
 from agent_eval.failures import KINDS
+from agent_eval.identity import Difference, describe
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics import Summary
 from agent_eval.progress import RunView
@@ -58,11 +65,21 @@ def run(
             rich_help_panel=HOW,
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="With --resume: go on though settings that change results differ from the run's.",
+            rich_help_panel=HOW,
+        ),
+    ] = False,
 ) -> None:
     """Launch workers and the proxy, play every attempt, score it, summarise, tear down."""
     flags = settings_given(ctx)
     if resume is None and retry_errors:
         fail("--retry-errors plays a run's unscored attempts again: give it with --resume RUN")
+    if resume is None and force:
+        fail("--force lets a resume change what a run's results depend on: give it with --resume")
     if resume is not None:
         if config is not None or run_dir is not None:
             fail("--resume takes the run's own config and directory; leave out --config and -o")
@@ -70,6 +87,8 @@ def run(
         flags["output.dir"] = resume
     resolved: RunConfig = guarded(ctx, load_run_config, config, flags, overrides or [])
     checked = guarded(ctx, plan, resolved)
+    if resume is not None:
+        _check_identity(guarded(ctx, resume_differences, resolved), resume, force)
     if retry_errors:
         guarded(ctx, _set_aside_unscored, resolved)
     summary = guarded(ctx, run_until_signalled, _watched(checked))
@@ -91,6 +110,19 @@ async def _watched(checked: Plan) -> Summary:
 def _kept(config: RunConfig) -> int:
     """Finished attempts already in the run directory: a resumed run starts from them."""
     return sum(1 for _ in RunDirectory(config.run_dir).records())
+
+
+def _check_identity(found: list[Difference], run_dir: Path, force: bool) -> None:
+    """Refuse a resume that would mix two setups in a run's results; --force goes on, saying so."""
+    if not found:
+        return
+    if not force:
+        fail(
+            f"{describe(run_dir, found)} Resume without those settings, "
+            "or pass --force to mix them anyway."
+        )
+    message = f"{describe(run_dir, found, forced=True)} Going on, as --force asks."
+    err_console.print(Text.assemble(("warning:", "bold yellow"), " ", message), soft_wrap=True)
 
 
 def _set_aside_unscored(config: RunConfig) -> None:

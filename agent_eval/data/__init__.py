@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_eval.data.errors import DataError
-from agent_eval.data.loaders import DATASETS, DatasetSpec, load_dataset
+from agent_eval.data.loaders import DATASETS, DatasetSpec, dataset_file, load_dataset
 from agent_eval.data.records import Item, Sample, Session, Turn
 
 __all__ = [
@@ -14,5 +14,6 @@ __all__ = [
     "Sample",
     "Session",
     "Turn",
+    "dataset_file",
     "load_dataset",
 ]

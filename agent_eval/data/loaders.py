@@ -86,6 +86,13 @@ def load_dataset(
     return _parse(rows, kind, dataset)
 
 
+def dataset_file(name: str, data_file: Path | None) -> Path | None:
+    """The user's file a dataset reads, as `_source` picks it; None for a shipped or hub one."""
+    if data_file is not None:
+        return Path(data_file)
+    return None if name in DATASETS else Path(name)
+
+
 def _source(name: str, data_file: Path | None) -> tuple[Iterator[RawRow], Kind | None, str]:
     """Rows, their format (None: decided by the first row) and the id prefix."""
     spec = DATASETS.get(name)

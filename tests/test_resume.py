@@ -71,9 +71,11 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
 
     # It is resumed while the worker answers 500 to everything: the rest fail, unscored.
     worker.behavior.error_status = 500
-    no_retries = "proxy.retry.max_retries=0"  # a proxy setting: not what a run's results are
+    # How failures are retried and how many may stay unscored are not what a run's results
+    # are: a resume may change them.
+    no_retries = ("proxy.retry.max_retries=0", "eval.retries=0", "eval.max_unscored=1")
     code, _, err = await finish(
-        await agent_eval("run", "--resume", str(broken), no_retries, cwd=tmp_path)
+        await agent_eval("run", "--resume", str(broken), *no_retries, cwd=tmp_path)
     )
     assert code == 0, err
     failed = {(r["sample_id"], r["attempt"]): r["seed"] for r in lines(broken)[ROWS:]}

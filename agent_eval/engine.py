@@ -22,7 +22,8 @@ from agent_eval.metrics import Summary, is_tool_error, summarize
 from agent_eval.metrics.performance import throughput, token_summary
 from agent_eval.record import AttemptRecord
 from agent_eval.results import SUMMARY, RunDirectory
-from agent_eval.rewards import RewardScorer, gsm8k_gold
+from agent_eval.rewards import RewardScorer
+from agent_eval.scoring import Scored, score_attempt
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,19 @@ class Engine:
             retried.append({**error.to_dict(), "session_id": session_id, "latency_s": latency})
             await asyncio.sleep(retry_delay(retry, self.config.retry_backoff))
         trajectory.retries = retried
-        scores = await self._score(item, trajectory)
-        return attempt_record(item, attempt, seed, session_id, trajectory, scores, latency)
+        scored = await self._score(item, trajectory)
+        return attempt_record(item, attempt, seed, session_id, trajectory, scored, latency)
+
+    async def _score(self, item: Item, trajectory: Trajectory) -> Scored:
+        """The attempt's outputs scored, again while the scorer itself fails (its pool restarts)."""
+        outputs = trajectory.final_output, trajectory.turn_outputs
+        for _ in range(self.config.retries + 1):
+            scored = await score_attempt(self.scorer, item, *outputs)
+            if scored.failure is None:
+                return scored
+        if trajectory.error is None:
+            trajectory.error = scored.failure
+        return scored
 
     async def _play(self, item: Item, session_id: str, seed: int) -> tuple[Trajectory, float]:
         """One play of an attempt: its trajectory, stopped where it failed, and its seconds."""
@@ -196,25 +208,6 @@ class Engine:
             message = f"{type(exc).__name__}: {exc}"
             trajectory = stopped(ctx.trajectory, TrajectoryError("runner_error", message))
         return trajectory, round(time.monotonic() - started, 6)
-
-    async def _score(
-        self, item: Item, trajectory: Trajectory
-    ) -> list[tuple[float, bool, str | None]]:
-        """(reward, correct, parsed answer) per scored output: one, or one per turn."""
-        if isinstance(item, Session):
-            pairs = list(zip(trajectory.turn_outputs, item.expected_answers(), strict=False))
-            pairs += [(None, e) for e in item.expected_answers()[len(pairs) :]]
-        else:
-            pairs = [(trajectory.final_output, _gold(item.answer))]
-        return [await self._score_one(output, gold) for output, gold in pairs]
-
-    async def _score_one(
-        self, output: str | None, gold: str | None
-    ) -> tuple[float, bool, str | None]:
-        if output is None or gold is None:
-            return 0.0, False, None
-        result = await self.scorer.score(output, gold)
-        return result.reward, result.correct, result.parsed
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         scores = (record.score() for record in run_dir.records())
@@ -245,33 +238,24 @@ def stopped(trajectory: Trajectory, error: TrajectoryError) -> Trajectory:
     return trajectory
 
 
-def _gold(answer: str | None) -> str | None:
-    if answer is None:
-        return None
-    return gsm8k_gold(answer) if "####" in answer else answer.strip()
-
-
 def attempt_record(
     item: Item,
     attempt: int,
     seed: int,
     session_id: str,
     trajectory: Trajectory,
-    scores: list[tuple[float, bool, str | None]],
+    scored: Scored,
     latency: float,
 ) -> AttemptRecord:
     """One finished attempt, scored: what samples.jsonl keeps of it."""
-    rewards = [reward for reward, _, _ in scores]
     recorded = trajectory.to_dict()
     return AttemptRecord(
         sample_id=item.id,
         attempt=attempt,
         seed=seed,
         session_id=session_id,
-        reward=sum(rewards) / len(rewards) if rewards else 0.0,
-        correct=bool(scores) and all(correct for _, correct, _ in scores),
-        answer=scores[-1][2] if scores else None,
-        **_turns(item, scores),
+        **scored.fields(),
+        challenge_turns=_challenge_turns(item),
         latency_s=round(latency, 6),
         prompt_tokens=trajectory.prompt_tokens,
         completion_tokens=trajectory.completion_tokens,
@@ -283,12 +267,8 @@ def attempt_record(
     )
 
 
-def _turns(item: Item, scores: list[tuple[float, bool, str | None]]) -> dict[str, Any]:
-    """A session's reward and parsed answer per turn and its challenge turns; None for a sample."""
+def _challenge_turns(item: Item) -> list[int] | None:
+    """A session's challenge turns; None for a sample."""
     if not isinstance(item, Session):
-        return dict.fromkeys(("turn_rewards", "turn_answers", "challenge_turns"))
-    return {
-        "turn_rewards": [reward for reward, _, _ in scores],
-        "turn_answers": [parsed for _, _, parsed in scores],
-        "challenge_turns": [index for index, turn in enumerate(item.turns) if turn.challenge],
-    }
+        return None
+    return [index for index, turn in enumerate(item.turns) if turn.challenge]

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
         "failures",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
-    {"record"},
+    {"record", "scoring"},
     {"results", "schedulers", "testing"},
     {"launch", "engine"},
     {"config"},

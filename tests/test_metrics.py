@@ -51,6 +51,7 @@ from agent_eval.metrics import (
     turn_accuracy,
     wilson_interval,
 )
+from agent_eval.scoring import Scored
 
 
 def attempt(
@@ -339,7 +340,7 @@ def test_a_record_carries_what_the_metrics_need() -> None:
         ],
         model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1), ModelCallRecord(0.1)],
     )
-    scores = [(1.0, True, "42"), (0.0, False, "41")]
+    scores = Scored(0.5, False, "41", [1.0, 0.0], ["42", "41"], failure=None)
     score = attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5).score()
     assert (score.turn_rewards, score.turn_answers, score.challenge_turns) == (
         [1.0, 0.0],

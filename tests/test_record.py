@@ -13,6 +13,7 @@ from agent_eval.engine import attempt_record
 from agent_eval.errors import ConfigError
 from agent_eval.record import SCHEMA, AttemptRecord
 from agent_eval.results import RunDirectory
+from agent_eval.scoring import Scored
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.
 OLD_LINE = (
@@ -30,7 +31,7 @@ def session_record() -> AttemptRecord:
         tool_calls=[ToolCallRecord("multiply", '{"a": 6, "b": 7}', "42.0")],
         model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1)],
     )
-    scores = [(1.0, True, "42"), (0.0, False, "41")]
+    scores = Scored(0.5, False, "41", [1.0, 0.0], ["42", "41"], failure=None)
     return attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5)
 
 

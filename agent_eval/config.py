@@ -175,7 +175,10 @@ def save_run_config(config: RunConfig, run_dir: Path) -> Path:
     return target
 
 
+def safe_name(name: str) -> str:
+    """`name` fit for a folder name: a module path's dots and colons become dashes."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+
+
 def _default_run_dir(agent: str) -> Path:
-    # Agent names can be module paths: keep the folder name to safe characters.
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in agent)
-    return Path("runs") / f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path("runs") / f"{safe_name(agent)}-{time.strftime('%Y%m%d-%H%M%S')}"

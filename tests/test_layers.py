@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"shards", "checkpoint_server"},
     {"evaluation"},
     {"trigger", "report", "progress"},
+    {"rescore"},
     {"cli"},
     {"__main__"},
 ]

@@ -1,0 +1,188 @@
+"""A finished run scored again from its stored outputs, with no model call, into a new run.
+
+The source run is only read. The new one is written to a hidden folder beside its target and
+renamed into place at the end, so an error or Ctrl-C never leaves half a run behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from itertools import islice
+from pathlib import Path
+from typing import BinaryIO
+
+from agent_eval.config import RunConfig, safe_name, save_run_config
+from agent_eval.data import Item
+from agent_eval.errors import ConfigError
+from agent_eval.metrics import AttemptScore, Summary, summarize
+from agent_eval.record import AttemptRecord
+from agent_eval.report.runs import Run, load_run
+from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.rewards import RewardScorer, load_reward
+from agent_eval.run_parts import dataset_items
+from agent_eval.scoring import score_attempt
+
+WINDOW = 256
+"""Attempts scored at once: many more than scoring processes, so none waits for work."""
+
+
+@dataclass(frozen=True)
+class Changes:
+    """How many attempts the new reward scored differently, and how many it flipped."""
+
+    changed: int
+    right_to_wrong: int
+    wrong_to_right: int
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """The source run and the new one, as the report reads them."""
+
+    old: Run
+    new: Run
+    changes: Changes
+
+
+def default_target(source: Path, reward: str) -> Path:
+    """RUN-rescored-REWARD beside the source run."""
+    source = source.resolve()
+    return source.with_name(f"{source.name}-rescored-{safe_name(reward)}")
+
+
+def rescore(source: Path, reward: str | None = None, target: Path | None = None) -> Rescored:
+    """Score every stored attempt of `source` again and write the new run to `target`.
+
+    Raises:
+        ConfigError: `source` is not a finished run with its config, the reward does not load,
+            `target` holds files, or an attempt's sample is no longer in the dataset.
+    """
+    old = load_run(source)
+    config = _config(old)
+    spec = reward or config.reward.function
+    load_reward(spec)  # a bad spec fails here, before any folder is made
+    target = target or default_target(source, spec)
+    _check_target(source, target)
+    items = _items(config, old.scores)
+    new_config = _new_config(config, spec, target)
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=_made(target.parent)))
+    try:
+        scores, summary = _write_run(old, new_config, items, partial)
+        partial.replace(target)  # an empty target folder is replaced too
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    new = Run(target, new_config, scores, summary, workers=None, notes=[])
+    return Rescored(old, new, changes(old.scores, scores))
+
+
+def changes(old: Iterable[AttemptScore], new: Iterable[AttemptScore]) -> Changes:
+    """The attempts scored differently, in the same order on both sides."""
+    pairs = list(zip(old, new, strict=True))
+    return Changes(
+        changed=sum(a != b for a, b in pairs),
+        right_to_wrong=sum(a.correct and not b.correct for a, b in pairs),
+        wrong_to_right=sum(b.correct and not a.correct for a, b in pairs),
+    )
+
+
+def _config(old: Run) -> RunConfig:
+    if old.config is None:
+        raise ConfigError(
+            f"{old.path} holds no config.yaml: its dataset and reward are unknown, so it "
+            "cannot be rescored"
+        )
+    return old.config
+
+
+def _check_target(source: Path, target: Path) -> None:
+    if target.resolve().is_relative_to(source.resolve()):
+        raise ConfigError(f"{target} is inside the run {source}, which rescoring never changes")
+    if target.is_dir() and not any(target.iterdir()):
+        return
+    if target.exists():
+        raise ConfigError(
+            f"{target} already exists; rescoring never overwrites a run: pass another -o, "
+            "or remove it"
+        )
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _items(config: RunConfig, scores: list[AttemptScore]) -> dict[str, Item]:
+    """The dataset by sample id; an attempt whose sample is gone is a ConfigError."""
+    items = {item.id: item for item in dataset_items(config)}
+    missing = [score.sample_id for score in scores if score.sample_id not in items]
+    if missing:
+        raise ConfigError(
+            f"{len(missing)} attempt(s) have no sample in the dataset {config.dataset_name} "
+            f"(e.g. {missing[0]!r}): it changed since the run; point dataset.path at the "
+            "data the run used"
+        )
+    return items
+
+
+def _new_config(config: RunConfig, spec: str, target: Path) -> RunConfig:
+    """The source run's config with the new reward and run directory."""
+    reward = config.reward.model_copy(update={"function": spec})
+    output = config.output.model_copy(update={"dir": target})
+    return config.model_copy(update={"reward": reward, "output": output})
+
+
+def _write_run(
+    old: Run, config: RunConfig, items: Mapping[str, Item], folder: Path
+) -> tuple[list[AttemptScore], Summary]:
+    """The new run's samples.jsonl, config.yaml and summary.json in `folder`."""
+    with (folder / SAMPLES).open("wb") as samples:
+        scores = asyncio.run(_rescore_records(config, items, old.path, samples))
+    save_run_config(config, folder)
+    # The report's summary of the new attempts, over the source run's wall time.
+    summary = summarize(scores, old.summary.throughput.wall_time_s, list(old.summary.pass_at_k))
+    RunDirectory(folder).write_json(SUMMARY, summary.to_dict())
+    return scores, summary
+
+
+async def _rescore_records(
+    config: RunConfig, items: Mapping[str, Item], source: Path, samples: BinaryIO
+) -> list[AttemptScore]:
+    """Each record of `source` rescored and written to `samples` in order; their scores."""
+    scores: list[AttemptScore] = []
+    reward = config.reward
+    async with RewardScorer(
+        reward.function, timeout=reward.timeout, max_workers=reward.workers
+    ) as scorer:
+        for chunk in _chunks(RunDirectory(source).records(), WINDOW):
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(_rescored(scorer, items, r)) for r in chunk]
+            for task in tasks:
+                record = task.result()
+                samples.write(record.to_line())
+                scores.append(record.score())
+    return scores
+
+
+async def _rescored(
+    scorer: RewardScorer, items: Mapping[str, Item], record: AttemptRecord
+) -> AttemptRecord:
+    """The record with its outputs scored again; one stopped before any output is kept as is."""
+    stored = record.trajectory
+    final, turns = stored.get("final_output"), stored.get("turn_outputs") or []
+    ended = stored.get("error")
+    if ended is not None and final is None and all(output is None for output in turns):
+        return record
+    scored = await score_attempt(scorer, items[record.sample_id], final, turns)
+    # A stopped attempt keeps why it stopped; otherwise a scorer failure is its error.
+    failure = scored.failure.to_dict() if scored.failure is not None else None
+    return replace(record, **scored.fields(), error=ended or failure)
+
+
+def _chunks(records: Iterator[AttemptRecord], size: int) -> Iterator[list[AttemptRecord]]:
+    while chunk := list(islice(records, size)):
+        yield chunk

@@ -254,3 +254,24 @@ async def test_math_calculator_through_the_proxy_end_to_end(
     assert request["seed"] == attempt_seed(5, "gsm8k_mini-1", 1)
     by_worker = [w.stats.generation_requests for w in workers]
     assert sum(by_worker) == 12 and min(by_worker) > 0
+
+
+class Raising:
+    """Answers "raise" on one sample, which the test reward raises on, and "true" elsewhere."""
+
+    async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
+        return Trajectory(final_output="raise" if sample.id == "gsm8k_mini-1" else "true")
+
+
+async def test_a_reward_that_raises_leaves_its_attempt_unscored_not_wrong(
+    client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    async with RewardScorer("tests.test_rewards:mixed_reward", max_workers=1) as scorer:
+        settings = {"n_samples": 1, "retries": 1, "max_unscored": 1.0}
+        _, summary = await run(Raising(), scorer, client, tmp_path, **settings)
+    by_id = {r.sample_id: r for r in records(tmp_path)}
+    failed = by_id["gsm8k_mini-1"]
+    assert failed.error is not None and failed.error["kind"] == "scorer_error"
+    assert failed.error["class"] == "infra" and "broken reward" in failed.error["message"]
+    assert not failed.scored
+    assert (summary.unscored, summary.scored, summary.accuracy.value) == (1, 35, 1.0)

@@ -265,3 +265,16 @@ def test_duration_text(seconds: float | None, text: str) -> None:
 def test_errors_text_puts_the_most_frequent_first() -> None:
     assert errors_text({}) == "no errors"
     assert errors_text({"max_turns": 1, "timeout": 2}) == "errors timeout=2, max_turns=1"
+
+
+def test_the_live_accuracy_leaves_out_unscored_attempts_and_says_so() -> None:
+    stats = RunStats(total=10)
+    unscored = Counter(no_healthy_worker=2, timeout=1)
+    progress = Progress(done=8, played=8, total=10, correct=3, errors=unscored, unscored=unscored)
+    stats.update(progress)
+    snapshot = stats.snapshot()
+    assert snapshot.accuracy == accuracy(3, 5)  # 3 right of the 5 scored, not of the 8 played
+    shown = stats_parts(snapshot)[0]
+    assert shown == (
+        "acc 0.600 [0.23, 0.88] over 5 scored; 3 unscored (no_healthy_worker=2, timeout=1)"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
@@ -69,3 +70,20 @@ def test_session_rows_show_when_the_run_had_sessions() -> None:
 def test_an_empty_run_renders_without_figures() -> None:
     text = rendered(summarize([], wall_time_s=0.0))
     assert "nan" not in text and "accuracy" not in text and "samples 0 · attempts 0" in text
+
+
+def test_unscored_attempts_are_named_next_to_the_accuracy_and_in_the_caption() -> None:
+    scores = [
+        attempt("a", 0, True),
+        attempt("a", 1, False),
+        attempt("b", 0, True),
+        attempt("b", 1, error_kind="no_healthy_worker", scored=False),
+        attempt("c", 0, error_kind="no_healthy_worker", scored=False),
+    ]
+    summary = replace(summarize(scores, wall_time_s=1.0), complete=False)
+    lines = [" ".join(line.split()) for line in rendered(summary).splitlines()]
+    accuracy = next(line for line in lines if line.startswith("accuracy"))
+    assert accuracy.endswith("over 3 scored")
+    caption = next(line for line in lines if line.startswith("samples"))
+    assert "3 scored; 2 unscored (2 no_healthy_worker)" in caption
+    assert "incomplete" in caption

@@ -141,7 +141,8 @@ def test_a_new_reward_changes_only_the_reward_fields(runs: dict[str, Path], tmp_
     config = load_run_config(target / "config.yaml", {}, [])
     assert config.reward.function == "tests.test_rescore:off_by_one"
     assert config.dataset_name == "gsm8k_mini" and config.run_dir == target
-    assert summary(target)["quality"]["accuracy"]["value"] == 70 / 72
+    # BROKEN's two attempts crashed (a runner error) and are unscored: all 70 scored are right.
+    assert summary(target)["quality"]["accuracy"]["value"] == 1.0
     wall_time = summary(source)["efficiency"]["throughput"]["wall_time_s"]
     assert summary(target)["efficiency"]["throughput"]["wall_time_s"] == wall_time
     assert files(source) == before
@@ -159,6 +160,7 @@ def test_a_failing_reward_is_recorded_as_a_scorer_error(
     assert failed[0].error == {
         "kind": "scorer_error",
         "class": "infra",
+        "worker": None,
         "message": "ValueError: a bug in the new reward",
     }
     assert summary(target)["attempts"] == summary(source)["attempts"]
@@ -222,6 +224,7 @@ def test_the_command_prints_both_headlines_side_by_side(
     lines = {
         line.split()[0]: line.split()[1:] for line in result.output.splitlines() if line.split()
     }
-    assert lines["accuracy"][0] == "0.889" and lines["accuracy"][5] == "0.972"
-    assert lines["mean"][1:] == ["0.889", "0.931"]
+    # Over the 70 scored attempts: 64 right, then all 70 (the six at reward 0.5).
+    assert lines["accuracy"][0] == "0.914" and lines["accuracy"][5] == "1.000"
+    assert lines["mean"][1:] == ["0.914", "0.957"]
     assert "wrong → right" in result.output and f"agent-eval report {target}" in result.output

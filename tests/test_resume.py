@@ -18,6 +18,7 @@ from agent_eval.engine import attempt_record
 from agent_eval.evaluation import resolved_config, resume_differences
 from agent_eval.identity import DIGEST, RUN_FACTS, describe, save_run_facts
 from agent_eval.results import UNSCORED, RunDirectory
+from agent_eval.scoring import Scored
 from tests.conftest import StartWorkers
 from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
 
@@ -25,9 +26,16 @@ from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_d
 def record_line(sample_id: str, error: TrajectoryError | None) -> bytes:
     """A finished attempt's samples.jsonl line, stopped by `error` if one is given."""
     trajectory = Trajectory(error=error)
-    scores = [(0.0, False, None)] if error else [(1.0, True, "1")]
+    scored = Scored(
+        reward=0.0 if error else 1.0,
+        correct=not error,
+        answer=None if error else "1",
+        turn_rewards=None,
+        turn_answers=None,
+        failure=None,
+    )
     record = attempt_record(
-        Sample(sample_id, "q", "1"), 0, 7, f"{sample_id}-0", trajectory, scores, 0.1
+        Sample(sample_id, "q", "1"), 0, 7, f"{sample_id}-0", trajectory, scored, 0.1
     )
     return record.to_line()
 

@@ -20,6 +20,20 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or f"(the log {path} is empty)"
 
 
+def last_line(path: Path, width: int = 100) -> str | None:
+    """The last line a log holds, cut to `width` characters; None for no log or an empty one."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(path.stat().st_size - 4096, 0))
+            lines = handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    said = next((line.strip() for line in reversed(lines) if line.strip()), None)
+    if said is None or len(said) <= width:
+        return said
+    return said[: width - 3] + "..."
+
+
 def os_reason(exc: OSError) -> str:
     """A short cause such as 'Connection refused', without the address noise asyncio adds."""
     if isinstance(exc, TimeoutError):

@@ -14,6 +14,7 @@ import pytest
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.diagnostics import last_line
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.local import LocalScheduler
@@ -54,6 +55,24 @@ async def test_worker_that_never_gets_ready_times_out(tmp_path: Path) -> None:
         with pytest.raises(WorkerTimeoutError, match="not ready after 1 s"):
             await scheduler.wait_ready(timeout=1)
     assert not alive(pid)
+
+
+async def test_the_wait_says_what_a_starting_worker_last_logged(tmp_path: Path) -> None:
+    waits: list[str] = []
+    async with LocalScheduler(tmp_path) as scheduler:
+        await scheduler.launch(MockBackend(ready_path="/never"), WorkerConfig(), Allocation("mock"))
+        with pytest.raises(WorkerTimeoutError):
+            await scheduler.wait_ready(timeout=3, on_wait=waits.append)
+    # A cold start shows its progress (a model loading), not a bare "waiting".
+    logged = [w for w in waits if w.startswith("waiting for 1 worker(s) to answer; worker 0")]
+    assert any("logged: READY http://127.0.0.1:" in w for w in logged), waits
+
+
+def test_the_last_line_of_a_log_is_cut_to_its_width(tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    assert last_line(log) is None
+    log.write_text("loading\n" + "x" * 300 + "\n\n")
+    assert last_line(log, width=20) == "x" * 17 + "..."
 
 
 async def test_more_gpus_than_exist_is_refused(

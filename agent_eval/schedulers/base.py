@@ -16,7 +16,7 @@ import aiohttp
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerConfig
-from agent_eval.diagnostics import log_tail
+from agent_eval.diagnostics import last_line, log_tail
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
 
 if TYPE_CHECKING:
@@ -107,7 +107,9 @@ class Scheduler(ABC):
                     )
                 if on_wait is not None:
                     reason = await self.waiting_reason()
-                    on_wait(reason or f"waiting for {len(pending)} worker(s) to answer")
+                    if reason is None:
+                        reason = await asyncio.to_thread(_starting, pending)
+                    on_wait(reason)
                 await asyncio.sleep(POLL_SECONDS)
 
     async def _check(self, http: aiohttp.ClientSession, worker: LaunchedWorker) -> bool:
@@ -135,3 +137,10 @@ class Scheduler(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+def _starting(pending: list[LaunchedWorker]) -> str:
+    """What the workers not answering yet do, as the first one's log last says (a model loads)."""
+    waiting = f"waiting for {len(pending)} worker(s) to answer"
+    said = last_line(pending[0].log)
+    return f"{waiting}; {pending[0].name} logged: {said}" if said else waiting

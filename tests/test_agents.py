@@ -79,6 +79,20 @@ async def test_math_calculator_records_a_whole_trajectory(
     }
 
 
+async def test_the_first_tool_result_can_be_the_answer(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply(tool_calls=[multiply_call(6, 7)]))
+    base_url = await start_proxy([worker])
+    runner = MathCalculatorAgent(tool_use="stop_on_first_tool")
+    trajectory = await runner.run(QUESTION, context(base_url))
+    worker.assert_script_used_up()  # one model call: no second one to read the result
+    assert trajectory.error is None and trajectory.final_output == "42.0"
+    assert len(trajectory.model_calls) == 1
+    assert [call.result for call in trajectory.tool_calls] == ["42.0"]
+
+
 async def test_endless_tool_calls_end_as_max_turns(
     start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
 ) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.calculator import calculator_tools
-from agent_eval.agents.sdk import Api, play, sdk_agent
+from agent_eval.agents.sdk import Api, ToolUse, play, sdk_agent
 from agent_eval.agents.trajectory import Trajectory
 
 INSTRUCTIONS = (
@@ -19,12 +19,18 @@ INSTRUCTIONS = (
 class MathCalculatorAgent:
     """Chat Completions by default (`api="responses"` for the Responses API); tracing stays off."""
 
-    def __init__(self, max_turns: int = 8, api: Api = "chat_completions") -> None:
+    def __init__(
+        self, max_turns: int = 8, api: Api = "chat_completions", tool_use: ToolUse = "run_llm_again"
+    ) -> None:
+        """`tool_use="stop_on_first_tool"`: the first tool's result is the answer, for
+        problems one calculator call settles (a small model rarely stops calling)."""
         self.max_turns = max_turns
         self.api = api
+        self.tool_use = tool_use
 
     async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
-        agent = sdk_agent("math_calculator", INSTRUCTIONS, calculator_tools(), ctx, self.api)
+        tools = calculator_tools()
+        agent = sdk_agent("math_calculator", INSTRUCTIONS, tools, ctx, self.api, self.tool_use)
         trajectory = ctx.trajectory
         result = await play(agent, _input(sample), self.max_turns, trajectory)
         if result is not None:

@@ -24,10 +24,17 @@ from agent_eval.agents.recording import AttemptRecorder, as_message, classify, f
 from agent_eval.agents.trajectory import Trajectory
 
 Api = Literal["chat_completions", "responses"]
+ToolUse = Literal["run_llm_again", "stop_on_first_tool"]
+"""After a tool call: ask the model again (the default), or answer with the tool's result."""
 
 
 def sdk_agent(
-    name: str, instructions: str, tools: Sequence[Tool], ctx: RunContext, api: Api
+    name: str,
+    instructions: str,
+    tools: Sequence[Tool],
+    ctx: RunContext,
+    api: Api,
+    tool_use: ToolUse = "run_llm_again",
 ) -> Agent[Any]:
     """An agent on the proxy's client; Chat Completions unless `api` says responses."""
     model_class = OpenAIResponsesModel if api == "responses" else OpenAIChatCompletionsModel
@@ -44,6 +51,7 @@ def sdk_agent(
         tools=list(tools),
         model=model_class(model=ctx.model, openai_client=ctx.client),
         model_settings=settings,
+        tool_use_behavior=tool_use,
     )
 
 

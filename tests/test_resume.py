@@ -164,11 +164,14 @@ def resuming(run: Path, flags: dict[str, Any], overrides: list[str]) -> RunConfi
         ),
         (
             {"model.path": "/ckpt/2"},
-            ["model.name=other", "agent.options={tools: false}"],
+            ["model.name=other", "agent.options={tool_use: stop_on_first_tool}"],
             {
                 "model.path": (None, "/ckpt/2"),
                 "model.name": (None, "other"),
-                "agent.options": ({}, {"tools": False}),
+                "agent.options": (
+                    {"tool_use": "run_llm_again"},
+                    {"tool_use": "stop_on_first_tool"},
+                ),
             },
         ),
         # Where and how fast the model runs is no part of what the results are.

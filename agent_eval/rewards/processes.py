@@ -24,7 +24,7 @@ async def retire(pool: ProcessPoolExecutor, grace: float, *, cancel_pending: boo
         _kill(processes)  # before shutdown: its manager thread would wait on a busy worker
     # Not cancelling on recycle: a cancelled future would look like our own task's cancellation.
     pool.shutdown(wait=False, cancel_futures=cancel_pending)
-    await asyncio.to_thread(_reap, processes, grace)
+    await asyncio.to_thread(_reap, pool, processes, grace)
 
 
 def _kill(processes: list[BaseProcess]) -> None:
@@ -32,13 +32,18 @@ def _kill(processes: list[BaseProcess]) -> None:
         process.kill()  # a no-op for a process already reaped
 
 
-def _reap(processes: list[BaseProcess], grace: float) -> None:
+def _reap(pool: ProcessPoolExecutor, processes: list[BaseProcess], grace: float) -> None:
     _wait_exit(processes, grace)
     _kill(processes)
     if not _wait_exit(processes, 5.0):
         logger.error("reward workers %s survived SIGKILL", [p.pid for p in processes])
+        return
     for process in processes:
         process.join(1.0)  # reaps it, unless the pool's own manager thread already has
+    # With its workers gone the pool's manager thread ends at once; waiting for it here means
+    # none is still closing its wake-up pipe when the interpreter's exit hook writes to it
+    # (Python 3.11 then prints an OSError traceback after a clean exit).
+    pool.shutdown(wait=True)
 
 
 def _wait_exit(processes: list[BaseProcess], timeout: float) -> bool:

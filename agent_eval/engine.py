@@ -103,13 +103,12 @@ class Engine:
 
     async def start(self, run_dir: RunDirectory, total: int | None) -> set[tuple[str, int]]:
         """Ready the run directory; the (sample id, attempt) pairs it already holds."""
-        done = await asyncio.to_thread(run_dir.prepare)
+        done, unscored = await asyncio.to_thread(run_dir.prepare)
         self.progress.total = (total or 0) * self.config.n_samples
         self.progress.done = len(done)
         if self.progress.total:
             # The budget is of the whole run: attempts unscored before a resume count too.
-            before = await asyncio.to_thread(_unscored, run_dir)
-            self._budget = math.floor(self.config.max_unscored * self.progress.total) - before
+            self._budget = math.floor(self.config.max_unscored * self.progress.total) - unscored
         return done
 
     async def play(
@@ -225,10 +224,6 @@ def retry_delay(retry: int, base: float) -> float:
     # Jitter spreads the attempts a worker outage stopped together, so they do not return
     # together and meet the recovering worker all at once.
     return random.uniform(0, min(60.0, base * 2**retry))
-
-
-def _unscored(run_dir: RunDirectory) -> int:
-    return sum(not record.scored for record in run_dir.records())
 
 
 def stopped(trajectory: Trajectory, error: TrajectoryError) -> Trajectory:

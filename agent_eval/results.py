@@ -36,11 +36,17 @@ class RunDirectory:
         self.path = path
         self.samples = path / SAMPLES
 
-    def prepare(self) -> set[tuple[str, int]]:
-        """Create the folder; return the (sample id, attempt) pairs already done, for resuming."""
+    def prepare(self) -> tuple[set[tuple[str, int]], int]:
+        """Create the folder; the (sample id, attempt) pairs already done, for resuming, and how
+        many of them are unscored, in one pass over the file."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._drop_torn_last_line()
-        return {(record.sample_id, record.attempt) for record in self.records()}
+        done: set[tuple[str, int]] = set()
+        unscored = 0
+        for record in self.records():
+            done.add((record.sample_id, record.attempt))
+            unscored += not record.scored
+        return done, unscored
 
     def records(self, on_torn: Callable[[str], None] | None = None) -> Iterator[AttemptRecord]:
         """Every finished attempt, streamed from disk; a corrupt line is a ConfigError.

@@ -13,12 +13,24 @@ import yaml
 from pydantic import Field
 
 from agent_eval.agents.base import Sampling
+from agent_eval.data.loaders import DATASETS
 from agent_eval.launch import LaunchConfig
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.settings import Section, load_settings
 
 CONFIG_FILE = "config.yaml"
 DEFAULT_DATASETS = {"math_calculator": "gsm8k_mini", "multi_turn_chat": "sessions_mini"}
+# The first run's settings, when the calculator agent plays on the embedded model: a result
+# that means something within minutes on a laptop. SmolLM2-135M picks a tool and its numbers
+# but seldom stops calling tools, so its first tool's result is its answer, on problems one
+# call settles; sampling and four attempts per problem let pass@k, pass^k and maj@k differ.
+# A file, flag or override still sets any of them.
+EMBEDDED_DEFAULT: dict[str, Any] = {
+    "agent": {"max_turns": 2, "options": {"tool_use": "stop_on_first_tool"}},
+    "dataset": {"name": "word_problems"},
+    "eval": {"n_samples": 4},
+    "sampling": {"temperature": 0.3, "max_tokens": 64},
+}
 
 
 class AgentSection(Section):
@@ -44,9 +56,7 @@ class AgentSection(Section):
 class DatasetSection(Section):
     """What the attempts are played on."""
 
-    name: str | None = Field(
-        None, description="gsm8k, gsm8k_mini, sessions_mini or a .jsonl/.parquet path."
-    )
+    name: str | None = Field(None, description=f"{', '.join(DATASETS)} or a .jsonl/.parquet path.")
     path: Path | None = Field(None, description="Local file for a named dataset (e.g. gsm8k).")
     limit: int | None = Field(None, ge=0, description="Use only the first N samples.")
 
@@ -152,6 +162,14 @@ class RunConfig(LaunchConfig):
         """The dataset given, else the agent's own sample set."""
         return self.dataset.name or DEFAULT_DATASETS.get(self.agent.name, "gsm8k_mini")
 
+    def on_embedded_model(self) -> bool:
+        """Whether the calculator agent plays on the embedded model: the first run's setup."""
+        return (
+            self.agent.name == "math_calculator"
+            and self.allocation().backend == "llamacpp"
+            and self.worker().model is None
+        )
+
     @property
     def run_dir(self) -> Path:
         """The run directory (fixed when the config is loaded)."""
@@ -159,9 +177,16 @@ class RunConfig(LaunchConfig):
         return self.output.dir
 
 
-def load_run_config(path: Path | None, flags: dict[str, Any], overrides: list[str]) -> RunConfig:
-    """Defaults, then the YAML file, then flags (dotted keys), then `a.b=value` overrides."""
+def load_run_config(
+    path: Path | None, flags: dict[str, Any], overrides: list[str], embedded_default: bool = False
+) -> RunConfig:
+    """Defaults, then the YAML file, then flags (dotted keys), then `a.b=value` overrides.
+
+    With `embedded_default` (a run, not a watch), the calculator agent on the embedded model
+    takes EMBEDDED_DEFAULT's settings for those not given."""
     config = load_settings(RunConfig, path, flags, overrides)
+    if embedded_default and config.on_embedded_model():
+        config = load_settings(RunConfig, path, flags, overrides, preset=EMBEDDED_DEFAULT)
     if config.output.dir is None:
         config.output.dir = _default_run_dir(config.agent.name)
     return config

@@ -26,10 +26,14 @@ class Section(BaseModel):
 
 
 def load_settings(
-    model: type[S], path: Path | None, flags: dict[str, Any], overrides: list[str]
+    model: type[S],
+    path: Path | None,
+    flags: dict[str, Any],
+    overrides: list[str],
+    preset: dict[str, Any] | None = None,
 ) -> S:
-    """Defaults, then the YAML file, then flags (dotted keys, None: not given), then overrides."""
-    data = read_yaml(path) if path is not None else {}
+    """Defaults, a preset's, the YAML file, flags (dotted keys, None: not given), overrides."""
+    data = _merged(preset or {}, read_yaml(path) if path is not None else {})
     for key, value in flags.items():
         if value is not None:
             _set(data, key.split("."), value)
@@ -105,6 +109,17 @@ def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
     for part in path[:-1]:
         data = data.setdefault(part, {})
     data[path[-1]] = value
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `over` laid on it, mapping by mapping."""
+    result = _deep_copy(base)
+    for key, value in over.items():
+        below = result.get(key)
+        if isinstance(below, dict) and isinstance(value, dict):
+            value = _merged(below, value)
+        result[key] = value
+    return result
 
 
 def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,10 @@ from types import SimpleNamespace
 import orjson
 import pytest
 import typer
+import yaml
 
 from agent_eval.cli.common import guarded
+from agent_eval.cli.run import EMBEDDED_NEXT
 from agent_eval.errors import ConfigError
 from tests.conftest import StartWorkers, eventually
 from tests.test_llamacpp_workers import servers_on
@@ -138,22 +140,28 @@ async def test_mistakes_end_in_one_message_and_exit_code_2(
 
 
 async def test_the_embedded_default_runs_end_to_end_and_leaves_nothing(tmp_path: Path) -> None:
+    """README's first command, on the first 3 of its word problems."""
     run_dir = tmp_path / "run"
-    args = ("run", "--agent", "math_calculator", "--limit", "2", "-o", str(run_dir))
-    code, out, err = await finish(await agent_eval(*args, "agent.max_turns=2", cwd=tmp_path), 600)
+    args = ("run", "--agent", "math_calculator", "--limit", "3", "-o", str(run_dir))
+    code, out, err = await finish(await agent_eval(*args, cwd=tmp_path), 600)
     assert code == 0, err
-    assert len(lines(run_dir)) == 2 and summary(run_dir)["attempts"] == 2
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["dataset"]["name"] == "word_problems" and saved["eval"]["n_samples"] == 4
+    assert saved["agent"]["options"] == {"tool_use": "stop_on_first_tool"}
+    assert len(lines(run_dir)) == 12 and summary(run_dir)["scored"] == 12
     for name in ("config.yaml", "summary.json", "workers.json", "proxy.log"):
         assert (run_dir / name).is_file(), name
     assert sorted(p.name for p in (run_dir / "workers").glob("*.log")) == [
         "worker-0.log",
         "worker-1.log",
     ]
-    assert all(r["model_calls"] >= 1 for r in lines(run_dir))  # the real model answered
+    assert all(r["model_calls"] == 1 for r in lines(run_dir))  # the real model answered once
     workers = json.loads((run_dir / "workers.json").read_text())["workers"]
     ports = {int(w["url"].rsplit(":", 1)[1]) for w in workers}
     assert servers_on(ports) == [] and not running_with(str(run_dir / "proxy.json"))
-    assert "accuracy" in out
+    assert "Embedded model (SmolLM2-135M on CPU): word_problems, 4 attempt(s)" in out
+    assert "pass@4" in out and "pass^4" in out and "maj@4" in out
+    assert " ".join(out.split()).endswith(" ".join(EMBEDDED_NEXT.split()))
 
 
 def test_mistakes_raised_inside_concurrent_work_still_end_in_one_message(capsys) -> None:

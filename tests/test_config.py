@@ -32,10 +32,42 @@ def test_shipped_configs_cover_each_way_to_run() -> None:
 
 def test_the_cpu_default_file_is_what_no_config_gives() -> None:
     spelled = load_run_config(Path("configs/cpu_default.yaml"), {}, ["output.dir=x"])
-    bare = load_run_config(None, {"agent.name": "math_calculator"}, ["output.dir=x"])
-    assert spelled.dataset_name == bare.dataset_name == "gsm8k_mini"
-    dataset_name = {"dataset": {"name"}}
-    assert spelled.model_dump(exclude=dataset_name) == bare.model_dump(exclude=dataset_name)
+    bare = load_run_config(None, {"agent.name": "math_calculator"}, ["output.dir=x"], True)
+    assert spelled.model_dump() == bare.model_dump()
+    assert bare.dataset_name == "word_problems" and bare.eval.n_samples == 4
+
+
+def test_the_embedded_default_fills_only_what_no_one_gave(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"eval": {"n_samples": 2}, "agent": {"options": {"x": 1}}}))
+    config = load_run_config(path, {"sampling.temperature": 0.0}, ["agent.max_turns=5"], True)
+    assert (config.eval.n_samples, config.sampling.temperature, config.agent.max_turns) == (2, 0, 5)
+    assert config.agent.options == {"tool_use": "stop_on_first_tool", "x": 1}
+    assert config.dataset_name == "word_problems" and config.sampling.max_tokens == 64
+
+
+@pytest.mark.parametrize(
+    ("flags", "overrides"),
+    [
+        ({"model.path": "model.gguf"}, []),
+        ({"rollout.endpoints": ["http://127.0.0.1:8000"]}, []),
+        ({"rollout.backend": "sglang:d1"}, []),
+        ({"agent.name": "multi_turn_chat"}, []),
+    ],
+    ids=["a model", "an endpoint", "another backend", "another agent"],
+)
+def test_any_other_model_or_agent_keeps_the_plain_defaults(
+    flags: dict[str, object], overrides: list[str]
+) -> None:
+    config = load_run_config(None, flags, overrides, True)
+    assert not config.on_embedded_model()
+    assert config.eval.n_samples == 1 and config.sampling.temperature == 0.0
+    assert config.dataset_name != "word_problems" and config.agent.options == {}
+
+
+def test_a_watch_keeps_the_plain_defaults() -> None:
+    config = load_run_config(None, {}, [])
+    assert config.on_embedded_model() and config.dataset_name == "gsm8k_mini"
 
 
 def test_defaults_then_file_then_flags_then_overrides(tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ def test_shipped_sets_are_package_data() -> None:
     samples = files("agent_eval.data").joinpath("samples")
     assert samples.joinpath("gsm8k_mini.jsonl").is_file()
     assert samples.joinpath("sessions_mini.jsonl").is_file()
+    assert samples.joinpath("word_problems.jsonl").is_file()
 
 
 def test_gsm8k_mini_solutions_check_out() -> None:
@@ -71,6 +72,39 @@ def test_gsm8k_mini_solutions_check_out() -> None:
             assert arith(expr) == Fraction(result), (problem.id, expr)
         # The worked solution's last number is the gold (a ceiling step may follow the last <<>>).
         assert Fraction(NUMBER.findall(solution)[-1]) == Fraction(gold), problem.id
+
+
+# What each operation's problems say, read independently of the file's worked solutions.
+CUES = {
+    "+": ("more", "in all", "altogether"),
+    "-": ("left",),
+    "*": ("crates?", "in each row", "boxes?", "tickets cost"),
+    "/": ("equally", "equal"),
+}
+NAMED = re.compile(r"\((Multiply|Add|Subtract|Divide) (\d+) (?:by|and|from) (\d+)\.\)$")
+VERBS = {"Add": "+", "Subtract": "-", "Multiply": "*", "Divide": "/"}
+
+
+def test_word_problems_take_one_calculator_step_that_their_words_ask_for() -> None:
+    problems = list(load_dataset("word_problems"))
+    assert len(problems) >= 20 and len({p.question for p in problems}) == len(problems)
+    named = 0
+    for problem in problems:
+        assert isinstance(problem, Sample) and problem.answer, problem.id
+        solution, _, gold = problem.answer.rpartition("\n#### ")
+        [(expr, result)] = ANNOTATION.findall(solution)
+        left, op, right = re.fullmatch(r"(\d+)([-+*/])(\d+)", expr).groups()  # type: ignore[union-attr]
+        assert arith(expr) == Fraction(result) == Fraction(gold), problem.id
+        assert Fraction(gold).denominator == 1 and int(gold) > 0, problem.id
+        words = NAMED.sub("", problem.question)
+        assert [o for o, cues in CUES.items() if any(c in words for c in cues)] == [op], problem.id
+        assert NUMBER.findall(words) in ([left, right], [right, left]), problem.id
+        if hint := NAMED.search(problem.question):
+            verb, first, second = hint.groups()
+            operands = [second, first] if verb == "Subtract" else [first, second]
+            assert (VERBS[verb], operands) == (op, [left, right]), problem.id
+            named += 1
+    assert named * 2 == len(problems)  # half name their operation, half leave it to the model
 
 
 def test_sessions_mini_follow_ups_and_challenges_check_out() -> None:

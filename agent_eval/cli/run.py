@@ -27,6 +27,12 @@ from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
 from agent_eval.results import UNSCORED, RunDirectory
 
+EMBEDDED_NEXT = (
+    "This run shows the harness end to end on a tiny CPU model; to evaluate a real model, give "
+    "the same command --endpoint URL (a running OpenAI-compatible server) "
+    "or --backend sglang:d1 --model PATH."
+)
+
 
 def run(
     ctx: typer.Context,
@@ -85,12 +91,14 @@ def run(
             fail("--resume takes the run's own config and directory; leave out --config and -o")
         config = guarded(ctx, resume_config_path, resume)
         flags["output.dir"] = resume
-    resolved: RunConfig = guarded(ctx, load_run_config, config, flags, overrides or [])
+    resolved: RunConfig = guarded(ctx, load_run_config, config, flags, overrides or [], True)
     checked = guarded(ctx, plan, resolved)
     if resume is not None:
         _check_identity(guarded(ctx, resume_differences, resolved), resume, force)
     if retry_errors:
         guarded(ctx, _set_aside_unscored, resolved)
+    if resolved.on_embedded_model():
+        console.print(Text(_embedded_setup(resolved), style="dim"), soft_wrap=True)
     summary = guarded(ctx, run_until_signalled, _watched(checked))
     if summary is None:
         _interrupted(resolved)
@@ -162,6 +170,19 @@ def _finished(config: RunConfig, summary: Summary) -> None:
     )
     if not summary.complete:
         _over_budget(config, summary)
+    if config.on_embedded_model():
+        console.print(Text(EMBEDDED_NEXT), soft_wrap=True)
+
+
+def _embedded_setup(config: RunConfig) -> str:
+    """What the first run on the embedded model plays, as its settings say."""
+    first_tool = config.agent.options.get("tool_use") == "stop_on_first_tool"
+    answer = ", the first calculator result taken as the answer" if first_tool else ""
+    return (
+        f"Embedded model (SmolLM2-135M on CPU): {config.dataset_name}, "
+        f"{config.eval.n_samples} attempt(s) per problem at temperature "
+        f"{config.sampling.temperature:g}{answer}."
+    )
 
 
 def _over_budget(config: RunConfig, summary: Summary) -> NoReturn:

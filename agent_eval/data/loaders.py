@@ -59,6 +59,11 @@ DATASETS: dict[str, DatasetSpec] = {
         "GSM8K-style problems with worked solutions, shipped with agent-eval",
         shipped="gsm8k_mini.jsonl",
     ),
+    "word_problems": DatasetSpec(
+        "qa",
+        "one-step word problems, half naming their operation: the embedded model's first run",
+        shipped="word_problems.jsonl",
+    ),
     "sessions_mini": DatasetSpec(
         "sessions",
         "multi-turn sessions with follow-ups and challenge turns, shipped with agent-eval",

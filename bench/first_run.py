@@ -1,0 +1,91 @@
+"""Time README's first run, `agent-eval run --agent math_calculator`, against its budget.
+
+Runs the command as a user types it (workers started from cold, evaluated, torn down) into a
+temporary folder, then prints its wall time next to the 3-minute budget and its headline
+figures next to the 0.2-0.8 accuracy band that makes every metric carry information.
+Run from the repository root: `python bench/first_run.py [--runs N]` (seeds 0..N-1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BUDGET_S = 180.0
+BAND = (0.2, 0.8)
+
+
+def first_run(seed: int, folder: Path) -> dict[str, float]:
+    """One run of the command; its wall time, when its workers answered, and its figures."""
+    run_dir = folder / f"run-{seed}"
+    command = [sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator"]
+    started = time.time()
+    subprocess.run(
+        [*command, "--seed", str(seed), "-o", str(run_dir)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    wall = time.time() - started
+    summary = json.loads((run_dir / "summary.json").read_text())
+    quality, stability = summary["quality"], summary["stability"]
+    k = max(int(key) for key in quality["pass_at_k"])
+    return {
+        "wall": wall,
+        # The run saves its config again, with the served model's name, once workers answer.
+        "workers_ready": (run_dir / "config.yaml").stat().st_mtime - started,
+        "attempts": summary["attempts"],
+        "accuracy": quality["accuracy"]["value"],
+        "pass@1": quality["pass_at_k"]["1"],
+        f"pass@{k}": quality["pass_at_k"][str(k)],
+        f"maj@{k}": quality["maj_at_k"][str(k)],
+        f"pass^{k}": stability["pass_hat_k"][str(k)],
+        "consistency": stability["consistency"],
+    }
+
+
+def machine() -> str:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}"
+
+
+def report(results: list[dict[str, float]]) -> None:
+    print(f"{time.strftime('%Y-%m-%d')}, {machine()}")
+    print(f"{'seed':>4} {'wall s':>7} {'/ budget':>8} {'workers s':>9} {'attempts':>8}", end="")
+    figures = [k for k in results[0] if k not in ("wall", "workers_ready", "attempts")]
+    print("".join(f" {name:>11}" for name in figures))
+    for seed, r in enumerate(results):
+        row = f"{seed:>4} {r['wall']:>7.1f} {r['wall'] / BUDGET_S:>8.2f} "
+        row += f"{r['workers_ready']:>9.1f} {int(r['attempts']):>8}"
+        print(row + "".join(f" {r[name]:>11.3f}" for name in figures))
+    worst = max(r["wall"] for r in results)
+    inside = all(BAND[0] <= r["accuracy"] <= BAND[1] for r in results)
+    print(
+        f"slowest {worst:.1f} s = {worst / BUDGET_S:.2f}x the {BUDGET_S:.0f} s budget; "
+        f"accuracy {'inside' if inside else 'OUTSIDE'} {BAND[0]}-{BAND[1]} in every run"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=1, help="Runs, with seeds 0..N-1.")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        report([first_run(seed, Path(folder)) for seed in range(args.runs)])
+
+
+if __name__ == "__main__":
+    main()

@@ -142,7 +142,10 @@ def test_a_finished_run_names_its_agent_dataset_and_directory_as_they_are(
     name: str, tmp_path: Path, printed: Callable[[], str]
 ) -> None:
     config = SimpleNamespace(
-        agent=SimpleNamespace(name=name), dataset_name=f"d{name}", run_dir=tmp_path / name
+        agent=SimpleNamespace(name=name),
+        dataset_name=f"d{name}",
+        run_dir=tmp_path / name,
+        on_embedded_model=lambda: False,
     )
     run_cli._finished(config, summarize([], wall_time_s=1.0))  # type: ignore[arg-type]
     assert f"{name} on d{name}" in shown(printed())  # a table wraps its title

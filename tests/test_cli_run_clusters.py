@@ -39,7 +39,7 @@ async def test_a_whole_run_on_the_scheduler_leaves_nothing_behind(
 ) -> None:
     run_dir = tmp_path / "run"
     args = ["run", "--agent", "math_calculator", "--limit", "1", "-o", str(run_dir)]
-    args += ["--scheduler", scheduler, "--backend", "llamacpp:d1", "agent.max_turns=2"]
+    args += ["--scheduler", scheduler, "--backend", "llamacpp:d1", "-n", "1"]
     code, out, err = await finish(await agent_eval(*args, *SETTINGS[scheduler], cwd=tmp_path), 600)
     assert code == 0, err
     (record,) = lines(run_dir)

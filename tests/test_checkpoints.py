@@ -389,3 +389,40 @@ async def test_mock_worker_refuses_weights_that_are_not_there(
         async with http.get(f"{worker.url}/get_model_info") as response:
             assert (await response.json())["model_path"] == "base"
         assert worker.stats.weight_updates == 2
+
+
+async def test_mock_worker_with_a_key_wants_it_everywhere_but_health_like_sglang(
+    http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    checkpoint = hf_checkpoint(tmp_path / "checkpoint-100")
+    update = {"model_path": str(checkpoint)}
+    async with MockWorker(model="base", api_key="k1") as worker:
+        async with http.post(f"{worker.url}/update_weights_from_disk", json=update) as response:
+            assert (response.status, await response.json()) == (401, {"error": "Unauthorized"})
+        async with http.get(f"{worker.url}/health") as response:
+            assert response.status == 200
+        assert worker.state.model_path == "base"
+        key = {"Authorization": "Bearer k1"}
+        async with http.post(
+            f"{worker.url}/update_weights_from_disk", json=update, headers=key
+        ) as response:
+            assert response.status == 200
+        assert worker.state.model_path == str(checkpoint)
+
+
+async def test_mock_worker_takes_the_weights_path_as_its_name_yet_answers_to_any(
+    http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    checkpoint = str(hf_checkpoint(tmp_path / "checkpoint-100"))
+    async with MockWorker(model="policy") as worker:
+        update = {"model_path": checkpoint}
+        async with http.post(f"{worker.url}/update_weights_from_disk", json=update):
+            pass
+        async with http.get(f"{worker.url}/v1/models") as response:
+            assert [m["id"] for m in (await response.json())["data"]] == [checkpoint]
+        async with http.get(f"{worker.url}/v1/models/policy") as response:
+            assert response.status == 404
+            assert (await response.json())["error"]["code"] == "model_not_found"
+        chat = {"model": "policy", "messages": [{"role": "user", "content": "hi"}]}
+        async with http.post(f"{worker.url}/v1/chat/completions", json=chat) as response:
+            assert (response.status, (await response.json())["model"]) == (200, "policy")

@@ -32,6 +32,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _MAX_BODY = 64 * 1024**2  # long agent trajectories outgrow aiohttp's 1 MiB default
 _SHUTDOWN_TIMEOUT = 1.0  # a fixture should stop fast; stragglers are cancelled
+_KEYLESS = ("/health", "/metrics", "/mock/")
 
 
 def _json(payload: object, status: int = 200) -> web.Response:
@@ -108,14 +109,23 @@ async def _update_weights_from_disk(request: web.Request) -> web.Response:
     return _json({"success": True, "message": message, "num_paused_requests": 0})
 
 
+def _card(model: str) -> JSON:
+    created = int(time.time())
+    return {"id": model, "object": "model", "created": created, "owned_by": "agent-eval-mock"}
+
+
 async def _models(request: web.Request) -> web.Response:
-    card = {
-        "id": request.app[STATE].model,
-        "object": "model",
-        "created": int(time.time()),
-        "owned_by": "agent-eval-mock",
-    }
-    return _json({"object": "list", "data": [card]})
+    """SGLang's served model name: the launch name until a weight swap, then the weights' path."""
+    return _json({"object": "list", "data": [_card(request.app[STATE].model_path)]})
+
+
+async def _model(request: web.Request) -> web.Response:
+    """One model card; the only SGLang route that answers 404 to a name it does not serve."""
+    model, served = request.match_info["model"], request.app[STATE].model_path
+    if model != served:
+        error = {"message": f"The model '{model}' does not exist", "type": "invalid_request_error"}
+        return _json({"error": {**error, "param": "model", "code": "model_not_found"}}, 404)
+    return _json(_card(model))
 
 
 async def _get_behavior(request: web.Request) -> web.Response:
@@ -228,6 +238,17 @@ def _generation(endpoint: Endpoint) -> Handler:
 
 
 @web.middleware
+async def _require_key(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """SGLang's --api-key check; the mock's own /mock routes stay open to tests."""
+    key = request.app[STATE].api_key
+    if key is None or request.method == "OPTIONS" or request.path.startswith(_KEYLESS):
+        return await handler(request)
+    if request.headers.get("Authorization") != f"Bearer {key}":
+        return _json({"error": "Unauthorized"}, 401)
+    return await handler(request)
+
+
+@web.middleware
 async def _count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
     request.app[STATE].stats.requests[request.path] += 1
     return await handler(request)
@@ -240,7 +261,7 @@ async def _stamp(request: web.Request, response: web.StreamResponse) -> None:
 
 def build_app(state: WorkerState) -> web.Application:
     """The aiohttp application of one mock worker over `state`."""
-    app = web.Application(middlewares=[_count_requests], client_max_size=_MAX_BODY)
+    app = web.Application(middlewares=[_count_requests, _require_key], client_max_size=_MAX_BODY)
     app[STATE] = state
     app.on_response_prepare.append(_stamp)
     app.router.add_get("/health", _health)
@@ -248,6 +269,7 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_get("/get_model_info", _model_info)
     app.router.add_get("/get_server_info", _server_info)
     app.router.add_get("/v1/models", _models)
+    app.router.add_get("/v1/models/{model:.+}", _model)
     app.router.add_post("/update_weights_from_disk", _update_weights_from_disk)
     app.router.add_get("/mock/behavior", _get_behavior)
     app.router.add_post("/mock/behavior", _set_behavior)
@@ -269,8 +291,11 @@ class MockWorker:
         port: int = 0,
         behavior: Behavior | None = None,
         responses_api: bool = True,
+        api_key: str | None = None,
     ) -> None:
-        self.state = WorkerState(name, model, behavior or Behavior(), responses_api=responses_api)
+        self.state = WorkerState(
+            name, model, behavior or Behavior(), responses_api=responses_api, api_key=api_key
+        )
         self.host = host
         self._bind_port = port
         self._runner: web.AppRunner | None = None
@@ -370,6 +395,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_false",
         help="serve no /v1/responses, like llama.cpp",
     )
+    parser.add_argument("--api-key", help="require `Authorization: Bearer KEY`, as SGLang does")
     return parser.parse_args(argv)
 
 
@@ -386,7 +412,7 @@ async def _serve(args: argparse.Namespace) -> None:
         two_step=args.two_step,
     )
     async with MockWorker(
-        args.name, args.model, args.host, args.port, behavior, args.responses_api
+        args.name, args.model, args.host, args.port, behavior, args.responses_api, args.api_key
     ) as worker:
         # Launchers wait for this exact line on stdout to learn the port.
         print(f"READY {worker.url}", flush=True)

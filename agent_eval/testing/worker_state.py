@@ -157,6 +157,8 @@ class WorkerState:
     model_path: str = ""
     # False stands in for servers without /v1/responses (llama.cpp, older vLLM).
     responses_api: bool = True
+    # SGLang's --api-key: every route but the health ones then wants `Bearer KEY`.
+    api_key: str | None = None
 
     def __post_init__(self) -> None:
         self.model_path = self.model_path or self.model

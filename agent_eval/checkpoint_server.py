@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
+from pydantic import SecretStr
 
 from agent_eval.config import RunConfig
-from agent_eval.serving import Served, served_model, serving
+from agent_eval.proxy.upstream import bearer
+from agent_eval.serving import Served, serving
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,11 @@ class CheckpointServer:
     async def load(self, checkpoint: Path) -> Served:
         """Workers with the weights of the checkpoint at `checkpoint`, swapped in or restarted."""
         served = self._served
-        if served is not None and self.reloadable and await _swap(served, checkpoint):
-            # SGLang renames its model after a swap: ask again which name requests use.
-            model = await served_model(self.config, served.client)
-            self._served = dataclasses.replace(served, model=model)
-            return self._served
+        key = self.config.proxy.worker_api_key
+        if served is not None and self.reloadable and await _swap(served, checkpoint, key):
+            # SGLang now lists the checkpoint's path as its model but answers to any name, and
+            # the proxy routes by the names a worker listed before: requests keep their name.
+            return served
         await self._close()
         self.on_wait(f"starting workers on {checkpoint.name}")
         config = self.config.model_copy(deep=True)
@@ -61,19 +62,28 @@ class CheckpointServer:
             await stack.aclose()
 
 
-async def _swap(served: Served, path: Path) -> bool:
-    """Ask every worker to load `path`; False (and the reason logged) if any could not."""
+async def _swap(served: Served, path: Path, key: SecretStr | None) -> bool:
+    """Ask each worker, with the worker key, to load `path`; False (reason logged) if one fails."""
     body = {"model_path": str(path)}
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1800)) as http:
+    timeout = aiohttp.ClientTimeout(total=1800)
+    async with aiohttp.ClientSession(timeout=timeout, headers=bearer(key)) as http:
         for worker in served.workers:
-            try:
-                async with http.post(worker.url + "/update_weights_from_disk", json=body) as answer:
-                    result = await answer.json(content_type=None)
-            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                log.warning("worker %s could not swap weights (%s); restarting", worker.url, exc)
-                return False
-            if not result.get("success"):
-                log.warning("worker %s refused %s: %s; restarting", worker.url, path,
-                            result.get("message"))  # fmt: skip
+            if refusal := await _load(http, worker.url, body):
+                log.warning("worker %s did not load %s (%s); restarting", worker.url, path, refusal)
                 return False
     return True
+
+
+async def _load(http: aiohttp.ClientSession, url: str, body: dict[str, str]) -> str | None:
+    """Why the worker at `url` did not load the weights `body` names; None once it has."""
+    try:
+        async with http.post(url + "/update_weights_from_disk", json=body) as answer:
+            result = await answer.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        return f"{type(exc).__name__} {exc}".strip()
+    if not isinstance(result, dict):
+        return f"status {answer.status}"
+    if result.get("success"):
+        return None
+    # SGLang says why in `message`; its API-key check answers `error: Unauthorized`.
+    return f"status {answer.status}: {result.get('message') or result.get('error')}"

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pytest
 from openai import AsyncOpenAI
 from typer.testing import CliRunner
 
+from agent_eval import checkpoint_server
 from agent_eval.backends.llamacpp import embedded_model
-from agent_eval.checkpoint_server import _swap
+from agent_eval.checkpoint_server import CheckpointServer, _swap
 from agent_eval.cli import app
+from agent_eval.config import RunConfig
 from agent_eval.launch import WorkerEndpoint
 from agent_eval.serving import Served
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import eventually
+from tests.conftest import MakeClient, StartProxy, eventually
 from tests.test_llamacpp_workers import servers_on
+
+KEY = "worker-key-7"
 
 
 def decisions(watch_dir: Path) -> list[dict]:
@@ -65,6 +72,74 @@ async def test_sglang_workers_swap_weights_in_place(tmp_path: Path) -> None:
     async with MockWorker() as first, MockWorker() as second:
         workers = [WorkerEndpoint(w.url, "/health") for w in (first, second)]
         served = Served("http://unused/v1", "unused", AsyncOpenAI(api_key="x"), "m", workers)
-        assert await _swap(served, checkpoint)
+        assert await _swap(served, checkpoint, None)
         assert first.state.model_path == second.state.model_path == str(checkpoint)
-        assert not await _swap(served, tmp_path / "missing")  # refused: the caller restarts
+        assert not await _swap(served, tmp_path / "missing", None)  # refused: the caller restarts
+
+
+async def ask_on_every_route(client: AsyncOpenAI, model: str) -> set[str]:
+    """One request naming `model` on each OpenAI route; the models the answers name."""
+    chat = await client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}]
+    )
+    completion = await client.completions.create(model=model, prompt="hi")
+    response = await client.responses.create(model=model, input="hi")
+    return {chat.model, completion.model, response.model}
+
+
+async def test_keyed_workers_swap_checkpoints_in_place_and_keep_answering_to_their_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start_proxy: StartProxy,
+    make_client: MakeClient,
+) -> None:
+    # SGLang launched with --served-model-name policy --api-key KEY; a judge model shares the
+    # proxy, so it routes by name, and a swap renames both policy workers to the weights' path.
+    async with (
+        MockWorker("a", "policy", api_key=KEY) as a,
+        MockWorker("b", "policy", api_key=KEY) as b,
+        MockWorker("judge", "judge", api_key=KEY) as judge,
+    ):
+        base_url = await start_proxy([a, b, judge], worker_api_key=KEY)
+        workers = [WorkerEndpoint(w.url, "/health") for w in (a, b)]
+        served = Served(base_url, "unused", make_client(base_url), "policy", workers)
+        starts: list[Path] = []
+        monkeypatch.setattr(checkpoint_server, "serving", fake_serving(served, starts))
+        config = RunConfig.model_validate(
+            {
+                "rollout": {"backend": "sglang:d2"},
+                "model": {"path": str(tmp_path / "base"), "name": "policy"},
+                "proxy": {"worker_api_key": KEY},
+            }
+        )
+        async with CheckpointServer(config, lambda _: None, lambda *_: None) as server:
+            assert await server.load(tmp_path / "checkpoint-100") is served
+            for step in (200, 300):
+                checkpoint = tmp_path / f"checkpoint-{step}"
+                checkpoint.mkdir()
+                assert await server.load(checkpoint) is served
+                assert a.state.model_path == b.state.model_path == str(checkpoint)
+                await eventually(lambda c=checkpoint: proxy_lists(served, {str(c), "judge"}))
+                assert await ask_on_every_route(served.client, served.model) == {"policy"}
+        assert [p.name for p in starts] == ["checkpoint-100"]  # swapped in place, never restarted
+        assert (a.stats.weight_updates, b.stats.weight_updates) == (2, 2)
+        assert a.stats.generation_requests + b.stats.generation_requests == 6
+        assert judge.stats.generation_requests == 0
+
+
+async def proxy_lists(served: Served, models: set[str]) -> bool:
+    """Whether the proxy's /v1/models is exactly `models`: its probes saw the swap."""
+    return {m.id for m in (await served.client.models.list()).data} == models
+
+
+def fake_serving(
+    served: Served, starts: list[Path]
+) -> Callable[..., contextlib.AbstractAsyncContextManager[Served]]:
+    """Stands in for `serving`: the running mocks and proxy; `starts` records each launch."""
+
+    @contextlib.asynccontextmanager
+    async def serving(config: RunConfig, _: Callable[[str], None]) -> AsyncIterator[Served]:
+        starts.append(Path(config.model.path or ""))
+        yield served
+
+    return serving

@@ -82,7 +82,7 @@ class HealthChecker:
         else:
             body, _ = await self._get(worker, "/v1/models")
         if body is not None:
-            worker.models = parse_model_ids(body) or worker.models
+            worker.list_models(parse_model_ids(body) or worker.models)
 
     async def _serves_responses(self, worker: Worker) -> bool | None:
         """Whether the worker has POST /v1/responses, asked without generating anything.

@@ -103,10 +103,11 @@ class WorkerPool:
         return preferred[0] if preferred else self._policy.choose(untried, info)
 
     def _serving(self, model: str | None, workers: list[Worker]) -> list[Worker]:
-        """Workers serving `model`; when the pool serves one model (or names none), any worker."""
+        """Workers serving `model`, now or else before a weight swap; any if the pool serves one."""
         if model is None:
             return workers
         serving = [w for w in workers if model in w.models]
+        serving = serving or [w for w in workers if w.answers_to(model)]
         if serving:
             return serving
         available = self.models()

@@ -50,11 +50,16 @@ def retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+def bearer(key: SecretStr | None) -> dict[str, str]:
+    """The Authorization header that carries `key`; none without a key."""
+    return {} if key is None else {"Authorization": f"Bearer {key.get_secret_value()}"}
+
+
 def worker_auth(key: SecretStr | None, worker: Worker | None) -> dict[str, str]:
     """The Authorization header for `worker`: only workers the operator gave the key get it."""
-    if key is None or worker is None or not worker.takes_key:
+    if worker is None or not worker.takes_key:
         return {}
-    return {"Authorization": f"Bearer {key.get_secret_value()}"}
+    return bearer(key)
 
 
 def upstream_headers(client: CIMultiDictProxy[str]) -> list[tuple[str, str]]:

@@ -54,6 +54,9 @@ class Worker:
     breaker: CircuitBreaker
     health: HealthRecord = field(default_factory=HealthRecord)
     models: tuple[str, ...] = ()
+    earlier_models: frozenset[str] = frozenset()
+    """Names the worker listed before: SGLang renames its model to the weights' path on a swap
+    yet answers to any name, so requests keep naming the model as it was launched."""
     serves_responses: bool | None = None
     """Whether the worker has /v1/responses itself; None until a probe or an answer tells."""
     takes_key: bool = True
@@ -70,6 +73,15 @@ class Worker:
         """Count a failure that was the worker's fault, in its tally and in its breaker."""
         self.failures += 1
         self.breaker.record_failure(time.monotonic())
+
+    def list_models(self, models: tuple[str, ...]) -> None:
+        """Take the names the worker lists now, remembering those it listed before."""
+        self.earlier_models = self.earlier_models.union(self.models).difference(models)
+        self.models = models
+
+    def answers_to(self, model: str) -> bool:
+        """Whether the worker serves `model` now or served it before a weight swap."""
+        return model in self.models or model in self.earlier_models
 
     def available(self, now: float) -> bool:
         """Healthy and the breaker lets a request through."""

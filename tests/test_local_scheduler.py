@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Collection, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,8 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.diagnostics import last_line
 from agent_eval.errors import ConfigError
+from agent_eval.schedulers import local, ports
+from agent_eval.schedulers.base import PORT_RELAUNCHES
 from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.testing.mock_backend import MockBackend
@@ -107,6 +112,89 @@ async def test_port_in_use_is_refused(tmp_path: Path) -> None:
         scheduler = LocalScheduler(tmp_path, base_port=port)
         with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is in use"):
             await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock"))
+
+
+@pytest.fixture
+def sockets() -> Iterator[ExitStack]:
+    """Sockets a test holds ports with; closed after it."""
+    with ExitStack() as held:
+        yield held
+
+
+def occupy(held: ExitStack, host: str, port: int) -> None:
+    """Listen on host:port, as another program taking the port would."""
+    taken = held.enter_context(socket.socket())
+    taken.bind((host, port))
+    taken.listen()
+
+
+def snatching(held: ExitStack, times: int) -> Callable[..., list[int]]:
+    """A port chooser whose first `times` choices another program takes right after."""
+    left = [times]
+
+    def choose(host: str, count: int, avoid: Collection[int] = ()) -> list[int]:
+        chosen = ports.choose_ports(host, count, avoid)
+        if left[0] > 0:
+            left[0] -= 1
+            occupy(held, host, chosen[0])
+        return chosen
+
+    return choose
+
+
+def test_ports_come_from_the_worker_range_each_once(sockets: ExitStack) -> None:
+    chosen = ports.choose_ports("127.0.0.1", 50, avoid=range(20000, 21000))
+    assert len(set(chosen)) == 50
+    assert all(21000 <= port < 22000 for port in chosen)
+    occupy(sockets, "127.0.0.1", chosen[0])
+    assert not ports.port_is_free("127.0.0.1", chosen[0])
+    assert chosen[0] not in ports.choose_ports("127.0.0.1", 999, avoid=range(20000, 21000))
+
+
+async def test_a_port_taken_before_the_server_binds_it_gets_a_relaunch(
+    tmp_path: Path,
+    sockets: ExitStack,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(local, "choose_ports", snatching(sockets, 1))
+    caplog.set_level(logging.WARNING, "agent_eval.schedulers.base")
+    async with LocalScheduler(tmp_path) as scheduler:
+        first, second = await scheduler.launch(MockBackend(), WorkerConfig(), MOCKS)
+        taken = first.port
+        await scheduler.wait_ready(timeout=60)
+        assert await answers(first.url, "/v1/models")
+        assert first.port not in (taken, second.port)
+        assert first.log == tmp_path / "workers" / "worker-0.relaunch-1.log"
+    failed = (tmp_path / "workers" / "worker-0.log").read_text()
+    assert "[Errno 98]" in failed and "address already in use" in failed
+    (warning,) = caplog.messages
+    assert f"worker 0 found port {taken} taken" in warning
+    assert f"relaunched it on port {first.port} (relaunch 1 of {PORT_RELAUNCHES})" in warning
+
+
+async def test_a_port_taken_every_time_fails_after_the_last_relaunch(
+    tmp_path: Path, sockets: ExitStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "choose_ports", snatching(sockets, PORT_RELAUNCHES + 1))
+    async with LocalScheduler(tmp_path) as scheduler:
+        await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock"))
+        with pytest.raises(WorkerFailedError, match="address already in use"):
+            await scheduler.wait_ready(timeout=60)
+    logs = sorted(p.name for p in (tmp_path / "workers").iterdir())
+    assert len(logs) == PORT_RELAUNCHES + 1
+
+
+async def test_a_fixed_port_taken_late_is_not_swapped(
+    tmp_path: Path, sockets: ExitStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = ports.choose_ports("127.0.0.1", 1)[0]
+    monkeypatch.setattr(local, "check_port_free", lambda host, port: occupy(sockets, host, port))
+    async with LocalScheduler(tmp_path, base_port=port) as scheduler:
+        (worker,) = await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock"))
+        with pytest.raises(WorkerFailedError, match="address already in use"):
+            await scheduler.wait_ready(timeout=60)
+    assert worker.port == port
 
 
 async def test_missing_program_is_a_clear_error(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerConfig
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.diagnostics import last_line, log_tail
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
+from agent_eval.schedulers.ports import says_address_in_use
 
 if TYPE_CHECKING:
     from agent_eval.launch import LaunchConfig
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
+PORT_RELAUNCHES = 3
 
 
 @dataclass
@@ -48,6 +51,19 @@ class LaunchedWorker:
         return f"worker {self.index} ({self.url})"
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What a scheduler was asked to launch, kept to start a worker again."""
+
+    backend: Backend
+    config: WorkerConfig
+    allocation: Allocation
+
+    def command(self, host: str, port: int) -> WorkerCommand:
+        """The command of one worker on host:port."""
+        return self.backend.command(self.config, self.allocation, host, port)
+
+
 class Scheduler(ABC):
     """Places workers somewhere (local processes, Ray actors, a Slurm job) and owns their lives.
 
@@ -59,6 +75,7 @@ class Scheduler(ABC):
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.workers: list[LaunchedWorker] = []
+        self._relaunches: Counter[int] = Counter()
 
     @classmethod
     @abstractmethod
@@ -81,6 +98,18 @@ class Scheduler(ABC):
     @abstractmethod
     async def stop(self) -> None:
         """Stop every worker: gracefully, then by force. Safe to call twice."""
+
+    async def relaunch(self, worker: LaunchedWorker, log: Path) -> bool:
+        """Start an ended worker again on another port, logging to `log`; False where it cannot.
+
+        Schedulers that chose the port override this; fixed ports stay fixed.
+        """
+        return False
+
+    def log_path(self, index: int, attempt: int = 0) -> Path:
+        """Where worker `index` logs; each relaunch gets its own file, so its tail is its own."""
+        name = f"worker-{index}.log" if attempt == 0 else f"worker-{index}.relaunch-{attempt}.log"
+        return self.run_dir.absolute() / "workers" / name
 
     async def waiting_reason(self) -> str | None:
         """What the workers wait for before they can start (a queue), if anything."""
@@ -115,12 +144,31 @@ class Scheduler(ABC):
     async def _check(self, http: aiohttp.ClientSession, worker: LaunchedWorker) -> bool:
         status = await self.exit_status(worker)
         if status is not None:
-            raise WorkerFailedError(worker.name, status, worker.log, log_tail(worker.log))
+            tail = await asyncio.to_thread(log_tail, worker.log)
+            if await self._relaunched(worker, tail):
+                return False
+            raise WorkerFailedError(worker.name, status, worker.log, tail)
         try:
             async with http.get(worker.url + worker.ready_path) as response:
                 return response.status == 200
         except (aiohttp.ClientError, OSError):
             return False
+
+    async def _relaunched(self, worker: LaunchedWorker, tail: str) -> bool:
+        """Relaunch a worker whose port was taken between our choice and its server's bind."""
+        attempt = self._relaunches[worker.index] + 1
+        if attempt > PORT_RELAUNCHES or not says_address_in_use(tail):
+            return False
+        taken, failed_log = worker.port, worker.log
+        if not await self.relaunch(worker, self.log_path(worker.index, attempt)):
+            return False
+        self._relaunches[worker.index] = attempt
+        log.warning(
+            "worker %d found port %d taken when it bound it (see %s); relaunched it on port %d "
+            "(relaunch %d of %d)",
+            worker.index, taken, failed_log, worker.port, attempt, PORT_RELAUNCHES,
+        )  # fmt: skip
+        return True
 
     @staticmethod
     def _tails(workers: list[LaunchedWorker]) -> str:

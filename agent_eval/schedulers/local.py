@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerConfig
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.base import LaunchedWorker, Scheduler
+from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError
+from agent_eval.schedulers.ports import choose_ports, port_is_free
 
 if TYPE_CHECKING:
     from agent_eval.launch import LaunchConfig
@@ -47,14 +48,12 @@ def free_port(host: str) -> int:
 
 
 def check_port_free(host: str, port: int) -> None:
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise ConfigError(
-                f"port {port} on {host} is in use ({exc.strerror}); pick another base port "
-                "or leave it out to use free ports"
-            ) from None
+    """Raises: ConfigError when a fixed port is taken (fixed ports are never swapped)."""
+    if not port_is_free(host, port):
+        raise ConfigError(
+            f"port {port} on {host} is in use; pick another rollout.worker.base_port "
+            "or leave it out to use free ports"
+        )
 
 
 class LocalScheduler(Scheduler):
@@ -69,6 +68,9 @@ class LocalScheduler(Scheduler):
         self.host = host
         self.base_port = base_port
         self._processes: dict[int, asyncio.subprocess.Process] = {}
+        self._launch: Launch | None = None
+        self._gpus: list[list[str]] = []
+        self._ports_taken: set[int] = set()  # by this launch: never handed out twice
 
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> LocalScheduler:
@@ -78,23 +80,28 @@ class LocalScheduler(Scheduler):
         self, backend: Backend, config: WorkerConfig, allocation: Allocation
     ) -> list[LaunchedWorker]:
         backend.validate(config, allocation)
-        gpu_sets = self._gpu_sets(backend, allocation)
-        ports = self._ports(allocation.dp)
+        self._gpus = self._gpu_sets(backend, allocation)
+        self._launch = Launch(backend, config, allocation)
         (self.run_dir / "workers").mkdir(parents=True, exist_ok=True)
-        for index, (port, gpus) in enumerate(zip(ports, gpu_sets, strict=True)):
-            command = backend.command(config, allocation, self.host, port)
+        for index, port in enumerate(self._ports(allocation.dp)):
+            command = self._launch.command(self.host, port)
             worker = LaunchedWorker(
-                index, self.host, port, self.run_dir / "workers" / f"worker-{index}.log",
-                command.ready_path, command.health_path, tuple(int(g) for g in gpus if g.isdigit()),
+                index, self.host, port, self.log_path(index), command.ready_path,
+                command.health_path, tuple(int(g) for g in self._gpus[index] if g.isdigit()),
             )  # fmt: skip
-            env = {**os.environ, **command.env}
-            if backend.needs_gpus:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-            self._processes[index] = await self._spawn(command.argv, env, worker.log)
+            await self._start(worker, command)
             self.workers.append(worker)
-            log.info("started %s, logging to %s", worker.name, worker.log)
-            log.debug("%s runs: %s", worker.name, " ".join(command.argv))
         return self.workers
+
+    async def relaunch(self, worker: LaunchedWorker, log: Path) -> bool:
+        if self.base_port is not None or self._launch is None:
+            return False
+        # Whatever the failed server left in its group goes before the new one starts.
+        await stop_groups([self._processes[worker.index]], 0)
+        (worker.port,) = self._ports(1)
+        worker.log = log
+        await self._start(worker, self._launch.command(self.host, worker.port))
+        return True
 
     @property
     def pids(self) -> list[int]:
@@ -124,11 +131,21 @@ class LocalScheduler(Scheduler):
 
     def _ports(self, count: int) -> list[int]:
         if self.base_port is None:
-            return [free_port(self.host) for _ in range(count)]
+            ports = choose_ports(self.host, count, self._ports_taken)
+            self._ports_taken.update(ports)
+            return ports
         ports = [self.base_port + i for i in range(count)]
         for port in ports:
             check_port_free(self.host, port)
         return ports
+
+    async def _start(self, worker: LaunchedWorker, command: WorkerCommand) -> None:
+        env = {**os.environ, **command.env}
+        if self._gpus[worker.index]:  # only backends that need GPUs get a set
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(self._gpus[worker.index])
+        self._processes[worker.index] = await self._spawn(command.argv, env, worker.log)
+        log.info("started %s, logging to %s", worker.name, worker.log)
+        log.debug("%s runs: %s", worker.name, " ".join(command.argv))
 
     async def _spawn(
         self, argv: list[str], env: dict[str, str], log_path: Path

@@ -8,34 +8,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 import ray
+from ray.cluster_utils import Cluster
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig
 from agent_eval.errors import ConfigError
+from agent_eval.schedulers.base import PORT_RELAUNCHES
 from agent_eval.schedulers.errors import (
     GPUAllocationError,
     SchedulerUnavailableError,
     WorkerFailedError,
 )
 from agent_eval.schedulers.local import free_port
+from agent_eval.schedulers.ports import WORKER_PORTS
 from agent_eval.schedulers.ray_cluster import (
     PlacementError,
     RayScheduler,
     format_bundle,
     placement_problem,
+    refuse_spanning,
 )
 from agent_eval.testing.mock_backend import MockBackend
 from tests.conftest import alive, answers, eventually
@@ -127,6 +134,56 @@ async def test_starts_answers_and_stops_with_nothing_left(
         assert all(alive(pid) for pid in pids)
     assert not any(alive(pid) for pid in pids)
     assert not ray.is_initialized()
+
+
+async def test_a_port_taken_before_the_server_binds_it_gets_a_relaunch(
+    tmp_path: Path,
+    connected: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chosen = RayScheduler._address
+    snatched: list[int] = []
+
+    def snatching(self: RayScheduler, actor: ray.actor.ActorHandle) -> tuple[str, int]:
+        host, port = chosen(self, actor)
+        if not snatched:  # another program takes the first port before its server binds it
+            held.enter_context(socket.create_server((host, port)))
+            snatched.append(port)
+        return host, port
+
+    monkeypatch.setattr(RayScheduler, "_address", snatching)
+    caplog.set_level(logging.WARNING, "agent_eval.schedulers.base")
+    with ExitStack() as held:
+        async with RayScheduler(tmp_path, connected) as scheduler:
+            first, second = await scheduler.launch(MockBackend(), WorkerConfig(), MOCKS)
+            await scheduler.wait_ready(timeout=60)
+            assert await answers(first.url, "/v1/models")
+            assert first.port in WORKER_PORTS and first.port not in (*snatched, second.port)
+            assert first.log == tmp_path / "workers" / "worker-0.relaunch-1.log"
+    assert "address already in use" in (tmp_path / "workers" / "worker-0.log").read_text()
+    (warning,) = caplog.messages
+    assert f"worker 0 found port {snatched[0]} taken" in warning
+    assert f"relaunched it on port {first.port} (relaunch 1 of {PORT_RELAUNCHES})" in warning
+    assert live_groups() == []
+
+
+async def test_workers_publish_the_address_of_the_interface_named(
+    tmp_path: Path, connected: str
+) -> None:
+    async with RayScheduler(tmp_path, connected, interface="lo") as scheduler:
+        (worker,) = await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock"))
+        await scheduler.wait_ready(timeout=60)
+        assert worker.host == "127.0.0.1" and await answers(worker.url, "/v1/models")
+
+
+async def test_an_interface_without_ipv4_is_a_clear_error(tmp_path: Path, connected: str) -> None:
+    scheduler = RayScheduler(tmp_path, connected, interface="nosuch0")
+    with pytest.raises(
+        ConfigError, match=r"interface 'nosuch0' has no IPv4 address on node .*; its interfaces: lo"
+    ):
+        await scheduler.launch(MockBackend(), WorkerConfig(), Allocation("mock"))
+    assert live_groups() == []
 
 
 async def test_worker_that_crashes_fails_the_wait_with_its_log(
@@ -272,6 +329,38 @@ async def test_no_orphans_whatever_stops_the_harness(
     # After SIGKILL, Ray ends the dead driver's actors and each server dies with its actor.
     await eventually(lambda: not any(alive(pid) for pid in pids), timeout=30)
     await eventually(lambda: live_groups() == [], timeout=30)
+
+
+async def test_a_worker_that_would_span_nodes_is_refused_with_the_ways_to_run_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    nodes = Cluster(
+        initialize_head=True,
+        head_node_args={"gcs_server_port": free_port("127.0.0.1"), "num_cpus": 1, "num_gpus": 2},
+    )
+    try:
+        nodes.add_node(num_cpus=1, num_gpus=2)
+        nodes.wait_for_nodes()
+        scheduler = RayScheduler(tmp_path, nodes.address)
+        with pytest.raises(
+            GPUAllocationError,
+            match=r"mock:d1t4p1 puts 4 GPUs \(t x p\) in each worker, but Ray's nodes have 2, 2 "
+            r"GPUs each: a worker would span nodes, which the Ray scheduler does not launch. Run "
+            r"it with the Slurm scheduler \(scheduler.type=slurm\), or lower t x p to 2 or less",
+        ):
+            await scheduler.launch(GPUMockBackend(), WorkerConfig(), Allocation("mock", tp=4))
+        assert not ray.is_initialized()
+    finally:
+        nodes.shutdown()
+
+
+def test_only_a_worker_bigger_than_every_node_but_not_the_cluster_spans_nodes() -> None:
+    nodes = [{"GPU": 8.0}, {"GPU": 4.0}]
+    for fits_or_short in (Allocation("mock", tp=8), Allocation("mock", tp=8, pp=2)):
+        refuse_spanning({"GPU": float(fits_or_short.gpus_per_worker)}, fits_or_short, nodes)
+    with pytest.raises(GPUAllocationError, match=r"nodes have 8, 4 GPUs each.* to 8 or less"):
+        refuse_spanning({"GPU": 12.0}, Allocation("mock", tp=4, pp=3), nodes)
 
 
 def test_placement_problem_names_the_short_resource() -> None:

@@ -12,6 +12,10 @@ class RayConfig(BaseModel):
 
     address: str | None = Field(None, description="Cluster address (ray://host:10001 or auto).")
     cpus_per_worker: float = Field(1.0, gt=0, description="CPUs in each worker's bundle.")
+    interface: str | None = Field(
+        None,
+        description="Network interface whose IPv4 workers publish (e.g. ib0); else Ray's node IP.",
+    )
 
 
 class SlurmConfig(BaseModel):

@@ -5,9 +5,12 @@ Ray imports this module on every node, so agent-eval must be installed there too
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -18,9 +21,11 @@ import ray
 from agent_eval.children import die_with_parent, signal_group
 from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.local import free_port
+from agent_eval.schedulers.ports import choose_ports
 
 log = logging.getLogger(__name__)
+
+_SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
 class Started(TypedDict):
@@ -47,6 +52,25 @@ def _open_log(path: Path) -> BinaryIO:
         return fallback.open("ab")
 
 
+def interface_ipv4(name: str) -> str:
+    """The IPv4 address of network interface `name` on this node.
+
+    Raises: ConfigError naming the interfaces this node has.
+    """
+    request = struct.pack("256s", name.encode()[:15])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            answer = fcntl.ioctl(probe.fileno(), _SIOCGIFADDR, request)
+        except OSError as exc:
+            names = ", ".join(n for _, n in socket.if_nameindex())
+            raise ConfigError(
+                f"interface {name!r} has no IPv4 address on node {ray.util.get_node_ip_address()} "
+                f"({exc.strerror}); its interfaces: {names}. Fix scheduler.ray.interface, or "
+                "leave it out to use the node's Ray address"
+            ) from None
+    return socket.inet_ntoa(answer[20:24])
+
+
 class ServerProcess:
     """One server process on this node, in its own process group."""
 
@@ -54,13 +78,17 @@ class ServerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.log = Path()
 
-    def address(self) -> tuple[str, int]:
-        """This node's IP and a port free on it, for the server to listen on."""
-        host = ray.util.get_node_ip_address()
-        return host, free_port(host)
+    def address(self, interface: str | None, avoid: list[int]) -> tuple[str, int]:
+        """This node's IP (on `interface`, else Ray's) and a port free on it, not in `avoid`."""
+        host = ray.util.get_node_ip_address() if interface is None else interface_ipv4(interface)
+        return host, choose_ports(host, 1, avoid)[0]
 
     def start(self, argv: list[str], env: dict[str, str], log_path: str, gpus: bool) -> Started:
-        """Start the server; with `gpus`, it sees exactly the GPUs Ray gave this actor."""
+        """Start the server; with `gpus`, it sees exactly the GPUs Ray gave this actor.
+
+        A server started before (one that ended: a relaunch) takes its group's leftovers with it.
+        """
+        self.stop(0)
         assigned = [str(g) for g in ray.get_gpu_ids()]
         full_env = {**os.environ, **env}
         if gpus:

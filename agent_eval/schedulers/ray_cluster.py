@@ -25,7 +25,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.base import LaunchedWorker, Scheduler
+from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError, SchedulerUnavailableError
 from agent_eval.schedulers.local import visible_gpus
 from agent_eval.schedulers.ray_actor import ServerActor, ServerProcess, Started
@@ -93,6 +93,25 @@ def placement_problem(
     return None
 
 
+def refuse_spanning(
+    bundle: dict[str, float], allocation: Allocation, nodes: list[dict[str, float]]
+) -> None:
+    """Refuse a worker that only GPUs of several nodes together could hold.
+
+    Raises: GPUAllocationError naming the shape, each node's GPUs and the ways to run it.
+    """
+    need = bundle.get("GPU", 0.0)
+    gpus = sorted((node.get("GPU", 0.0) for node in nodes), reverse=True)
+    if need <= max(gpus, default=0.0) or need > sum(gpus):
+        return  # it fits one node, or the whole cluster is short (placement_problem says so)
+    raise GPUAllocationError(
+        f"{allocation} puts {need:g} GPUs (t x p) in each worker, but Ray's nodes have "
+        f"{', '.join(f'{g:g}' for g in gpus)} GPUs each: a worker would span nodes, which the "
+        f"Ray scheduler does not launch. Run it with the Slurm scheduler (scheduler.type=slurm), "
+        f"or lower t x p to {gpus[0]:g} or less"
+    )
+
+
 class RayScheduler(Scheduler):
     """Workers as Ray actors, each in its own placement group, on a cluster joined or started."""
 
@@ -104,11 +123,15 @@ class RayScheduler(Scheduler):
         address: str | None = None,
         cpus_per_worker: float = 1.0,
         placement_timeout: float = PLACEMENT_TIMEOUT,
+        interface: str | None = None,
     ) -> None:
         super().__init__(run_dir)
         self.address = address
         self.cpus_per_worker = cpus_per_worker
         self.placement_timeout = placement_timeout
+        self.interface = interface
+        self._launch: Launch | None = None
+        self._ports_taken: set[int] = set()  # by this launch: never handed out twice
         self._groups: list[PlacementGroup] = []
         self._actors: list[ActorHandle[ServerProcess]] = []
         self._started: list[Started] = []
@@ -121,19 +144,26 @@ class RayScheduler(Scheduler):
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> RayScheduler:
         settings = config.scheduler.ray
-        return cls(run_dir, settings.address, settings.cpus_per_worker)
+        return cls(
+            run_dir, settings.address, settings.cpus_per_worker, interface=settings.interface
+        )
 
     async def launch(
         self, backend: Backend, config: WorkerConfig, allocation: Allocation
     ) -> list[LaunchedWorker]:
         backend.validate(config, allocation)
+        self._launch = Launch(backend, config, allocation)
         self._thread = self._thread or ThreadPoolExecutor(1, thread_name_prefix="ray-scheduler")
         try:
-            self.workers = await self._call(self._launch, backend, config, allocation)
+            self.workers = await self._call(self._start_all, self._launch)
         except BaseException:
             await self.stop()
             raise
         return self.workers
+
+    async def relaunch(self, worker: LaunchedWorker, log: Path) -> bool:
+        await self._call(self._relaunch, worker, log)
+        return True
 
     @property
     def pids(self) -> list[int]:
@@ -173,22 +203,38 @@ class RayScheduler(Scheduler):
             raise RuntimeError("the Ray scheduler is stopped")
         return await _run(self._thread, fn, *args, **kwargs)
 
-    def _launch(
-        self, backend: Backend, config: WorkerConfig, allocation: Allocation
-    ) -> list[LaunchedWorker]:
+    def _start_all(self, launch: Launch) -> list[LaunchedWorker]:
         self._connect()
-        bundle = self._bundle(backend, allocation)
-        self._place(bundle, allocation)
+        bundle = self._bundle(launch.backend, launch.allocation)
+        self._place(bundle, launch.allocation)
         self._actors = [self._actor(group, bundle) for group in self._groups]
-        addresses = _get([actor.address.remote() for actor in self._actors], ACTOR_TIMEOUT)
-        commands = [backend.command(config, allocation, *address) for address in addresses]
-        starting = [self._start(i, c, backend.needs_gpus) for i, c in enumerate(commands)]
+        addresses = [self._address(actor) for actor in self._actors]
+        commands = [launch.command(*address) for address in addresses]
+        gpus = launch.backend.needs_gpus
+        starting = [self._start(i, c, self.log_path(i), gpus) for i, c in enumerate(commands)]
         self._started = _get(starting, ACTOR_TIMEOUT)
         return [self._worker(i, addresses[i], command) for i, command in enumerate(commands)]
 
-    def _start(self, index: int, command: WorkerCommand, gpus: bool) -> ObjectRef:
-        path = self.run_dir.absolute() / "workers" / f"worker-{index}.log"
-        return self._actors[index].start.remote(command.argv, command.env, str(path), gpus)
+    def _relaunch(self, worker: LaunchedWorker, log: Path) -> None:
+        """Start a worker's server again on a port its actor picks anew."""
+        assert self._launch is not None  # set by launch(), before any worker exists
+        worker.host, worker.port = self._address(self._actors[worker.index])
+        command = self._launch.command(worker.host, worker.port)
+        starting = self._start(worker.index, command, log, self._launch.backend.needs_gpus)
+        (self._started[worker.index],) = _get([starting], ACTOR_TIMEOUT)
+        worker.log = Path(self._started[worker.index]["log"])
+
+    def _address(self, actor: ActorHandle[ServerProcess]) -> tuple[str, int]:
+        """Where the actor's server is to listen; one actor at a time, so no port goes twice."""
+        ref: ObjectRef[tuple[str, int]] = actor.address.remote(
+            self.interface, sorted(self._ports_taken)
+        )
+        ((host, port),) = _get([ref], ACTOR_TIMEOUT)
+        self._ports_taken.add(port)
+        return host, port
+
+    def _start(self, index: int, command: WorkerCommand, log: Path, gpus: bool) -> ObjectRef:
+        return self._actors[index].start.remote(command.argv, command.env, str(log), gpus)
 
     def _worker(
         self, index: int, address: tuple[str, int], command: WorkerCommand
@@ -245,7 +291,7 @@ class RayScheduler(Scheduler):
         """
         plural = "s" if allocation.dp > 1 else ""
         asked = f"{allocation.dp} bundle{plural} of {format_bundle(bundle)} ({allocation})"
-        _check_fits(bundle, allocation.dp, asked)
+        _check_fits(bundle, allocation, asked)
         # Unnamed: names are unique per namespace, and two schedulers may share a connection.
         self._groups = [placement_group([bundle]) for _ in range(allocation.dp)]
         try:
@@ -270,7 +316,7 @@ class RayScheduler(Scheduler):
         """Bring the end of a node-local log to the run dir, so the error can show it."""
         if worker.log.exists():
             return
-        local = self.run_dir / "workers" / f"worker-{worker.index}.log"
+        local = self.run_dir / "workers" / worker.log.name
         try:
             ref: ObjectRef[str] = self._actors[worker.index].tail.remote(200)
             tail = ray.get(ref, timeout=STATUS_TIMEOUT)
@@ -332,10 +378,11 @@ def _get(refs: list[Any], timeout: float) -> list[Any]:
         ) from None
 
 
-def _check_fits(bundle: dict[str, float], count: int, asked: str) -> None:
+def _check_fits(bundle: dict[str, float], allocation: Allocation, asked: str) -> None:
     """Refuse at once what the cluster's live nodes can never hold, rather than wait for it."""
     nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
-    problem = placement_problem(bundle, count, nodes)
+    refuse_spanning(bundle, allocation, nodes)
+    problem = placement_problem(bundle, allocation.dp, nodes)
     if problem is not None and "GPU" in problem:
         raise GPUAllocationError(
             f"{asked} cannot be placed: {problem}; lower d, t or p, or join a cluster with "

@@ -40,7 +40,7 @@ FAST = SlurmConfig(poll_interval=0.3, time="00:10:00", host="127.0.0.1")
 
 
 def scheduler(tmp_path: Path, **settings: object) -> SlurmScheduler:
-    return SlurmScheduler(tmp_path, FAST.model_copy(update=settings), host="127.0.0.1")
+    return SlurmScheduler(tmp_path, FAST.model_copy(update=settings))
 
 
 async def test_submits_reaches_and_cancels_workers(tmp_path: Path) -> None:

@@ -1,92 +1,144 @@
-"""The rendered job and task scripts, compared line for line with golden copies."""
+"""The rendered job and task scripts, compared byte for byte with golden copies.
+
+Regenerate the copies with AGENT_EVAL_UPDATE_GOLDEN=1 and review their diff.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
+import pytest
+
 from agent_eval.allocation import Allocation
+from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.errors import ConfigError
 from agent_eval.schedulers.config import SlurmConfig
+from agent_eval.schedulers.slurm import task_commands
 from agent_eval.schedulers.slurm_script import (
+    DIST_HOST_VARIABLE,
+    DIST_PORT_VARIABLE,
     HOST_VARIABLE,
+    NODE_RANK_VARIABLE,
     PORT_VARIABLE,
     JobLayout,
     job_layout,
     render_sbatch,
     render_task,
-    shell_command,
 )
 
 RUN = Path("/shared/runs/r1/workers")
-
-GOLDEN_SBATCH = """\
-#!/bin/bash
-#SBATCH --job-name=agent-eval-workers
-#SBATCH --output=/shared/runs/r1/workers/slurm-%j.out
-#SBATCH --nodes=12
-#SBATCH --ntasks=96
-#SBATCH --ntasks-per-node=8
-#SBATCH --time=02:00:00
-#SBATCH --gres=gpu:8
-#SBATCH --partition=gpu
-#SBATCH --account=rl-team
-#SBATCH --cpus-per-task=12
-#SBATCH --mem=900G
-#SBATCH --exclusive
-#SBATCH --qos=high
-set -euo pipefail
-module load cuda/12.4
-source /shared/envs/sglang/bin/activate
-srun --kill-on-bad-exit=0 bash /shared/runs/r1/workers/task.sh
-"""
-
-GOLDEN_TASK = """\
-#!/bin/bash
-set -u
-i=$SLURM_PROCID
-log=/shared/runs/r1/workers/worker-$i.log
-export CUDA_VISIBLE_DEVICES=$(seq -s, $((SLURM_LOCALID * 2)) $((SLURM_LOCALID * 2 + 1)))
-export AGENT_EVAL_HOST=$(hostname -I | awk '{print $1}')
-export AGENT_EVAL_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])")
-echo "$AGENT_EVAL_HOST:$AGENT_EVAL_PORT" > /shared/runs/r1/workers/worker-$i.addr.tmp
-mv /shared/runs/r1/workers/worker-$i.addr.tmp /shared/runs/r1/workers/worker-$i.addr
-python -m sglang.launch_server --host "$AGENT_EVAL_HOST" --port "$AGENT_EVAL_PORT" --model-path '/ckpt/step 500' >> "$log" 2>&1
-code=$?
-echo $code > /shared/runs/r1/workers/worker-$i.exit
-exit $code
-"""
+GOLDEN = Path(__file__).parent / "golden" / "slurm"
+MODEL = WorkerConfig(model="/ckpt/step 500", python="/shared/envs/serve/bin/python")
+SITE = SlurmConfig(
+    partition="gpu", account="rl-team", time="02:00:00",
+    setup_lines=["module load cuda/12.4"],
+)  # fmt: skip
+# Each golden shape and the settings it is rendered with (8-GPU nodes throughout).
+SHAPES: dict[str, tuple[str, dict[str, object]]] = {
+    "sglang-d2t16": ("sglang:d2t16", {}),
+    "sglang-d3t4": ("sglang:d3t4", {"interface": "ib0"}),
+    "vllm-d1t16": ("vllm:d1t16", {"interface": "ib0"}),
+    "sglang-d2t8": ("sglang:d2t8", {}),
+    "sglang-d96t1": (
+        "sglang:d96t1",
+        {"cpus_per_task": 12, "mem": "900G", "sbatch_lines": ["--exclusive", "#SBATCH --qos=high"]},
+    ),
+}
 
 
-def test_job_script_for_96_workers_on_12_nodes() -> None:
-    slurm = SlurmConfig(
-        partition="gpu", account="rl-team", time="02:00:00", cpus_per_task=12, mem="900G",
-        sbatch_lines=["--exclusive", "#SBATCH --qos=high"],
-        setup_lines=["module load cuda/12.4", "source /shared/envs/sglang/bin/activate"],
-    )  # fmt: skip
-    layout = job_layout(Allocation.parse("sglang:d96p1t1"), slurm, needs_gpus=True)
-    assert layout == JobLayout(nodes=12, tasks=96, tasks_per_node=8, gpus_per_task=1)
-    script = render_sbatch(layout, slurm, RUN, RUN / "task.sh", "agent-eval-workers")
-    assert script == GOLDEN_SBATCH
+def scripts(shape: str, slurm: SlurmConfig, workers_dir: Path = RUN) -> dict[str, str]:
+    """The job and task scripts the scheduler writes for `shape`."""
+    allocation = Allocation.parse(shape)
+    backend = get_backend(allocation.backend)
+    layout = job_layout(allocation, slurm, backend.needs_gpus)
+    command = backend.command(MODEL, allocation, HOST_VARIABLE, PORT_VARIABLE)
+    commands = task_commands(backend, command, layout.nodes_per_worker)
+    task = workers_dir / "task.sh"
+    return {
+        "job.sbatch": render_sbatch(layout, slurm, workers_dir, task, "agent-eval-workers"),
+        "task.sh": render_task(commands, workers_dir, slurm),
+    }
 
 
-def test_task_script_takes_gpus_from_localid_and_publishes_its_address() -> None:
-    argv = [
-        "python",
-        "-m",
-        "sglang.launch_server",
-        "--host",
-        HOST_VARIABLE,
-        "--port",
-        PORT_VARIABLE,
-    ]
-    command = shell_command([*argv, "--model-path", "/ckpt/step 500"])
-    assert render_task(command, RUN, gpus_per_task=2, host=None) == GOLDEN_TASK
+def shape_config(name: str) -> tuple[str, SlurmConfig]:
+    shape, settings = SHAPES[name]
+    return shape, SITE.model_copy(update=settings)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_scripts_match_their_golden_copies(name: str) -> None:
+    for file, text in scripts(*shape_config(name)).items():
+        path = GOLDEN / name / file
+        if os.environ.get("AGENT_EVAL_UPDATE_GOLDEN") == "1":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode())
+        assert path.read_bytes() == text.encode(), f"{path}: regenerate and review"
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_scripts_are_valid_bash(name: str, tmp_path: Path) -> None:
+    for file, text in scripts(*shape_config(name)).items():
+        (tmp_path / file).write_text(text)
+        result = subprocess.run(["bash", "-n", str(tmp_path / file)], capture_output=True)
+        assert result.returncode == 0, result.stderr
 
 
 def test_layouts() -> None:
     slurm = SlurmConfig(gpus_per_node=8)
-    assert job_layout(Allocation.parse("sglang:d4t4"), slurm, True) == JobLayout(2, 4, 2, 4)
-    assert job_layout(Allocation.parse("sglang:d3t8"), slurm, True) == JobLayout(3, 3, 1, 8)
-    assert job_layout(Allocation.parse("llamacpp:d2"), slurm, False) == JobLayout(1, 2, 2, 0)
-    assert job_layout(Allocation.parse("mock:d5"), SlurmConfig(nodes=2), False) == JobLayout(
-        2, 5, 3, 0
+    assert job_layout(Allocation.parse("sglang:d2t16"), slurm, True) == JobLayout(
+        2, 4, 1, nodes_per_worker=2, gpus_per_task=8, cpus_per_task=64, memory="--mem=0"
     )
+    assert job_layout(Allocation.parse("sglang:d3t4"), slurm, True) == JobLayout(
+        3, 2, 2, gpus_per_task=4, cpus_per_task=32, memory="--mem-per-gpu=64G"
+    )
+    assert job_layout(Allocation.parse("sglang:d3t2p4"), slurm, True) == JobLayout(
+        3, 3, 1, gpus_per_task=8, cpus_per_task=64, memory="--mem=0"
+    )
+    assert job_layout(Allocation.parse("llamacpp:d2"), slurm, False) == JobLayout(2, 1, 2)
+    assert job_layout(Allocation.parse("mock:d5"), SlurmConfig(nodes=2), False) == JobLayout(
+        5, 2, 3
+    )
+    assert job_layout(Allocation.parse("sglang:d1t2"), SlurmConfig(cpus_per_task=3), True) == (
+        JobLayout(1, 1, 1, gpus_per_task=2, cpus_per_task=3, memory="--mem-per-gpu=64G")
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "settings", "message"),
+    [
+        ("sglang:d1t12", {}, "t x p = 12 GPUs does not fill whole nodes of .*gpus_per_node=8"),
+        ("sglang:d3t16", {"nodes": 4}, r"nodes=4 is too few for 3 worker\(s\) of 2 nodes each"),
+        ("sglang:d5t4", {"nodes": 2}, r"nodes=2 is too few .*2 per node: set it to 3"),
+        ("sglang:d1", {"gpus_per_node": 0}, "gpus_per_node is 0"),
+    ],
+)
+def test_impossible_shapes_are_refused_with_what_to_change(
+    shape: str, settings: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        job_layout(Allocation.parse(shape), SlurmConfig(**settings), True)  # type: ignore[arg-type]
+
+
+def test_sglang_ranks_join_rank_zeros_dist_init_address() -> None:
+    args = get_backend("sglang").multinode_args(2, NODE_RANK_VARIABLE, "10.0.0.1", 20001)
+    assert args == [
+        "--nnodes", "2", "--node-rank", NODE_RANK_VARIABLE, "--dist-init-addr", "10.0.0.1:20001",
+    ]  # fmt: skip
+
+
+def test_vllm_ranks_join_the_master_and_only_rank_zero_serves() -> None:
+    vllm = get_backend("vllm")
+    leader = vllm.multinode_args(2, 0, DIST_HOST_VARIABLE, DIST_PORT_VARIABLE)
+    assert leader == [
+        "--nnodes", "2", "--node-rank", "0",
+        "--master-addr", DIST_HOST_VARIABLE, "--master-port", DIST_PORT_VARIABLE,
+    ]  # fmt: skip
+    follower = vllm.multinode_args(2, 1, "10.0.0.1", 20001)
+    assert follower[-1] == "--headless" and follower[:4] == ["--nnodes", "2", "--node-rank", "1"]
+
+
+def test_a_backend_that_cannot_span_nodes_says_so() -> None:
+    with pytest.raises(ConfigError, match="cannot span nodes"):
+        get_backend("llamacpp").multinode_args(2, 0, "h", 1)

@@ -88,6 +88,14 @@ class Backend:
         """The command of one worker on host:port (either may be a shell variable)."""
         raise NotImplementedError
 
+    def multinode_args(
+        self, nodes: int, node_rank: int | str, dist_host: str, dist_port: int | str
+    ) -> list[str]:
+        """Arguments that make one node rank of a worker spanning `nodes` nodes."""
+        raise ConfigError(
+            f"the {self.name} backend cannot span nodes: choose t x p within one node's GPUs"
+        )
+
     def served_name(self, config: WorkerConfig) -> str | None:
         """The name workers serve the model under, as far as the settings tell (None: unknown).
 

@@ -34,3 +34,13 @@ class SGLang(Backend):
         )
         argv = launcher(config, [*program, *config.extra_args], gpus=True)
         return WorkerCommand(argv, ready_path="/health", health_path="/health")
+
+    def multinode_args(
+        self, nodes: int, node_rank: int | str, dist_host: str, dist_port: int | str
+    ) -> list[str]:
+        """sglang server_args: --nnodes, --node-rank, --dist-init-addr (rank 0's host:port)."""
+        return [
+            "--nnodes", str(nodes),
+            "--node-rank", str(node_rank),
+            "--dist-init-addr", f"{dist_host}:{dist_port}",
+        ]  # fmt: skip

@@ -34,3 +34,15 @@ class VLLM(Backend):
         )
         argv = launcher(config, [*program, *config.extra_args], gpus=True)
         return WorkerCommand(argv, ready_path="/health", health_path="/health")
+
+    def multinode_args(
+        self, nodes: int, node_rank: int | str, dist_host: str, dist_port: int | str
+    ) -> list[str]:
+        """vLLM's multiprocessing multi-node mode; ranks other than 0 run no API server."""
+        args = [
+            "--nnodes", str(nodes),
+            "--node-rank", str(node_rank),
+            "--master-addr", dist_host,
+            "--master-port", str(dist_port),
+        ]  # fmt: skip
+        return args if str(node_rank) == "0" else [*args, "--headless"]

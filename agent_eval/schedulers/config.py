@@ -28,8 +28,16 @@ class SlurmConfig(BaseModel):
     time: str = Field("04:00:00", description="Job time limit, as sbatch --time takes it.")
     nodes: int | None = Field(None, ge=1, description="Nodes; by default as many as the GPUs need.")
     gpus_per_node: int = Field(8, ge=0, description="GPUs on each node.")
-    cpus_per_task: int | None = Field(None, ge=1, description="CPUs for each worker.")
-    mem: str | None = Field(None, description="Memory per node, as sbatch --mem takes it.")
+    cpus_per_gpu: int = Field(8, ge=1, description="CPUs for each GPU of a worker's task.")
+    cpus_per_task: int | None = Field(
+        None, ge=1, description="CPUs of each task, instead of cpus_per_gpu x its GPUs."
+    )
+    mem_per_gpu: str = Field(
+        "64G", description="Memory per GPU of workers sharing a node, as --mem-per-gpu takes it."
+    )
+    mem: str | None = Field(
+        None, description="Memory per node, as sbatch --mem takes it (default: see mem_per_gpu)."
+    )
     sbatch_lines: list[str] = Field(default_factory=list, description="More #SBATCH lines.")
     setup_lines: list[str] = Field(
         default_factory=list, description="Shell lines run first (module load, activation)."
@@ -37,4 +45,10 @@ class SlurmConfig(BaseModel):
     poll_interval: float = Field(2.0, gt=0, description="Seconds between job state checks.")
     host: str | None = Field(
         None, description="Address workers bind and publish; by default the node's first IP."
+    )
+    interface: str | None = Field(
+        None, description="Network interface (e.g. ib0) whose IPv4 address workers publish."
+    )
+    port_attempts: int = Field(
+        5, ge=1, description="Launches of a worker whose port turns out to be taken."
     )

@@ -1,4 +1,4 @@
-"""Slurm scheduler: one sbatch job whose tasks each run one worker.
+"""Slurm scheduler: one sbatch job with one step per worker.
 
 A plain sbatch script rather than submitit: the workers are shell commands
 (often in another environment or a container), not Python callables, and a
@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import aiohttp
+
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.diagnostics import log_tail
@@ -28,9 +30,13 @@ from agent_eval.schedulers.errors import (
     WorkerTimeoutError,
 )
 from agent_eval.schedulers.slurm_script import (
+    DIST_HOST_VARIABLE,
+    DIST_PORT_VARIABLE,
     HOST_VARIABLE,
+    NODE_RANK_VARIABLE,
     PORT_VARIABLE,
     JobLayout,
+    TaskCommands,
     job_layout,
     render_sbatch,
     render_task,
@@ -45,6 +51,8 @@ log = logging.getLogger(__name__)
 ENDED = {"FAILED", "CANCELLED", "TIMEOUT", "COMPLETED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE"}  # fmt: skip
 STOP_SECONDS = 30.0
+PENDING_POLL_MAX = 30.0
+"""Longest wait between two looks at a pending job: a queue can last hours."""
 JOB_NAME = "agent-eval-workers"
 
 
@@ -62,16 +70,17 @@ class SlurmScheduler(Scheduler):
 
     name = "slurm"
 
-    def __init__(self, run_dir: Path, slurm: SlurmConfig, host: str | None = None) -> None:
+    def __init__(self, run_dir: Path, slurm: SlurmConfig) -> None:
         super().__init__(run_dir)
         self.slurm = slurm
-        self.host = host
         self.job_id: str | None = None
         self._state: tuple[str, str] = ("", "")
+        self._state_expires = 0.0
+        self._state_ttl = slurm.poll_interval
 
     @classmethod
     def from_config(cls, config: LaunchConfig, run_dir: Path) -> SlurmScheduler:
-        return cls(run_dir, config.scheduler.slurm, config.scheduler.slurm.host)
+        return cls(run_dir, config.scheduler.slurm)
 
     @property
     def workers_dir(self) -> Path:
@@ -85,21 +94,20 @@ class SlurmScheduler(Scheduler):
                 "sbatch is not on PATH: the slurm scheduler runs where Slurm's commands are"
             )
         backend.validate(config, allocation)
-        command = backend.command(config, allocation, HOST_VARIABLE, PORT_VARIABLE)
         layout = job_layout(allocation, self.slurm, backend.needs_gpus)
-        script = await asyncio.to_thread(self._write_scripts, command, layout)
+        command = backend.command(config, allocation, HOST_VARIABLE, PORT_VARIABLE)
+        commands = task_commands(backend, command, layout.nodes_per_worker)
+        script = await asyncio.to_thread(self._write_scripts, commands, layout)
         self.job_id = await self._submit(script)
         self.workers = [self._pending_worker(i, command) for i in range(allocation.dp)]
         log.info("submitted Slurm job %s with %d worker(s)", self.job_id, allocation.dp)
         return self.workers
 
-    def _write_scripts(self, command: WorkerCommand, layout: JobLayout) -> Path:
+    def _write_scripts(self, commands: TaskCommands, layout: JobLayout) -> Path:
         """Write the task and job scripts into the run directory; returns the job script."""
         self.workers_dir.mkdir(parents=True, exist_ok=True)
-        env = [f"{name}={shlex.quote(value)}" for name, value in command.env.items()]
-        line = " ".join([*env, shell_command(command.argv)])
         task = self.workers_dir / "task.sh"
-        task.write_text(render_task(line, self.workers_dir, layout.gpus_per_task, self.host))
+        task.write_text(render_task(commands, self.workers_dir, self.slurm))
         script = self.workers_dir / "job.sbatch"
         script.write_text(render_sbatch(layout, self.slurm, self.workers_dir, task, JOB_NAME))
         return script
@@ -128,6 +136,11 @@ class SlurmScheduler(Scheduler):
             await asyncio.sleep(self.slurm.poll_interval)
         await super().wait_ready(max(deadline - time.monotonic(), 0.0), on_wait)
 
+    async def _check(self, http: aiohttp.ClientSession, worker: LaunchedWorker) -> bool:
+        # A task relaunched on another port republishes its address.
+        await asyncio.to_thread(self._read_address, worker)
+        return await super()._check(http, worker)
+
     async def waiting_reason(self) -> str | None:
         state, reason = await self._job_state()
         if state == "PENDING":
@@ -149,7 +162,7 @@ class SlurmScheduler(Scheduler):
         await _run("scancel", self.job_id)
         deadline = time.monotonic() + STOP_SECONDS
         while time.monotonic() < deadline:
-            state, _ = await self._job_state()
+            state, _ = await self._job_state(fresh=True)
             if state in ENDED or not state:
                 return
             await asyncio.sleep(0.5)
@@ -161,7 +174,22 @@ class SlurmScheduler(Scheduler):
             raise ConfigError(f"sbatch refused the job ({err or out}); check the slurm settings")
         return out.split(";")[0]
 
-    async def _job_state(self) -> tuple[str, str]:
+    async def _job_state(self, fresh: bool = False) -> tuple[str, str]:
+        """(state, reason) of the job, asked of Slurm at most once per poll interval.
+
+        Every worker's check and the wait loop share one answer; while the job is
+        pending the interval doubles, up to PENDING_POLL_MAX.
+        """
+        now = time.monotonic()
+        if fresh or now >= self._state_expires:
+            self._state = await self._query_state()
+            pending = self._state[0] == "PENDING"
+            ttl = min(self._state_ttl * 2, PENDING_POLL_MAX) if pending else None
+            self._state_ttl = ttl or self.slurm.poll_interval
+            self._state_expires = now + self._state_ttl
+        return self._state
+
+    async def _query_state(self) -> tuple[str, str]:
         """(state, reason) of the job; ("", "") once Slurm has forgotten it."""
         code, out, _ = await _run("squeue", "-h", "-j", str(self.job_id), "-o", "%T|%r")
         if code == 0 and out:
@@ -181,11 +209,25 @@ class SlurmScheduler(Scheduler):
             )  # fmt: skip
 
     def _read_address(self, worker: LaunchedWorker) -> bool:
-        if worker.port:
-            return True
+        """Take the worker's published address, as it stands now; False before there is one."""
         path = self.workers_dir / f"worker-{worker.index}.addr"
         if not path.exists():
-            return False
+            return bool(worker.port)
         host, _, port = path.read_text().strip().rpartition(":")
         worker.host, worker.port = host, int(port)
         return True
+
+
+def task_commands(backend: Backend, command: WorkerCommand, span: int) -> TaskCommands:
+    """The server's shell line for node rank 0 and, for a worker spanning nodes, the others."""
+    env = " ".join(f"{name}={shlex.quote(value)}" for name, value in command.env.items())
+
+    def line(argv: list[str]) -> str:
+        return " ".join(filter(None, [env, shell_command(argv)]))
+
+    if span == 1:
+        return TaskCommands(line(command.argv))
+    leader = backend.multinode_args(span, 0, DIST_HOST_VARIABLE, DIST_PORT_VARIABLE)
+    follower = backend.multinode_args(span, NODE_RANK_VARIABLE, DIST_HOST_VARIABLE,
+                                      DIST_PORT_VARIABLE)  # fmt: skip
+    return TaskCommands(line([*command.argv, *leader]), line([*command.argv, *follower]))

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start a single-node Slurm cluster on this machine, for tests of the Slurm
 # scheduler. Idempotent: safe to run again while it is up (it only checks it).
+# slurm.conf.in also declares 16 fake 8-GPU nodes in partition `fakegpu`, which
+# never run anything: tests ask `sbatch --test-only` whether a job shape fits them.
 #
 # Needs root and Debian (apt). Daemons are started directly, not via systemd,
 # because CI machines have no systemd as init. Prints, as its last line:

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
-from agent_eval.schedulers.local import free_port
+from agent_eval.testing.ports import free_port
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 READY_WORKER = re.compile(r"READY (http://\S+)")

@@ -30,7 +30,7 @@ from agent_eval.engine import Engine
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
-from agent_eval.schedulers.local import free_port
+from agent_eval.testing.ports import free_port
 from tests.conftest import FAST_HEALTH, StartProxy
 from tests.test_llamacpp_workers import MULTIPLY, QUESTION
 

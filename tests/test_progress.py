@@ -19,7 +19,7 @@ from agent_eval.progress.stats import RunStats, Snapshot, duration_text, errors_
 from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
-from agent_eval.schedulers.local import free_port
+from agent_eval.testing.ports import free_port
 from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, wait_ready
 
 FAST = {"plain_interval": 0.02, "poll_interval": 0.02}

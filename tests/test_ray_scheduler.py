@@ -35,7 +35,6 @@ from agent_eval.schedulers.errors import (
     SchedulerUnavailableError,
     WorkerFailedError,
 )
-from agent_eval.schedulers.local import free_port
 from agent_eval.schedulers.ports import WORKER_PORTS
 from agent_eval.schedulers.ray_cluster import (
     PlacementError,
@@ -45,6 +44,7 @@ from agent_eval.schedulers.ray_cluster import (
     refuse_spanning,
 )
 from agent_eval.testing.mock_backend import MockBackend
+from agent_eval.testing.ports import free_port
 from tests.conftest import alive, answers, eventually
 
 MOCKS = Allocation("mock", dp=2)

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,12 +38,6 @@ def visible_gpus() -> list[str]:
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     return result.stdout.split() if result.returncode == 0 else []
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 def check_port_free(host: str, port: int) -> None:

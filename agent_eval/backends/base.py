@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.allocation import Allocation
+from agent_eval.backends.parsers import ServerParsers
 from agent_eval.errors import ConfigError
 
 
@@ -21,10 +22,14 @@ class WorkerConfig(BaseModel):
     served_model_name: str | None = Field(None, description="Name clients use in 'model'.")
     context_length: int | None = Field(None, ge=1, description="Longest context, in tokens.")
     tool_call_parser: str | None = Field(
-        None, description="Server's tool-call parser, e.g. qwen25."
+        None,
+        description="Tool-call parser: the server's name (sglang qwen25, vllm hermes) "
+        "or a neutral one (qwen25, llama3), translated per backend.",
     )
     reasoning_parser: str | None = Field(
-        None, description="Server's reasoning parser, e.g. deepseek-r1."
+        None,
+        description="Reasoning parser: the server's name (sglang deepseek-r1, vllm deepseek_r1) "
+        "or a neutral one (deepseek-r1), translated per backend.",
     )
     mem_fraction: float | None = Field(None, gt=0, le=1, description="GPU memory fraction to use.")
     seed: int | None = Field(None, description="Random seed of the server.")
@@ -72,11 +77,28 @@ class Backend:
     requires_model: bool = False
     reloads_weights: bool = False
     """Whether its servers load new weights in place (POST /update_weights_from_disk)."""
+    parsers: ServerParsers | None = None
+    """The tool-call and reasoning parser names its server accepts (None: it takes none)."""
 
     def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
         """Raise ConfigError for settings this backend cannot start with."""
         if self.requires_model and not config.model:
             raise ConfigError(f"the {self.name} backend needs a model: pass --model PATH_OR_HUB_ID")
+        self.parser_flags(config)
+
+    def parser_flags(self, config: WorkerConfig) -> dict[str, str | None]:
+        """`--tool-call-parser` and `--reasoning-parser` as this backend's server names them."""
+        if self.parsers is None:
+            return {}
+        extra = config.extra_args
+        return {
+            "--tool-call-parser": self.parsers.resolve(
+                "tool_call_parser", config.tool_call_parser, extra
+            ),
+            "--reasoning-parser": self.parsers.resolve(
+                "reasoning_parser", config.reasoning_parser, extra
+            ),
+        }
 
     def resolved(self, config: WorkerConfig, allocation: Allocation) -> WorkerConfig:
         """`config` with the values this backend picks itself when none is given."""

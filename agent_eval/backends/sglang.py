@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.backends.parsers import SGLANG_PARSERS
 
 
 class SGLang(Backend):
     name = "sglang"
     requires_model = True
     reloads_weights = True
+    parsers = SGLANG_PARSERS
 
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
@@ -25,8 +27,7 @@ class SGLang(Backend):
         program += optional_flags(
             {
                 "--served-model-name": config.served_model_name,
-                "--tool-call-parser": config.tool_call_parser,
-                "--reasoning-parser": config.reasoning_parser,
+                **self.parser_flags(config),
                 "--context-length": config.context_length,
                 "--mem-fraction-static": config.mem_fraction,
                 "--random-seed": config.seed,

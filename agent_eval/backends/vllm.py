@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.backends.parsers import VLLM_PARSERS
 
 
 class VLLM(Backend):
     name = "vllm"
     requires_model = True
+    parsers = VLLM_PARSERS
 
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
@@ -25,8 +27,7 @@ class VLLM(Backend):
         program += optional_flags(
             {
                 "--served-model-name": config.served_model_name,
-                "--tool-call-parser": config.tool_call_parser,
-                "--reasoning-parser": config.reasoning_parser,
+                **self.parser_flags(config),
                 "--max-model-len": config.context_length,
                 "--gpu-memory-utilization": config.mem_fraction,
                 "--seed": config.seed,

@@ -1,6 +1,9 @@
 """The keys of a run: each has one environment variable, the only way it reaches a child process.
 
 Keys never go on a command line or into a file the run writes (both can be read by others).
+The exceptions are forced on us: SGLang takes its key only as an argument (expanded from the
+variable by the shell that starts it), and a Slurm task script, made 0600, carries the
+variables of its workers.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ VARIABLES = {
     "admin_token": "AGENT_EVAL_ADMIN_TOKEN",
 }
 API_KEY = VARIABLES["api_key"]
+WORKER_API_KEY = VARIABLES["worker_api_key"]
+"""Where launched workers find the key they require (the proxy's worker key)."""
 NO_KEY = "unused"
 """What a client sends to a proxy that checks no key: OpenAI's clients insist on one."""
 

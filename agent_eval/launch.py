@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Self
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, SecretStr, model_validator
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import Backend, WorkerConfig, get_backend
@@ -135,9 +135,15 @@ def build_scheduler(config: LaunchConfig, run_dir: Path) -> Scheduler:
 
 @contextlib.asynccontextmanager
 async def launched_workers(
-    config: LaunchConfig, run_dir: Path, on_wait: Callable[[str], None] | None = None
+    config: LaunchConfig,
+    run_dir: Path,
+    on_wait: Callable[[str], None] | None = None,
+    worker_key: SecretStr | None = None,
 ) -> AsyncIterator[list[WorkerEndpoint]]:
-    """Workers up and answering inside the block, stopped on the way out, whatever happens."""
+    """Workers up and answering inside the block, stopped on the way out, whatever happens.
+
+    With `worker_key`, launched workers answer only requests that bear it.
+    """
     allocation, backend, worker = config.allocation(), config.backend(), config.worker()
     if not backend.launches:
         if not config.rollout.endpoints:
@@ -148,6 +154,7 @@ async def launched_workers(
         ]
         return
     async with build_scheduler(config, run_dir) as scheduler:
+        scheduler.worker_key = worker_key
         await scheduler.launch(backend, worker, allocation)
         await scheduler.wait_ready(worker.startup_timeout, on_wait)
         yield [WorkerEndpoint(w.url, w.health_path) for w in scheduler.workers]
@@ -173,7 +180,7 @@ async def serve_over_workers(
     on_wait: Callable[[str], None] | None = None,
 ) -> None:
     """Launch workers, then serve the proxy in front of them until cancelled."""
-    async with launched_workers(config, run_dir, on_wait) as endpoints:
+    async with launched_workers(config, run_dir, on_wait, proxy.worker_api_key) as endpoints:
         health = proxy.health.model_copy(update={"path": endpoints[0].health_path})
         urls = [*proxy.endpoints, *(e.url for e in endpoints)]
         await serve_forever(

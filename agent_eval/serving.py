@@ -11,6 +11,7 @@ from pathlib import Path
 
 import aiohttp
 from openai import AsyncOpenAI
+from pydantic import SecretStr
 
 from agent_eval.config import RunConfig
 from agent_eval.credentials import client_key
@@ -19,6 +20,7 @@ from agent_eval.errors import ConfigError, ProxyStartError
 from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import fetch_workers
 from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.upstream import bearer
 from agent_eval.results import save_worker_snapshot
 
 log = logging.getLogger(__name__)
@@ -51,10 +53,11 @@ async def serving(config: RunConfig, on_wait: Callable[[str], None]) -> AsyncIte
 async def _proxy_over_workers(
     config: RunConfig, on_wait: Callable[[str], None]
 ) -> AsyncIterator[tuple[str, list[WorkerEndpoint]]]:
-    async with launched_workers(config, config.run_dir, on_wait) as endpoints:
+    worker_key = config.proxy.worker_api_key
+    async with launched_workers(config, config.run_dir, on_wait, worker_key) as endpoints:
         if config.rollout.endpoints:
             on_wait("checking the endpoints")
-            await _check_endpoints(endpoints)
+            await _check_endpoints(endpoints, worker_key)
         on_wait("starting the proxy")
         health = config.proxy.health.model_copy(update={"path": endpoints[0].health_path})
         record = config.run_dir / "exchanges" if config.output.record else None
@@ -85,9 +88,10 @@ async def _keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
     await asyncio.to_thread(save_worker_snapshot, run_dir, workers)
 
 
-async def _check_endpoints(endpoints: list[WorkerEndpoint]) -> None:
+async def _check_endpoints(endpoints: list[WorkerEndpoint], key: SecretStr | None) -> None:
     """Fail at once when no given server answers, rather than after the proxy's probes."""
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+    timeout = aiohttp.ClientTimeout(total=10)
+    async with aiohttp.ClientSession(timeout=timeout, headers=bearer(key)) as http:
         problems = await asyncio.gather(*(_problem(http, e) for e in endpoints))
     failed = [
         f"{e.url} ({problem})" for e, problem in zip(endpoints, problems, strict=True) if problem

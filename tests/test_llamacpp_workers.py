@@ -11,6 +11,7 @@ from pathlib import Path
 
 import aiohttp
 from openai import AsyncOpenAI
+from pydantic import SecretStr
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
@@ -32,8 +33,8 @@ MULTIPLY = {
 QUESTION = [{"role": "user", "content": "What is 12 times 7? Use the multiply tool."}]
 
 
-async def ask_for_a_tool_call(base_url: str) -> dict:
-    async with AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
+async def ask_for_a_tool_call(base_url: str, api_key: str = "unused") -> dict:
+    async with AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0) as client:
         answer = await client.chat.completions.create(
             model="smollm2-135m-instruct",
             messages=QUESTION,
@@ -82,6 +83,20 @@ async def test_local_scheduler_runs_two_llamacpp_workers(tmp_path: Path) -> None
             assert set(arguments) == {"a", "b"}
     assert servers_on({w.port for w in workers}) == []
     assert not any(_running(pid) for pid in pids)
+
+
+async def test_keyed_llamacpp_worker_answers_only_with_the_key(tmp_path: Path) -> None:
+    scheduler = LocalScheduler(tmp_path)
+    scheduler.worker_key = SecretStr("worker-key")
+    async with scheduler:
+        (worker,) = await scheduler.launch(
+            get_backend("llamacpp"), WorkerConfig(context_length=2048), Allocation.parse("llamacpp")
+        )
+        # Its ready path, /v1/models, is guarded: the wait passes only if the probe sends the key.
+        await scheduler.wait_ready(timeout=180)
+        async with aiohttp.ClientSession() as http, http.get(worker.url + "/v1/models") as answer:
+            assert answer.status == 401
+        assert set(await ask_for_a_tool_call(worker.url + "/v1", "worker-key")) == {"a", "b"}
 
 
 async def test_serve_with_llamacpp_backend_serves_tool_calls_then_cleans_up(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from typing import Literal
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.parsers import ServerParsers
+from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
 
 
@@ -118,6 +120,13 @@ class Backend:
             f"the {self.name} backend cannot span nodes: choose t x p within one node's GPUs"
         )
 
+    def require_key(self, command: WorkerCommand, key: str) -> WorkerCommand:
+        """`command` with its server answering only clients that send `key` as a bearer token."""
+        raise ConfigError(
+            f"{self.name} workers cannot require a key: unset proxy.worker_api_key "
+            f"(and {WORKER_API_KEY}) or use a backend that takes one"
+        )
+
     def served_name(self, config: WorkerConfig) -> str | None:
         """The name workers serve the model under, as far as the settings tell (None: unknown).
 
@@ -136,6 +145,22 @@ def launcher(config: WorkerConfig, program: list[str], gpus: bool) -> list[str]:
         nv = ["--nv"] if gpus else []
         program = [config.container_runtime, "exec", *nv, config.container, *program]
     return [*config.prefix, *program]
+
+
+def with_env(command: WorkerCommand, name: str, value: str) -> WorkerCommand:
+    """`command` with one more environment variable."""
+    return dataclasses.replace(command, env={**command.env, name: value})
+
+
+def key_argument(command: WorkerCommand, flag: str, key: str) -> WorkerCommand:
+    """`command` given `flag KEY` by a shell that expands it from the environment.
+
+    For servers that read a key from their arguments only: so it is in no command line,
+    script or log line the harness writes (the server's own arguments still show it).
+    """
+    expand = f'exec "$@" {flag} "${WORKER_API_KEY}"'
+    keyed = dataclasses.replace(command, argv=["sh", "-c", expand, "sh", *command.argv])
+    return with_env(keyed, WORKER_API_KEY, key)
 
 
 def optional_flags(pairs: dict[str, object]) -> list[str]:

@@ -8,7 +8,15 @@ from importlib import resources
 from pathlib import Path
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.backends.base import (
+    Backend,
+    WorkerCommand,
+    WorkerConfig,
+    launcher,
+    optional_flags,
+    with_env,
+)
+from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
@@ -71,6 +79,10 @@ class LlamaCpp(Backend):
         argv = launcher(config, [*program, *config.extra_args], gpus=False)
         # /v1/models answers once the model is loaded; /health (ours) at once, even mid-generation.
         return WorkerCommand(argv, ready_path="/v1/models", health_path="/health")
+
+    def require_key(self, command: WorkerCommand, key: str) -> WorkerCommand:
+        """Our server program reads the key from the environment (see llamacpp_server)."""
+        return with_env(command, WORKER_API_KEY, key)
 
     def served_name(self, config: WorkerConfig) -> str:
         if config.served_model_name:

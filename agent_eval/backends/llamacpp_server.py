@@ -6,6 +6,7 @@ Run as `python -m agent_eval.backends.llamacpp_server` with llama-cpp-python's s
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, cast
 
@@ -20,6 +21,7 @@ from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
 from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
 from agent_eval.backends.llamacpp_chat import FORMAT_NAME, chatml_tools
+from agent_eval.credentials import WORKER_API_KEY
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -106,6 +108,8 @@ def main() -> None:
     args = parser.parse_args()
     # llama-cpp-python annotates these as returning the class; they return an instance.
     server = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
+    # From the environment, not --api_key: an argument is visible to every user in `ps`.
+    server.api_key = os.environ.get(WORKER_API_KEY) or server.api_key
     model = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
     # The handler Protocol names llama-cpp-python's TypedDicts; ours reads the same plain dicts.
     handler = cast(LlamaChatCompletionHandler, chatml_tools)

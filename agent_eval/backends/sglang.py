@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.backends.base import (
+    Backend,
+    WorkerCommand,
+    WorkerConfig,
+    key_argument,
+    launcher,
+    optional_flags,
+)
 from agent_eval.backends.parsers import SGLANG_PARSERS
 
 
@@ -45,3 +52,7 @@ class SGLang(Backend):
             "--node-rank", str(node_rank),
             "--dist-init-addr", f"{dist_host}:{dist_port}",
         ]  # fmt: skip
+
+    def require_key(self, command: WorkerCommand, key: str) -> WorkerCommand:
+        """SGLang reads its key only from --api-key."""
+        return key_argument(command, "--api-key", key)

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, launcher, optional_flags
+from agent_eval.backends.base import (
+    Backend,
+    WorkerCommand,
+    WorkerConfig,
+    launcher,
+    optional_flags,
+    with_env,
+)
 from agent_eval.backends.parsers import VLLM_PARSERS
 
 
@@ -47,3 +54,7 @@ class VLLM(Backend):
             "--master-port", str(dist_port),
         ]  # fmt: skip
         return args if str(node_rank) == "0" else [*args, "--headless"]
+
+    def require_key(self, command: WorkerCommand, key: str) -> WorkerCommand:
+        """vLLM reads VLLM_API_KEY when no --api-key is given; /health stays open."""
+        return with_env(command, "VLLM_API_KEY", key)

@@ -14,10 +14,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 import aiohttp
+from pydantic import SecretStr
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, with_env
+from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.diagnostics import last_line, log_tail
+from agent_eval.proxy.upstream import bearer
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.ports import says_address_in_use
 
@@ -58,10 +61,17 @@ class Launch:
     backend: Backend
     config: WorkerConfig
     allocation: Allocation
+    key: SecretStr | None = None
+    """Set: the workers answer only requests bearing it (the proxy's worker key)."""
 
-    def command(self, host: str, port: int) -> WorkerCommand:
-        """The command of one worker on host:port."""
-        return self.backend.command(self.config, self.allocation, host, port)
+    def command(self, host: str, port: int | str) -> WorkerCommand:
+        """The command of one worker on host:port (either may be a shell variable)."""
+        command = self.backend.command(self.config, self.allocation, host, port)
+        if self.key is None:
+            # Empty rather than unset: a key exported in the user's shell would lock the
+            # workers with a key the proxy does not know.
+            return with_env(command, WORKER_API_KEY, "")
+        return self.backend.require_key(command, self.key.get_secret_value())
 
 
 class Scheduler(ABC):
@@ -76,6 +86,8 @@ class Scheduler(ABC):
         self.run_dir = run_dir
         self.workers: list[LaunchedWorker] = []
         self._relaunches: Counter[int] = Counter()
+        self.worker_key: SecretStr | None = None
+        """Set: workers answer only requests bearing it (the proxy's worker key)."""
 
     @classmethod
     @abstractmethod
@@ -149,7 +161,9 @@ class Scheduler(ABC):
                 return False
             raise WorkerFailedError(worker.name, status, worker.log, tail)
         try:
-            async with http.get(worker.url + worker.ready_path) as response:
+            async with http.get(
+                worker.url + worker.ready_path, headers=bearer(self.worker_key)
+            ) as response:
                 return response.status == 200
         except (aiohttp.ClientError, OSError):
             return False

@@ -74,7 +74,7 @@ class LocalScheduler(Scheduler):
     ) -> list[LaunchedWorker]:
         backend.validate(config, allocation)
         self._gpus = self._gpu_sets(backend, allocation)
-        self._launch = Launch(backend, config, allocation)
+        self._launch = Launch(backend, config, allocation, self.worker_key)
         (self.run_dir / "workers").mkdir(parents=True, exist_ok=True)
         for index, port in enumerate(self._ports(allocation.dp)):
             command = self._launch.command(self.host, port)

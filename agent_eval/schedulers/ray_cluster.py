@@ -152,7 +152,7 @@ class RayScheduler(Scheduler):
         self, backend: Backend, config: WorkerConfig, allocation: Allocation
     ) -> list[LaunchedWorker]:
         backend.validate(config, allocation)
-        self._launch = Launch(backend, config, allocation)
+        self._launch = Launch(backend, config, allocation, self.worker_key)
         self._thread = self._thread or ThreadPoolExecutor(1, thread_name_prefix="ray-scheduler")
         try:
             self.workers = await self._call(self._start_all, self._launch)

@@ -22,7 +22,7 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.base import LaunchedWorker, Scheduler
+from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.config import SlurmConfig
 from agent_eval.schedulers.errors import (
     SchedulerUnavailableError,
@@ -95,7 +95,9 @@ class SlurmScheduler(Scheduler):
             )
         backend.validate(config, allocation)
         layout = job_layout(allocation, self.slurm, backend.needs_gpus)
-        command = backend.command(config, allocation, HOST_VARIABLE, PORT_VARIABLE)
+        command = Launch(backend, config, allocation, self.worker_key).command(
+            HOST_VARIABLE, PORT_VARIABLE
+        )
         commands = task_commands(backend, command, layout.nodes_per_worker)
         script = await asyncio.to_thread(self._write_scripts, commands, layout)
         self.job_id = await self._submit(script)
@@ -107,6 +109,7 @@ class SlurmScheduler(Scheduler):
         """Write the task and job scripts into the run directory; returns the job script."""
         self.workers_dir.mkdir(parents=True, exist_ok=True)
         task = self.workers_dir / "task.sh"
+        task.touch(mode=0o600)  # before its text: the workers' environment may hold a key
         task.write_text(render_task(commands, self.workers_dir, self.slurm))
         script = self.workers_dir / "job.sbatch"
         script.write_text(render_sbatch(layout, self.slurm, self.workers_dir, task, JOB_NAME))

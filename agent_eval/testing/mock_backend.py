@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
+from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, key_argument
 
 
 class MockBackend(Backend):
@@ -28,3 +28,7 @@ class MockBackend(Backend):
             *config.extra_args,
         ]  # fmt: skip
         return WorkerCommand(argv, ready_path=self.ready_path, health_path="/health")
+
+    def require_key(self, command: WorkerCommand, key: str) -> WorkerCommand:
+        """The mock takes its key as SGLang does, from --api-key."""
+        return key_argument(command, "--api-key", key)

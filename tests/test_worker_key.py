@@ -18,6 +18,7 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerCommand, WorkerConfig, get_backend
 from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
+from agent_eval.schedulers.base import Launch
 from agent_eval.schedulers.config import SlurmConfig
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.schedulers.slurm import SlurmScheduler, task_commands
@@ -71,6 +72,12 @@ async def test_keyed_worker_refuses_others_and_serves_the_proxy(
         assert reply.choices[0].message.content
     assert KEY not in caplog.text
     assert not await asyncio.to_thread(files_holding, tmp_path, KEY)
+
+
+def test_unkeyed_workers_do_not_inherit_a_key_from_the_shell() -> None:
+    # `run` takes no worker key from the shell, so a worker must not either.
+    command = Launch(MockBackend(), WorkerConfig(), Allocation("mock")).command("h", 1)
+    assert command.env == {WORKER_API_KEY: ""}
 
 
 def test_vllm_takes_the_key_from_its_environment() -> None:

@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"serving", "run_parts", "identity"},
     {"shards", "checkpoint_server"},
     {"evaluation"},
-    {"trigger", "report", "progress"},
+    {"trigger", "report", "progress", "view"},
     {"rescore"},
     {"cli"},
     {"__main__"},

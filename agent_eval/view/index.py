@@ -1,0 +1,354 @@
+"""An index of one run's samples.jsonl: compact columns per attempt, transcripts left on disk."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from agent_eval.errors import ConfigError
+from agent_eval.failures import FailureClass, recorded_class
+
+CHUNK = 8 << 20
+"""Bytes read at a time: bounds the memory of indexing a large file."""
+
+# Column name -> dtype of the numeric columns kept per attempt.
+NUMERIC: dict[str, Any] = {
+    "offset": np.int64,
+    "length": np.int64,
+    "sample": np.int32,
+    "attempt": np.int32,
+    "correct": np.bool_,
+    "unscored": np.bool_,
+    "reward": np.float64,
+    "error": np.int32,
+    "model_calls": np.int32,
+    "tool_calls": np.int32,
+    "tokens": np.int64,
+    "latency_s": np.float64,
+}
+RANGED = ("model_calls", "tool_calls", "tokens", "latency_s")
+"""The columns a filter can bound by a minimum and a maximum."""
+SORTABLE = ("row", "sample_id", "attempt", "reward", "correct", "error_kind", *RANGED)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which attempts to show; every field left at its default lets all attempts through."""
+
+    outcome: str | None = None
+    """'correct', 'wrong' (scored, not correct), 'unscored' (an infrastructure error), or a kind."""
+    worker: str | None = None
+    ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    """Column of RANGED -> (minimum, maximum), both inclusive, None for no bound."""
+    text: str | None = None
+    """Case-insensitive substring of the sample's question or the attempt's answer."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One attempt's columns, as a page of the view shows them."""
+
+    index: int
+    sample_id: str
+    attempt: int
+    correct: bool
+    unscored: bool
+    reward: float
+    error_kind: str | None
+    workers: tuple[str, ...]
+    model_calls: int
+    tool_calls: int
+    tokens: int
+    latency_s: float
+
+
+@dataclass(frozen=True)
+class Page:
+    """The rows of one page and how many attempts match the filter in all."""
+
+    total: int
+    rows: list[Row]
+
+
+@dataclass
+class _Batch:
+    """Newly read attempts, a tuple of NUMERIC's values each, until they join the arrays."""
+
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    worker_rows: list[int] = field(default_factory=list)
+    worker_codes: list[int] = field(default_factory=list)
+
+
+class _Codes:
+    """Interns strings as small integers, in order of first appearance."""
+
+    def __init__(self, first: list[str] | None = None) -> None:
+        self.names: list[str] = list(first or [])
+        self.code = {name: i for i, name in enumerate(self.names)}
+
+    def __call__(self, name: str) -> int:
+        found = self.code.get(name)
+        if found is None:
+            found = self.code[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+
+def question(trajectory: dict[str, Any]) -> str:
+    """The first user message's text; its content is a string or a list of parts."""
+    for message in trajectory.get("messages") or ():
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "\n".join(
+                part.get("text", "") for part in content or () if isinstance(part, dict)
+            )
+    return ""
+
+
+def _workers(trajectory: dict[str, Any]) -> list[str]:
+    """The workers the attempt's model calls went to, each once, in order of first call."""
+    return list(dict.fromkeys(call["worker"] for call in trajectory.get("model_calls") or ()))
+
+
+class RunIndex:
+    """The attempts of one run directory's samples.jsonl, refreshed as the run appends to it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / "samples.jsonl"
+        self._reset()
+        self.refresh()
+
+    def _reset(self) -> None:
+        self._end = 0
+        self._inode = -1
+        self._columns = {name: np.zeros(0, dtype) for name, dtype in NUMERIC.items()}
+        self._worker_rows = np.zeros(0, np.int32)
+        self._worker_codes = np.zeros(0, np.int32)
+        self._samples = _Codes()
+        self._kinds = _Codes([""])  # code 0: no error
+        self._worker_names = _Codes()
+        self._questions: list[str] = []
+        """Lowercase question per sample code: attempts of a sample share it."""
+        self._answers: list[str] = []
+        """Lowercase answer and final output per attempt."""
+
+    def __len__(self) -> int:
+        return len(self._columns["offset"])
+
+    @property
+    def kinds(self) -> list[str]:
+        """The error kinds seen so far."""
+        return self._kinds.names[1:]
+
+    @property
+    def workers(self) -> list[str]:
+        """The workers seen so far."""
+        return list(self._worker_names.names)
+
+    def refresh(self) -> int:
+        """Index the complete lines appended since the last read; returns how many were added."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            stat = None
+        # A replaced or shortened file (a resume that set records aside) is a new file.
+        if stat is None or stat.st_ino != self._inode or stat.st_size < self._end:
+            self._reset()
+        if stat is None:
+            return 0
+        self._inode = stat.st_ino
+        before = len(self)
+        batch = _Batch()
+        try:
+            for offset, line in self._lines():
+                self._add(batch, offset, line)
+        except ConfigError:
+            # The per-sample and per-attempt lists took part of the batch: start over next time.
+            self._reset()
+            raise
+        self._append(batch)
+        return len(self) - before
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """Complete lines (newline cut) from the last read on, with offsets; a partial one waits."""
+        with open(self.path, "rb") as file:
+            file.seek(self._end)
+            pending = b""
+            while chunk := file.read(CHUNK):
+                data = pending + chunk
+                cut = data.rfind(b"\n") + 1
+                start = self._end
+                # Only b"\n" ends a record; splitlines() would also split at a bare b"\r".
+                for line in data[:cut].split(b"\n")[:-1]:
+                    yield start, line
+                    start += len(line) + 1
+                self._end = start
+                pending = data[cut:]
+
+    def _add(self, batch: _Batch, offset: int, line: bytes) -> None:
+        """Take one line's columns into the batch."""
+        if not line or line.isspace():
+            return
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"{self.path} at byte {offset} is not valid JSON ({exc})") from None
+        error = data.get("error")
+        trajectory = data.get("trajectory") or {}
+        sample = self._samples(data["sample_id"])
+        if sample == len(self._questions):
+            self._questions.append(question(trajectory).lower())
+        row = len(self._answers)
+        for worker in _workers(trajectory):
+            batch.worker_rows.append(row)
+            batch.worker_codes.append(self._worker_names(worker))
+        answer = f"{data.get('answer') or ''}\n{trajectory.get('final_output') or ''}"
+        self._answers.append(answer.lower())
+        # In NUMERIC's order; one tuple per line is several times faster than a list per column.
+        batch.rows.append(
+            (
+                offset,
+                len(line),
+                sample,
+                data["attempt"],
+                data["correct"],
+                bool(error) and recorded_class(error) is not FailureClass.MODEL,
+                data["reward"],
+                self._kinds(error["kind"]) if error else 0,
+                data["model_calls"],
+                data["tool_calls"],
+                data["prompt_tokens"] + data["completion_tokens"],
+                data["latency_s"],
+            )
+        )
+
+    def _append(self, batch: _Batch) -> None:
+        """Join a batch's lists to the column arrays."""
+        if not batch.rows:
+            return
+        columns = zip(*batch.rows, strict=True)
+        for (name, dtype), values in zip(NUMERIC.items(), columns, strict=True):
+            added = np.array(values, dtype)
+            self._columns[name] = np.concatenate([self._columns[name], added])
+        rows = np.array(batch.worker_rows, np.int32)
+        codes = np.array(batch.worker_codes, np.int32)
+        self._worker_rows = np.concatenate([self._worker_rows, rows])
+        self._worker_codes = np.concatenate([self._worker_codes, codes])
+
+    def record(self, index: int) -> dict[str, Any]:
+        """One attempt's full record, read from its place in the file."""
+        with open(self.path, "rb") as file:
+            file.seek(int(self._columns["offset"][index]))
+            line = file.read(int(self._columns["length"][index]))
+        parsed: dict[str, Any] = orjson.loads(line)
+        return parsed
+
+    def rows(
+        self,
+        where: Filter | None = None,
+        sort: str = "row",
+        descending: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> Page:
+        """One page of the attempts that match `where`, in `sort` order, and their total count."""
+        if sort not in SORTABLE:
+            raise ValueError(f"cannot sort by {sort!r}; sort by one of {', '.join(SORTABLE)}")
+        matched = np.flatnonzero(self._mask(where or Filter()))
+        key = self._sort_key(sort)[matched].astype(np.float64)
+        order = np.argsort(-key if descending else key, kind="stable")
+        page = matched[order[offset : offset + limit]]
+        return Page(total=len(matched), rows=[self._row(int(i)) for i in page])
+
+    def _mask(self, where: Filter) -> np.ndarray:
+        """Which attempts pass every condition of the filter."""
+        mask = np.ones(len(self), np.bool_)
+        if where.outcome is not None:
+            mask &= self._outcome(where.outcome)
+        if where.worker is not None:
+            mask &= self._on_worker(where.worker)
+        for name, (low, high) in where.ranges.items():
+            if name not in RANGED:
+                raise ValueError(f"cannot filter by {name!r}; bound one of {', '.join(RANGED)}")
+            column = self._columns[name]
+            if low is not None:
+                mask &= column >= low
+            if high is not None:
+                mask &= column <= high
+        if where.text:
+            mask &= self._matches(where.text.lower())
+        return mask
+
+    def _outcome(self, outcome: str) -> np.ndarray:
+        """The attempts with this outcome, or stopped by this error kind."""
+        correct, unscored = self._columns["correct"], self._columns["unscored"]
+        if outcome == "correct":
+            return correct
+        if outcome == "wrong":
+            return ~correct & ~unscored
+        if outcome == "unscored":
+            return unscored
+        code = self._kinds.code.get(outcome)
+        return self._columns["error"] == code if code else np.zeros(len(self), np.bool_)
+
+    def _on_worker(self, worker: str) -> np.ndarray:
+        """The attempts with a model call on this worker."""
+        mask = np.zeros(len(self), np.bool_)
+        code = self._worker_names.code.get(worker)
+        if code is not None:
+            mask[self._worker_rows[self._worker_codes == code]] = True
+        return mask
+
+    def _matches(self, text: str) -> np.ndarray:
+        """The attempts whose sample's question or whose own answer contains `text`."""
+        asked = np.fromiter((text in q for q in self._questions), np.bool_, len(self._questions))
+        answered = np.fromiter((text in a for a in self._answers), np.bool_, len(self._answers))
+        result: np.ndarray = asked[self._columns["sample"]] | answered
+        return result
+
+    def _sort_key(self, sort: str) -> np.ndarray:
+        """Per attempt, a number whose order is the column's order."""
+        if sort == "row":
+            return np.arange(len(self))
+        if sort == "sample_id":
+            return _ranks(self._samples.names)[self._columns["sample"]]
+        if sort == "error_kind":
+            return _ranks(self._kinds.names)[self._columns["error"]]
+        return self._columns[sort]
+
+    def _row(self, index: int) -> Row:
+        """The columns of one attempt."""
+        column = {name: values[index] for name, values in self._columns.items()}
+        kind = self._kinds.names[int(column["error"])]
+        # Worker pairs are appended in row order, so a row's pairs are one sorted run.
+        start, stop = np.searchsorted(self._worker_rows, [index, index + 1])
+        codes = self._worker_codes[start:stop]
+        return Row(
+            index=index,
+            sample_id=self._samples.names[int(column["sample"])],
+            attempt=int(column["attempt"]),
+            correct=bool(column["correct"]),
+            unscored=bool(column["unscored"]),
+            reward=float(column["reward"]),
+            error_kind=kind or None,
+            workers=tuple(self._worker_names.names[int(code)] for code in codes),
+            model_calls=int(column["model_calls"]),
+            tool_calls=int(column["tool_calls"]),
+            tokens=int(column["tokens"]),
+            latency_s=float(column["latency_s"]),
+        )
+
+
+def _ranks(names: list[str]) -> np.ndarray:
+    """Each name's place in alphabetical order, by its code."""
+    ranks = np.empty(len(names), np.int64)
+    ranks[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+    return ranks

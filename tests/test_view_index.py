@@ -195,3 +195,8 @@ def test_a_corrupt_line_is_an_error_naming_its_place(run_dir: Path) -> None:
     (run_dir / "samples.jsonl").write_bytes(b"".join(LINES))
     assert index.refresh() == 5
     assert ids(index, Filter(text="13")) == [("s1", 1)]
+
+
+def test_the_question_comes_from_any_attempt_of_the_sample(tmp_path: Path) -> None:
+    (tmp_path / "samples.jsonl").write_bytes(line("s5", 0, ask=None) + line("s5", 1, ask="Plums?"))
+    assert ids(RunIndex(tmp_path), Filter(text="plums")) == [("s5", 0), ("s5", 1)]

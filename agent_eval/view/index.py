@@ -205,7 +205,10 @@ class RunIndex:
         trajectory = data.get("trajectory") or {}
         sample = self._samples(data["sample_id"])
         if sample == len(self._questions):
-            self._questions.append(question(trajectory).lower())
+            self._questions.append("")
+        if not self._questions[sample]:
+            # An attempt stopped before its first message leaves the question to a later one.
+            self._questions[sample] = question(trajectory).lower()
         row = len(self._answers)
         for worker in _workers(trajectory):
             batch.worker_rows.append(row)

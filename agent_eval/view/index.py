@@ -254,6 +254,15 @@ class RunIndex:
         parsed: dict[str, Any] = orjson.loads(line)
         return parsed
 
+    def attempts_of(self, sample_id: str) -> list[int]:
+        """The indexes of one sample's attempts, in attempt order; none for an unknown sample."""
+        code = self._samples.code.get(sample_id)
+        if code is None:
+            return []
+        found = np.flatnonzero(self._columns["sample"] == code)
+        order = np.argsort(self._columns["attempt"][found], kind="stable")
+        return [int(i) for i in found[order]]
+
     def rows(
         self,
         where: Filter | None = None,

@@ -1,0 +1,49 @@
+"""The runs being served and a few of their indexes, kept warm and refreshed on every use."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from pathlib import Path
+
+from agent_eval.view.index import RunIndex
+from agent_eval.view.runs import RunDir, find_runs
+
+KEPT = 4
+"""Indexes kept in memory at once: the runs being looked at, not every run on disk."""
+
+
+class Catalog:
+    """Finds runs under the roots by id, and holds an index for each of the last few used."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self._runs: dict[str, RunDir] = {}
+        self._indexes: OrderedDict[Path, RunIndex] = OrderedDict()
+        self._locks: dict[Path, asyncio.Lock] = {}
+
+    async def runs(self) -> list[RunDir]:
+        """Every run under the roots, found again (new runs appear), by id."""
+        self._runs = await asyncio.to_thread(find_runs, self.roots)
+        return sorted(self._runs.values(), key=lambda run: run.id)
+
+    async def run(self, run_id: str) -> RunDir | None:
+        """The run of this id, or None: only runs found under the roots can be named."""
+        if run_id not in self._runs:
+            await self.runs()
+        return self._runs.get(run_id)
+
+    async def index(self, run: RunDir) -> RunIndex:
+        """The run's index with every complete line read; built or refreshed in a thread."""
+        lock = self._locks.setdefault(run.path, asyncio.Lock())
+        async with lock:  # one thread at a time touches an index's arrays
+            index = self._indexes.pop(run.path, None)
+            if index is None:
+                index = await asyncio.to_thread(RunIndex, run.path)
+            else:
+                await asyncio.to_thread(index.refresh)
+            self._indexes[run.path] = index
+            while len(self._indexes) > KEPT:
+                dropped, _ = self._indexes.popitem(last=False)
+                self._locks.pop(dropped, None)
+        return index

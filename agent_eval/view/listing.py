@@ -1,0 +1,67 @@
+"""What the API says of a run: its row in the runs table, its errors and workers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from agent_eval.metrics import accuracy
+from agent_eval.view.index import Filter, RunIndex
+from agent_eval.view.runs import RunDir, described, started, status
+
+
+def run_row(run: RunDir, summary: dict[str, Any] | None, index: RunIndex | None) -> dict[str, Any]:
+    """The run's row: counts from summary.json once finished, else from the live index."""
+    about = described(run)
+    return {
+        "id": run.id,
+        "path": str(run.path),
+        "agent": about.agent,
+        "model": about.model,
+        "dataset": about.dataset,
+        **(_from_summary(summary) if summary else _from_index(index)),
+        "status": status(run),
+        "started": started(run),
+        "kind": run.kind,
+    }
+
+
+def _from_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    found = summary.get("quality", {}).get("accuracy")
+    return {
+        "attempts": summary.get("attempts", 0),
+        "scored": summary.get("scored", 0),
+        "unscored": summary.get("unscored", 0),
+        "accuracy": _interval(found["value"], found["low"], found["high"]) if found else None,
+    }
+
+
+def _from_index(index: RunIndex | None) -> dict[str, Any]:
+    if index is None:
+        return {"attempts": 0, "scored": 0, "unscored": 0, "accuracy": None}
+    unscored = index.rows(Filter(outcome="unscored"), limit=0).total
+    correct = index.rows(Filter(outcome="correct"), limit=0).total
+    scored = len(index) - unscored
+    found = accuracy(correct, scored)
+    return {
+        "attempts": len(index),
+        "scored": scored,
+        "unscored": unscored,
+        "accuracy": _interval(found.value, found.low, found.high) if scored else None,
+    }
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> dict[str, Any] | None:
+    if value is None or math.isnan(value):
+        return None
+    return {"value": value, "low": low, "high": high}
+
+
+def errors_by_kind(index: RunIndex) -> dict[str, int]:
+    """How many attempts each error kind stopped."""
+    return {kind: index.rows(Filter(outcome=kind), limit=0).total for kind in index.kinds}
+
+
+def attempts_by_worker(index: RunIndex) -> dict[str, int]:
+    """How many attempts made a model call on each worker."""
+    return {worker: index.rows(Filter(worker=worker), limit=0).total for worker in index.workers}

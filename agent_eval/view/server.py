@@ -1,0 +1,135 @@
+"""The web app of `agent-eval view`: a read-only JSON API over runs, and the page that uses it."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from agent_eval.view.catalog import Catalog
+from agent_eval.view.index import RunIndex
+from agent_eval.view.listing import attempts_by_worker, errors_by_kind, run_row
+from agent_eval.view.params import ParameterError, parse_query
+from agent_eval.view.runs import RunDir, read_summary
+
+STATIC = Path(__file__).parent / "static"
+CATALOG = web.AppKey("catalog", Catalog)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def create_app(roots: list[Path]) -> web.Application:
+    """The app serving the runs under `roots`; it only reads, and only GET is routed."""
+    app = web.Application(middlewares=[_secured])
+    app[CATALOG] = Catalog(roots)
+    app.router.add_get("/", _page)
+    app.router.add_get("/static/{name}", _static)
+    app.router.add_get("/api/runs", _runs)
+    app.router.add_get("/api/runs/{id:.+}/summary", _summary)
+    app.router.add_get("/api/runs/{id:.+}/rows", _rows)
+    app.router.add_get("/api/runs/{id:.+}/samples/{sample_id}", _sample)
+    app.router.add_get("/api/runs/{id:.+}/records/{i}", _record)
+    return app
+
+
+@web.middleware
+async def _secured(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every response, errors included, forbids other origins' scripts and type sniffing."""
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        response = _json({"error": exc.reason}, exc.status) if exc.status >= 400 else exc
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    # orjson writes NaN as null: a reward or interval the run could not compute.
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+def _not_found(what: str) -> web.HTTPNotFound:
+    return web.HTTPNotFound(reason=f"no {what}")
+
+
+async def _page(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(STATIC / "index.html")
+
+
+async def _static(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    # Only the files shipped beside this module: a name is never joined into a path unchecked.
+    if name not in {path.name for path in STATIC.iterdir() if path.is_file()}:
+        raise _not_found(f"static file {name!r}")
+    return web.FileResponse(STATIC / name)
+
+
+async def _runs(request: web.Request) -> web.Response:
+    catalog = request.app[CATALOG]
+    return _json({"runs": [await _row(catalog, run) for run in await catalog.runs()]})
+
+
+async def _row(catalog: Catalog, run: RunDir) -> dict[str, Any]:
+    """A run's row; only an unfinished run's counts need its index."""
+    summary = read_summary(run)
+    index = None if summary or run.kind == "watch" else await catalog.index(run)
+    return run_row(run, summary, index)
+
+
+async def _found(request: web.Request) -> tuple[RunDir, RunIndex]:
+    """The run the URL names and its refreshed index; a 404 for any id not found under a root."""
+    catalog = request.app[CATALOG]
+    run = await catalog.run(request.match_info["id"])
+    if run is None:
+        raise _not_found(f"run {request.match_info['id']!r} under the roots served")
+    return run, await catalog.index(run)
+
+
+async def _summary(request: web.Request) -> web.Response:
+    run, index = await _found(request)
+    summary = read_summary(run)
+    return _json(
+        {
+            "run": run_row(run, summary, index),
+            "summary": summary,
+            "errors": errors_by_kind(index),
+            "workers": attempts_by_worker(index),
+        }
+    )
+
+
+async def _rows(request: web.Request) -> web.Response:
+    _run, index = await _found(request)
+    try:
+        query = parse_query(request.query)
+    except ParameterError as exc:
+        return _json({"error": str(exc), "parameter": exc.name}, 400)
+    page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
+    return _json({"total": page.total, "rows": [dataclasses.asdict(row) for row in page.rows]})
+
+
+async def _sample(request: web.Request) -> web.Response:
+    _run, index = await _found(request)
+    sample_id = request.match_info["sample_id"]
+    found = index.attempts_of(sample_id)
+    if not found:
+        raise _not_found(f"sample {sample_id!r} in this run")
+    records = await asyncio.to_thread(lambda: [index.record(i) for i in found])
+    return _json({"sample_id": sample_id, "attempts": records})
+
+
+async def _record(request: web.Request) -> web.Response:
+    _run, index = await _found(request)
+    text = request.match_info["i"]
+    if not text.isdigit() or int(text) >= len(index):
+        raise _not_found(f"record {text!r}; records go from 0 to {len(index) - 1}")
+    return _json(await asyncio.to_thread(index.record, int(text)))

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from typer.testing import CliRunner
 
+from agent_eval.cli import app
 from agent_eval.view.server import create_app
 
 # One line of a real run's samples.jsonl, trimmed.
@@ -179,3 +181,9 @@ async def test_the_page_and_its_files_are_served_securely(client: TestClient[Any
         response = await client.get(f"/static/{name}")
         assert response.status == 200 and kind in response.headers["Content-Type"]
     assert (await client.get("/static/..%2Fserver.py")).status == 404
+
+
+def test_the_command_names_a_missing_folder(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["view", str(tmp_path / "absent")])
+    assert result.exit_code == 2
+    assert "no such folder" in result.output

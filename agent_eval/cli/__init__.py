@@ -1,4 +1,4 @@
-"""The `agent-eval` command line: run, serve, workers, report, rescore."""
+"""The `agent-eval` command line: run, serve, workers, report, rescore, watch, view."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from agent_eval.cli import report, rescore, run, serve, watch
+from agent_eval.cli import report, rescore, run, serve, view, watch
 from agent_eval.cli.common import err_console, show_flags_without_a_value
 from agent_eval.lifecycle import setup_logging
 
@@ -34,6 +34,7 @@ app.command()(report.report)
 app.command("rescore")(rescore.rescore_command)
 app.command()(run.run)
 app.command()(serve.serve)
+app.command()(view.view)
 app.command("watch")(watch.watch_command)
 workers = typer.Typer(help="Launch inference workers without a proxy.", no_args_is_help=True)
 workers.command("up")(serve.workers_up)

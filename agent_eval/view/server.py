@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from agent_eval.errors import ConfigError
+from agent_eval.lifecycle import forever
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import attempts_by_worker, errors_by_kind, run_row
@@ -25,6 +27,30 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+async def serve_view(
+    roots: list[Path], host: str, port: int, on_ready: Callable[[str], None]
+) -> None:
+    """Serve the runs under `roots` until cancelled; `on_ready` gets the URL (port 0: any free)."""
+    runner = web.AppRunner(create_app(roots), access_log=None)
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port"
+            ) from None
+        bound_host, bound_port = runner.addresses[0][:2]
+        on_ready(f"http://{_url_host(bound_host)}:{bound_port}/")
+        await forever()
+    finally:
+        await runner.cleanup()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def create_app(roots: list[Path]) -> web.Application:

@@ -1,0 +1,54 @@
+"""`agent-eval view`: browse runs in the web browser, down to every attempt's trajectory."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from agent_eval.cli.common import console, fail, guarded
+from agent_eval.lifecycle import run_until_signalled
+from agent_eval.report.choose import RUNS
+from agent_eval.view.server import serve_view
+
+PORT = 7575
+"""A fixed default, so the page's address can be bookmarked; --port 0 takes a free one."""
+
+
+def view(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help=f"Folders holding runs (searched all the way down). Default: {RUNS}/.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; others can read runs.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on; 0 takes a free one.")] = (
+        PORT
+    ),
+    opened: Annotated[bool, typer.Option("--open", help="Open the page in the browser.")] = False,
+) -> None:
+    """Serve a local web page over runs: their accuracy, every attempt, every trajectory.
+
+    It only reads the runs, and follows a running run as it writes. Stop it with Ctrl-C.
+    """
+    roots = paths or [RUNS]
+    missing = [str(root) for root in roots if not root.is_dir()]
+    if missing:
+        fail(f"no such folder: {', '.join(missing)}; give folders that hold run directories")
+
+    def ready(url: str) -> None:
+        console.print(Text(f"Viewing runs under {', '.join(map(str, roots))} at {url}"))
+        console.print(Text("Press Ctrl-C to stop.", style="dim"))
+        if opened:
+            webbrowser.open(url)
+
+    guarded(ctx, run_until_signalled, serve_view(roots, host, port, ready))

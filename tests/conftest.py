@@ -1,4 +1,4 @@
-"""Fixtures: mock workers on real ports and a proxy in front of them."""
+"""Fixtures: mock workers on real ports, a proxy in front of them, a headless browser."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from openai import AsyncOpenAI
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
+from tests.browser import BrowserPage, browser_page
 
 StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
 MakeClient = Callable[..., AsyncOpenAI]
@@ -28,6 +29,13 @@ FAST_HEALTH = {"interval": 0.05, "timeout": 1.0, "failure_threshold": 1, "succes
 async def stack() -> AsyncIterator[AsyncExitStack]:
     async with AsyncExitStack() as exits:
         yield exits
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[BrowserPage]:
+    """A page in headless Chromium; skipped without Chromium or playwright (tests/browser.py)."""
+    async with browser_page() as page:
+        yield page
 
 
 @pytest.fixture

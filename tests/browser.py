@@ -1,0 +1,76 @@
+"""A real headless Chromium for tests, driven by Playwright: the system's, not Playwright's own.
+
+Playwright's browser downloads are out of reach where these tests run, so it drives the Chromium
+the OS packages install (Debian: `apt-get install chromium`); `AGENT_EVAL_CHROMIUM` names another.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    from playwright.async_api import ConsoleMessage, Error, Page
+
+REQUIRE = "AGENT_EVAL_REQUIRE_BROWSER"
+# Docker gives /dev/shm 64 MB, which a renderer can outgrow and crash; /tmp has room. Nothing else
+# is needed: Playwright already passes --no-sandbox (root has no sandbox) and headless has no GPU.
+LAUNCH_ARGS = ["--disable-dev-shm-usage"]
+
+
+@dataclass
+class BrowserPage:
+    """A page in headless Chromium, and the errors its scripts and console reported."""
+
+    page: Page
+    errors: list[str] = field(default_factory=list)
+
+    def on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.errors.append(f"console: {message.text}")
+
+    def on_page_error(self, error: Error) -> None:
+        self.errors.append(f"uncaught: {error}")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test; fail it instead where CI set AGENT_EVAL_REQUIRE_BROWSER."""
+    if os.environ.get(REQUIRE):
+        pytest.fail(f"{reason}, but {REQUIRE} is set: browser tests must run here")
+    pytest.skip(reason)
+
+
+def chromium_path() -> str:
+    """The Chromium executable to drive; skips (or fails) the test when there is none."""
+    names = [os.environ.get("AGENT_EVAL_CHROMIUM") or "chromium", "chromium-browser"]
+    for name in names:
+        if found := shutil.which(name):
+            return found
+    unavailable(f"no Chromium found as {' or '.join(names)} (Debian: apt-get install chromium)")
+
+
+@asynccontextmanager
+async def browser_page() -> AsyncIterator[BrowserPage]:
+    """A fresh page in a headless Chromium of its own, closed on exit."""
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        unavailable("playwright is not installed (pip install -e '.[test]')")
+    executable = chromium_path()
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=executable, headless=True, args=LAUNCH_ARGS
+        )
+        try:
+            watched = BrowserPage(await browser.new_page())
+            watched.page.on("console", watched.on_console)
+            watched.page.on("pageerror", watched.on_page_error)
+            yield watched
+        finally:
+            await browser.close()

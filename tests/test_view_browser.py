@@ -1,0 +1,261 @@
+"""`agent-eval view` in a real browser: runs listed, rows filtered, transcripts shown as text."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from aiohttp import web
+
+from agent_eval.config import load_run_config, save_run_config
+from agent_eval.view.server import create_app
+from tests.browser import BrowserPage
+
+SCRIPT = "<script>window.__pwned=1</script>"
+IMAGE = '<img src=x onerror="window.__pwned=1">'
+HOSTILE = SCRIPT + IMAGE
+# Long enough for a loaded browser; the live page polls every second.
+WAIT_MS = 10_000
+
+# One attempt in the shape a real run writes: messages as the Agents SDK dumps them, a tool call
+# with its arguments and result, and two model calls on different workers.
+TEMPLATE: dict[str, Any] = {
+    "schema": 1,
+    "sample_id": "s1",
+    "attempt": 0,
+    "seed": 1,
+    "session_id": "s1-0",
+    "reward": 1.0,
+    "correct": True,
+    "answer": "48",
+    "gold": "48",
+    "latency_s": 3.5,
+    "prompt_tokens": 900,
+    "completion_tokens": 40,
+    "model_calls": 2,
+    "tool_calls": 1,
+    "tool_errors": 0,
+    "error": None,
+    "trajectory": {
+        "final_output": "48",
+        "messages": [
+            {"content": "A crate holds 16 bottles. How many in 3 crates?", "role": "user"},
+            {
+                "arguments": '{"a": 16, "b": 3}',
+                "call_id": "c1",
+                "name": "multiply",
+                "type": "function_call",
+                "id": "fc_1",
+                "status": "completed",
+            },
+            {"call_id": "c1", "output": "48.0", "type": "function_call_output"},
+            {
+                "id": "msg_1",
+                "content": [{"annotations": [], "text": "48", "type": "output_text"}],
+                "role": "assistant",
+                "status": "completed",
+                "type": "message",
+            },
+        ],
+        "tool_calls": [{"name": "multiply", "arguments": '{"a": 16, "b": 3}', "result": "48.0"}],
+        "model_calls": [
+            {"latency_s": 1.5, "prompt_tokens": 440, "completion_tokens": 20, "worker": "w0"},
+            {"latency_s": 2.0, "prompt_tokens": 460, "completion_tokens": 20, "worker": "w1"},
+        ],
+        "error": None,
+    },
+}
+
+
+def record(sample: str, attempt: int, correct: bool) -> dict[str, Any]:
+    """An attempt at `sample`, right or wrong."""
+    line = copy.deepcopy(TEMPLATE)
+    line.update(sample_id=sample, attempt=attempt, correct=correct, reward=float(correct))
+    line["session_id"] = f"{sample}-{attempt}"
+    if not correct:
+        line["answer"] = "19"
+    return line
+
+
+def hostile_record() -> dict[str, Any]:
+    """An attempt whose id, question, answer and tool call are markup that would run script."""
+    line = record(HOSTILE, 0, False)
+    line["answer"] = HOSTILE
+    trajectory = line["trajectory"]
+    trajectory["messages"][0]["content"] = HOSTILE
+    trajectory["messages"][1]["arguments"] = HOSTILE
+    trajectory["messages"][2]["output"] = HOSTILE
+    trajectory["tool_calls"] = [{"name": HOSTILE, "arguments": HOSTILE, "result": HOSTILE}]
+    trajectory["final_output"] = HOSTILE
+    return line
+
+
+def write_run(path: Path, records: list[dict[str, Any]], finished: bool = True) -> None:
+    """A run folder: config.yaml, samples.jsonl and, once finished, summary.json."""
+    path.mkdir(parents=True)
+    flags = {"agent.name": "math_calculator", "model.name": "qwen-test"}
+    save_run_config(load_run_config(None, flags, [f"output.dir={path}"]), path)
+    append(path, records)
+    if finished:
+        correct = sum(line["correct"] for line in records)
+        value = correct / len(records)
+        accuracy = {"value": value, "low": value / 2, "high": (1 + value) / 2}
+        summary = {
+            "attempts": len(records),
+            "scored": len(records),
+            "unscored": 0,
+            "quality": {"accuracy": accuracy},
+        }
+        (path / "summary.json").write_text(json.dumps(summary))
+
+
+def append(run: Path, records: list[dict[str, Any]]) -> None:
+    """Add attempts to a run's samples.jsonl, as a running run does."""
+    with (run / "samples.jsonl").open("a") as samples:
+        samples.writelines(json.dumps(line) + "\n" for line in records)
+
+
+DONE = [
+    record("s1", 0, True),
+    record("s1", 1, False),
+    record("s2", 0, False),
+    record("s3", 0, True),
+]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A folder of runs: one finished, one running, one hostile."""
+    runs = tmp_path / "runs"
+    write_run(runs / "done", DONE)
+    write_run(runs / "live", DONE[:2], finished=False)
+    write_run(runs / "hostile", [hostile_record(), record("s1", 0, True)])
+    return runs
+
+
+@pytest.fixture
+async def url(root: Path) -> AsyncIterator[str]:
+    """The view's app serving `root` on a free local port."""
+    runner = web.AppRunner(create_app([root]), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        yield f"http://{host}:{port}/"
+    finally:
+        await runner.cleanup()
+
+
+def run_route(run_id: str) -> str:
+    """The hash route of a run's page, as the app builds it."""
+    return "#/run/" + quote(run_id, safe="")
+
+
+async def cells(browser: BrowserPage, selector: str) -> list[list[str]]:
+    """The text of each cell of each row `selector` finds."""
+    rows = await browser.page.locator(selector).all()
+    return [await row.locator("td").all_inner_texts() for row in rows]
+
+
+async def test_runs_page_lists_each_run(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url)
+    await expect(page.locator("#runs-table tr[data-run]")).to_have_count(3)
+    done = page.locator('tr[data-run="runs/done"]')
+    await expect(done.locator(".status")).to_have_text("finished")
+    texts = await done.locator("td").all_inner_texts()
+    agent, model, attempts, accuracy = texts[1], texts[2], texts[4], texts[5]
+    assert (agent, model, attempts) == ("math_calculator", "qwen-test", "4")
+    assert accuracy == "50.0% [25.0%, 75.0%]"
+    live = page.locator('tr[data-run="runs/live"]')
+    await expect(live.locator(".status")).to_have_text("running")
+    assert browser.errors == []
+
+
+async def test_filtering_wrong_answers_shows_only_them(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/done"))
+    await expect(page.locator("#row-count")).to_have_text("4 attempts")
+    await page.select_option("#filter-outcome", "wrong")
+    await expect(page.locator("#row-count")).to_have_text("2 attempts")
+    rows = page.locator("#rows-table tr[data-index]")
+    await expect(rows).to_have_count(2)
+    shown = [row[:3] for row in await cells(browser, "#rows-table tr[data-index]")]
+    assert shown == [["s1", "1", "wrong"], ["s2", "0", "wrong"]]
+    assert await page.locator("#rows-table tr.wrong").count() == 2
+    assert browser.errors == []
+
+
+async def test_a_sample_shows_its_tool_calls_and_workers(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/done"))
+    await page.locator('#rows-table tr[data-index="2"] a').click()
+    await expect(page.locator("#attempts > section")).to_have_count(1)
+    attempt = page.locator("#attempt-0")
+    await expect(attempt.locator(".answer")).to_have_text("19")
+    await expect(attempt.locator(".gold")).to_have_text("48")
+    tool = attempt.locator(":scope > .tool-call")
+    await expect(tool.locator(".tool-args")).to_have_text('{"a": 16, "b": 3}')
+    await expect(tool.locator(".tool-result")).to_have_text("48.0")
+    workers = [row[-1] for row in await cells(browser, "#attempt-0 tr.model-call")]
+    assert workers == ["w0", "w1"]
+    # The transcript's own tool call and output show as such, not as empty messages.
+    messages = attempt.locator(".messages")
+    await expect(messages.locator(".tool-call .tool-args")).to_have_text('{"a": 16, "b": 3}')
+    await expect(messages.locator(".tool-output .tool-result")).to_have_text("48.0")
+    await expect(messages.locator(".role-assistant pre")).to_have_text("48")
+    await expect(attempt.locator(".final-output")).to_have_text("48")
+    assert browser.errors == []
+
+
+async def test_a_running_runs_count_grows(url: str, root: Path, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/live"))
+    count = page.locator("#row-count")
+    await expect(count).to_have_text("2 attempts")
+    append(root / "live", [record("s2", 0, True), record("s3", 0, False)])
+    await expect(count).to_have_text("4 attempts", timeout=WAIT_MS)
+    await expect(page.locator("#rows-table tr[data-index]")).to_have_count(4)
+    assert browser.errors == []
+
+
+async def test_hostile_text_shows_verbatim_and_never_runs(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/hostile"))
+    link = page.locator('#rows-table tr[data-index="0"] a')
+    await expect(link).to_have_text(HOSTILE)
+    await link.click()
+    await expect(page.locator("h1")).to_have_text(HOSTILE)
+    attempt = page.locator("#attempt-0")
+    await expect(attempt.locator(".answer")).to_have_text(HOSTILE)
+    await expect(attempt.locator(":scope > .tool-call .role")).to_have_text(HOSTILE)
+    for selector in (".tool-args", ".tool-result"):
+        await expect(attempt.locator(selector)).to_have_text([HOSTILE, HOSTILE])
+    await expect(attempt.locator(".role-user pre")).to_have_text(HOSTILE)
+    await expect(attempt.locator(".final-output")).to_have_text(HOSTILE)
+    assert await page.evaluate("typeof window.__pwned") == "undefined"
+    assert await page.locator("#app script, #app img").count() == 0
+    assert browser.errors == []
+
+
+async def test_a_missing_run_shows_an_error(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/absent"))
+    await expect(page.locator("#error")).to_contain_text("runs/absent")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import AsyncIterator
@@ -259,3 +260,22 @@ async def test_a_missing_run_shows_an_error(url: str, browser: BrowserPage) -> N
     page = browser.page
     await page.goto(url + run_route("runs/absent"))
     await expect(page.locator("#error")).to_contain_text("runs/absent")
+
+
+async def test_a_poll_answered_after_leaving_is_ignored(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import Route, expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/live"))
+    await expect(page.locator("#row-count")).to_have_text("2 attempts")
+    held: asyncio.Queue[Route] = asyncio.Queue()
+    await page.route("**/api/runs/runs/live/summary", held.put_nowait)
+    poll = await asyncio.wait_for(held.get(), WAIT_MS / 1000)
+    await page.evaluate("location.hash = '#/'")
+    await expect(page.locator("#runs-table")).to_be_visible()
+    async with page.expect_event("requestfinished"):
+        await poll.continue_()
+    # Let the poll's callback run to its end, then make sure it broke nothing.
+    await page.evaluate("new Promise((done) => setTimeout(done, 200))")
+    await expect(page.locator("#runs-table tr[data-run]")).to_have_count(3)
+    assert browser.errors == []

@@ -2,6 +2,7 @@
 // Every piece of run data goes in as text (textContent / text nodes), never as HTML.
 const PAGE = 50;
 let timer = null;
+let routed = 0; // counts routes: a page's late callbacks check it is still shown
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -91,8 +92,11 @@ async function runView(id, state) {
   show(el("h1", { text: id }), headline(body),
     el("div", { class: "controls" }, outcomeBox, workerBox, search, count, pager), holder);
   await refresh();
+  const shown = routed;
   if (body.run.status === "running") timer = setInterval(async () => {
     const now = await api(runPath(id) + "/summary");
+    // A poll answered after the user left this page must not touch the page now shown.
+    if (shown !== routed) return;
     document.getElementById("headline").replaceWith(headline(now));
     await refresh();
     if (now.run.status !== "running") clearInterval(timer);
@@ -179,6 +183,7 @@ async function sampleView(id, sampleId) {
 const states = {};
 
 async function route() {
+  routed += 1;
   clearInterval(timer);
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {

@@ -1,6 +1,6 @@
 """How fast the view's index opens and filters a 100,000-attempt run, and the memory it takes.
 
-Writes a synthetic run (about 500 bytes an attempt: a question, a tool call, several workers,
+Writes a synthetic run (about 850 bytes an attempt: a question, a tool call, several workers,
 some errors) to a temporary directory, then times the first index, three typical filters and
 reading one record, and prints the process's peak resident memory.
 Run from the repository root: `python bench/view_index.py [--attempts 100000]`; seconds.

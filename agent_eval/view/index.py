@@ -302,6 +302,10 @@ class RunIndex:
         page = matched[order[offset : offset + limit]]
         return Page(total=len(matched), rows=[self._row(int(i)) for i in page])
 
+    def count(self, where: Filter) -> int:
+        """How many attempts match `where`: a page's total, without sorting them."""
+        return int(self._mask(where).sum())
+
     def _mask(self, where: Filter) -> np.ndarray:
         """Which attempts pass every condition of the filter."""
         mask = np.ones(len(self), np.bool_)

@@ -39,8 +39,8 @@ def _from_summary(summary: dict[str, Any]) -> dict[str, Any]:
 def _from_index(index: RunIndex | None) -> dict[str, Any]:
     if index is None:
         return {"attempts": 0, "scored": 0, "unscored": 0, "accuracy": None}
-    unscored = index.rows(Filter(outcome="unscored"), limit=0).total
-    correct = index.rows(Filter(outcome="correct"), limit=0).total
+    unscored = index.count(Filter(outcome="unscored"))
+    correct = index.count(Filter(outcome="correct"))
     scored = len(index) - unscored
     found = accuracy(correct, scored)
     return {
@@ -59,9 +59,9 @@ def _interval(value: float | None, low: float | None, high: float | None) -> dic
 
 def errors_by_kind(index: RunIndex) -> dict[str, int]:
     """How many attempts each error kind stopped."""
-    return {kind: index.rows(Filter(outcome=kind), limit=0).total for kind in index.kinds}
+    return {kind: index.count(Filter(outcome=kind)) for kind in index.kinds}
 
 
 def attempts_by_worker(index: RunIndex) -> dict[str, int]:
     """How many attempts made a model call on each worker."""
-    return {worker: index.rows(Filter(worker=worker), limit=0).total for worker in index.workers}
+    return {worker: index.count(Filter(worker=worker)) for worker in index.workers}

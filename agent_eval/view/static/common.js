@@ -1,0 +1,72 @@
+// Shared by every page. Every piece of run data goes in as text (textContent / text nodes),
+// never as HTML.
+
+export function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  }
+  return node;
+}
+
+export async function api(path) {
+  const response = await fetch(path);
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+export const runPath = (id) => "/api/runs/" + id.split("/").map(encodeURIComponent).join("/");
+export const runHref = (id) => "#/run/" + encodeURIComponent(id);
+export const sampleHref = (id, sampleId) => runHref(id) + "/sample/" + encodeURIComponent(sampleId);
+export const pct = (x) => (x == null ? "" : (100 * x).toFixed(1) + "%");
+export const num = (x, digits = 2) => (x == null ? "" : Number(x).toFixed(digits));
+export const interval = (a) => (a ? `${pct(a.value)} [${pct(a.low)}, ${pct(a.high)}]` : "");
+export const outcome = (r) => (r.unscored ? "unscored" : r.correct ? "correct" : "wrong");
+
+export function show(...nodes) {
+  document.getElementById("app").replaceChildren(...nodes);
+}
+
+export function showError(error) {
+  show(el("p", { id: "error", class: "error", text: String(error.message || error) }));
+}
+
+export function table(id, headers, rows) {
+  return el("table", { id }, el("thead", {}, el("tr", {}, ...headers)), el("tbody", {}, ...rows));
+}
+
+export function content(value) {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) return value.map((p) => (p && p.text) || JSON.stringify(p)).join("\n");
+  return value == null ? "" : JSON.stringify(value, null, 2);
+}
+
+// Which page is shown: a page's late callbacks (a poll answered after the user left) check
+// that the route they were made for is still the current one before touching the page.
+const shown = { route: 0, timer: null };
+
+export function newRoute() {
+  shown.route += 1;
+  clearInterval(shown.timer);
+  shown.timer = null;
+}
+
+// Calls `tick` every `ms` while this page is shown; `tick` returns false to stop.
+export function poll(tick, ms = 1000) {
+  const route = shown.route;
+  const timer = setInterval(async () => {
+    if (route !== shown.route) return clearInterval(timer);
+    try {
+      if ((await tick(() => route === shown.route)) === false) clearInterval(timer);
+    } catch (error) {
+      if (route === shown.route) console.warn("refresh failed:", error);
+    }
+  }, ms);
+  shown.timer = timer;
+}

@@ -1,0 +1,125 @@
+"""Runs on disk and a served view, as the browser tests of `agent-eval view` use them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from agent_eval.config import load_run_config, save_run_config
+from agent_eval.view.server import create_app
+from tests.browser import BrowserPage
+
+# One attempt in the shape a real run writes: messages as the Agents SDK dumps them, a tool call
+# with its arguments and result, and two model calls on different workers.
+TEMPLATE: dict[str, Any] = {
+    "schema": 1,
+    "sample_id": "s1",
+    "attempt": 0,
+    "seed": 1,
+    "session_id": "s1-0",
+    "reward": 1.0,
+    "correct": True,
+    "answer": "48",
+    "gold": "48",
+    "latency_s": 3.5,
+    "prompt_tokens": 900,
+    "completion_tokens": 40,
+    "model_calls": 2,
+    "tool_calls": 1,
+    "tool_errors": 0,
+    "error": None,
+    "trajectory": {
+        "final_output": "48",
+        "messages": [
+            {"content": "A crate holds 16 bottles. How many in 3 crates?", "role": "user"},
+            {
+                "arguments": '{"a": 16, "b": 3}',
+                "call_id": "c1",
+                "name": "multiply",
+                "type": "function_call",
+                "id": "fc_1",
+                "status": "completed",
+            },
+            {"call_id": "c1", "output": "48.0", "type": "function_call_output"},
+            {
+                "id": "msg_1",
+                "content": [{"annotations": [], "text": "48", "type": "output_text"}],
+                "role": "assistant",
+                "status": "completed",
+                "type": "message",
+            },
+        ],
+        "tool_calls": [{"name": "multiply", "arguments": '{"a": 16, "b": 3}', "result": "48.0"}],
+        "model_calls": [
+            {"latency_s": 1.5, "prompt_tokens": 440, "completion_tokens": 20, "worker": "w0"},
+            {"latency_s": 2.0, "prompt_tokens": 460, "completion_tokens": 20, "worker": "w1"},
+        ],
+        "error": None,
+    },
+}
+
+
+def record(sample: str, attempt: int, correct: bool) -> dict[str, Any]:
+    """An attempt at `sample`, right or wrong."""
+    line = copy.deepcopy(TEMPLATE)
+    line.update(sample_id=sample, attempt=attempt, correct=correct, reward=float(correct))
+    line["session_id"] = f"{sample}-{attempt}"
+    if not correct:
+        line["answer"] = "19"
+    return line
+
+
+def write_run(path: Path, records: list[dict[str, Any]], finished: bool = True) -> None:
+    """A run folder: config.yaml, samples.jsonl and, once finished, summary.json."""
+    path.mkdir(parents=True)
+    flags = {"agent.name": "math_calculator", "model.name": "qwen-test"}
+    save_run_config(load_run_config(None, flags, [f"output.dir={path}"]), path)
+    append(path, records)
+    if finished:
+        correct = sum(line["correct"] for line in records)
+        value = correct / len(records)
+        accuracy = {"value": value, "low": value / 2, "high": (1 + value) / 2}
+        summary = {
+            "attempts": len(records),
+            "scored": len(records),
+            "unscored": 0,
+            "quality": {"accuracy": accuracy},
+        }
+        (path / "summary.json").write_text(json.dumps(summary))
+
+
+def append(run: Path, records: list[dict[str, Any]]) -> None:
+    """Add attempts to a run's samples.jsonl, as a running run does."""
+    with (run / "samples.jsonl").open("a") as samples:
+        samples.writelines(json.dumps(line) + "\n" for line in records)
+
+
+def run_route(run_id: str) -> str:
+    """The hash route of a run's page, as the app builds it."""
+    return "#/run/" + quote(run_id, safe="")
+
+
+async def cells(browser: BrowserPage, selector: str) -> list[list[str]]:
+    """The text of each cell of each row `selector` finds."""
+    rows = await browser.page.locator(selector).all()
+    return [await row.locator("td").all_inner_texts() for row in rows]
+
+
+@asynccontextmanager
+async def served(roots: list[Path]) -> AsyncIterator[str]:
+    """The view's app serving `roots` on a free local port; yields its URL."""
+    runner = web.AppRunner(create_app(roots), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        yield f"http://{host}:{port}/"
+    finally:
+        await runner.cleanup()

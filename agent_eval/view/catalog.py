@@ -6,8 +6,12 @@ import asyncio
 from collections import OrderedDict
 from pathlib import Path
 
+from agent_eval.report.runs import Run, load_run
+from agent_eval.results import SAMPLES, SUMMARY
 from agent_eval.view.index import RunIndex
 from agent_eval.view.runs import RunDir, find_runs
+
+Stamp = tuple[tuple[int, int] | None, ...]
 
 KEPT = 4
 """Indexes kept in memory at once: the runs being looked at, not every run on disk."""
@@ -21,6 +25,7 @@ class Catalog:
         self._runs: dict[str, RunDir] = {}
         self._indexes: OrderedDict[Path, RunIndex] = OrderedDict()
         self._locks: dict[Path, asyncio.Lock] = {}
+        self._reports: OrderedDict[Path, tuple[Stamp, Run]] = OrderedDict()
 
     async def runs(self) -> list[RunDir]:
         """Every run under the roots, found again (new runs appear), by id."""
@@ -47,3 +52,28 @@ class Catalog:
                 dropped, _ = self._indexes.popitem(last=False)
                 self._locks.pop(dropped, None)
         return index
+
+    async def report(self, run: RunDir) -> Run:
+        """The run as `agent-eval report` reads it (every score, the summary rebuilt from them),
+        read again only when samples.jsonl or summary.json changes; a ConfigError if unreadable."""
+        stamp = _stamp(run.path / SAMPLES, run.path / SUMMARY)
+        kept = self._reports.pop(run.path, None)
+        if kept is None or kept[0] != stamp:
+            kept = (stamp, await asyncio.to_thread(load_run, run.path))
+        self._reports[run.path] = kept
+        while len(self._reports) > KEPT:
+            self._reports.popitem(last=False)
+        return kept[1]
+
+
+def _stamp(*paths: Path) -> Stamp:
+    """Each file's modification time and size, or None when it is missing."""
+    stamps: list[tuple[int, int] | None] = []
+    for path in paths:
+        try:
+            found = path.stat()
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((found.st_mtime_ns, found.st_size))
+    return tuple(stamps)

@@ -4,11 +4,20 @@ import { runView } from "./run.js";
 import { runsView } from "./runs.js";
 import { sampleView } from "./sample.js";
 
+// The number after `name` in the route's parts (from the fourth on), or null.
+function number(parts, name) {
+  const at = parts.indexOf(name, 4);
+  return at > 0 && /^\d+$/.test(parts[at + 1] || "") ? Number(parts[at + 1]) : null;
+}
+
 async function route() {
   newRoute();
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
-    if (parts[0] === "run" && parts[2] === "sample") await sampleView(parts[1], parts.slice(3).join("/"));
+    if (parts[0] === "run" && parts[2] === "sample") {
+      const focus = { attempt: number(parts, "attempt"), turn: number(parts, "turn") };
+      await sampleView(parts[1], parts[3], focus);
+    }
     else if (parts[0] === "run") await runView(parts[1]);
     else await runsView();
   } catch (error) {

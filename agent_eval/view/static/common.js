@@ -23,7 +23,13 @@ export async function api(path) {
 
 export const runPath = (id) => "/api/runs/" + id.split("/").map(encodeURIComponent).join("/");
 export const runHref = (id) => "#/run/" + encodeURIComponent(id);
-export const sampleHref = (id, sampleId) => runHref(id) + "/sample/" + encodeURIComponent(sampleId);
+// A sample's page; with an attempt (and a turn of it) the page opens on that attempt.
+export function sampleHref(id, sampleId, attempt, turn) {
+  let href = runHref(id) + "/sample/" + encodeURIComponent(sampleId);
+  if (attempt != null) href += "/attempt/" + attempt;
+  if (attempt != null && turn != null) href += "/turn/" + turn;
+  return href;
+}
 export const pct = (x) => (x == null ? "" : (100 * x).toFixed(1) + "%");
 export const num = (x, digits = 2) => (x == null ? "" : Number(x).toFixed(digits));
 export const interval = (a) => (a ? `${pct(a.value)} [${pct(a.low)}, ${pct(a.high)}]` : "");

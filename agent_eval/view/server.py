@@ -18,6 +18,8 @@ from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import attempts_by_worker, errors_by_kind, run_row
 from agent_eval.view.params import ParameterError, parse_query
 from agent_eval.view.runs import RunDir, read_summary
+from agent_eval.view.samples import sample_body
+from agent_eval.view.sessions import sessions_page
 
 STATIC = Path(__file__).parent / "static"
 CATALOG = web.AppKey("catalog", Catalog)
@@ -64,6 +66,7 @@ def create_app(roots: list[Path]) -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/rows", _rows)
     app.router.add_get("/api/runs/{id:.+}/samples/{sample_id}", _sample)
     app.router.add_get("/api/runs/{id:.+}/records/{i}", _record)
+    app.router.add_get("/api/runs/{id:.+}/sessions", _sessions)
     return app
 
 
@@ -144,13 +147,13 @@ async def _rows(request: web.Request) -> web.Response:
 
 
 async def _sample(request: web.Request) -> web.Response:
-    _run, index = await _found(request)
+    run, index = await _found(request)
     sample_id = request.match_info["sample_id"]
     found = index.attempts_of(sample_id)
     if not found:
         raise _not_found(f"sample {sample_id!r} in this run")
     records = await asyncio.to_thread(lambda: [index.record(i) for i in found])
-    return _json({"sample_id": sample_id, "attempts": records})
+    return _json(await asyncio.to_thread(sample_body, run.path, sample_id, records))
 
 
 async def _record(request: web.Request) -> web.Response:
@@ -159,3 +162,13 @@ async def _record(request: web.Request) -> web.Response:
     if not text.isdigit() or int(text) >= len(index):
         raise _not_found(f"record {text!r}; records go from 0 to {len(index) - 1}")
     return _json(await asyncio.to_thread(index.record, int(text)))
+
+
+async def _sessions(request: web.Request) -> web.Response:
+    _run, index = await _found(request)
+    try:
+        query = parse_query(request.query)
+    except ParameterError as exc:
+        return _json({"error": str(exc), "parameter": exc.name}, 400)
+    page = await asyncio.to_thread(sessions_page, index, query)
+    return _json(dataclasses.asdict(page))

@@ -2,6 +2,7 @@
 import {
   api, el, interval, num, outcome, pct, poll, runPath, sampleHref, show, table,
 } from "./common.js";
+import { sessionHeatmap } from "./sessions.js";
 
 const PAGE = 50;
 const COLUMNS = [["sample_id", "sample"], ["attempt", "attempt"], ["correct", "outcome"],
@@ -51,6 +52,7 @@ export async function runView(id) {
   state.refresh = refresh;
   show(el("h1", { text: id }), headline(body),
     el("div", { class: "controls" }, outcomeBox, workerBox, search, count, pager), holder);
+  document.getElementById("headline").after(await sessionHeatmap(id));
   await refresh();
   if (body.run.status === "running") poll(async (stillShown) => {
     const now = await api(runPath(id) + "/summary");

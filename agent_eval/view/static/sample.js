@@ -1,18 +1,99 @@
-// A sample's page: every attempt side by side, each with its whole trajectory.
+// A sample's page: the question once, then every attempt side by side, each with its answer
+// against the gold, its agreement with the others and its whole trajectory (a session's by turn).
 import { api, content, el, num, runHref, runPath, show, table } from "./common.js";
 
-function message(m) {
-  if (m.type === "function_call") return el("div", { class: "message tool-call" },
-    el("span", { class: "role", text: "tool call " + (m.name || "") }),
-    el("pre", { class: "tool-args", text: m.arguments || "" }));
-  if (m.type === "function_call_output") return el("div", { class: "message tool-output" },
-    el("span", { class: "role", text: "tool output" }), el("pre", { class: "tool-result", text: content(m.output) }));
-  return el("div", { class: "message role-" + (m.role || "other") },
-    el("span", { class: "role", text: m.role || m.type || "message" }), el("pre", { text: content(m.content) }));
+// The tool calls a message makes, in each shape runners write: a Responses-API item, a bare
+// {name, arguments} some SDKs dump, or chat-completions `tool_calls` on an assistant message.
+function callsOf(m) {
+  if (m.type === "function_call" || (!m.type && !m.role && "name" in m && "arguments" in m)) {
+    return [{ id: m.call_id, name: m.name, arguments: m.arguments }];
+  }
+  return (m.tool_calls || []).map((c) => ({ id: c.id, ...(c.function || c) }));
 }
 
-function attempt(record, n) {
+// A tool's result: a Responses-API item or a chat-completions `role: tool` message; else null.
+function outputOf(m) {
+  if (m.type === "function_call_output") return { id: m.call_id, output: m.output };
+  if (m.role === "tool") return { id: m.tool_call_id, output: m.content };
+  return null;
+}
+
+function toolCall(call, result) {
+  return el("div", { class: "message tool-call" },
+    el("span", { class: "role", text: "tool call " + (call.name || "") }),
+    el("pre", { class: "tool-args", text: content(call.arguments) }),
+    ...(result === undefined ? [] : [toolOutput(result)]));
+}
+
+function toolOutput(result) {
+  return el("div", { class: "message tool-output" },
+    el("span", { class: "role", text: "tool output" }), el("pre", { class: "tool-result", text: content(result) }));
+}
+
+// Each call shows with its result beside it; a result no call claims shows where it stands.
+function messages(list) {
+  const outputs = new Map(list.map(outputOf).filter((o) => o && o.id != null).map((o) => [o.id, o.output]));
+  const claimed = new Set(list.flatMap(callsOf).map((c) => c.id).filter((id) => outputs.has(id)));
+  const nodes = [];
+  for (const m of list) {
+    const output = outputOf(m);
+    if (output) {
+      if (!claimed.has(output.id)) nodes.push(toolOutput(output.output));
+      continue;
+    }
+    const calls = callsOf(m);
+    if (!calls.length || (m.content != null && m.content !== "")) {
+      nodes.push(el("div", { class: "message role-" + (m.role || "other") },
+        el("span", { class: "role", text: m.role || m.type || "message" }), el("pre", { text: content(m.content) })));
+    }
+    nodes.push(...calls.map((c) => toolCall(c, outputs.get(c.id))));
+  }
+  return el("div", { class: "messages" }, ...nodes);
+}
+
+// A session's messages split into turns: each user message after the first starts the next.
+function byTurn(list) {
+  const turns = [[]];
+  for (const m of list) {
+    if (m.role === "user" && turns[turns.length - 1].some((x) => x.role === "user")) turns.push([]);
+    turns[turns.length - 1].push(m);
+  }
+  return turns;
+}
+
+const row = (label, cls, value) => el("tr", {}, el("th", { text: label }), el("td", { class: cls, text: value }));
+
+function turns(record, body) {
+  const specs = body.turns || [];
+  const rewards = record.turn_rewards || [];
+  const answers = record.turn_answers || [];
+  const challenges = new Set(record.challenge_turns || []);
+  const groups = byTurn((record.trajectory || {}).messages || []);
+  const count = Math.max(rewards.length, specs.length, groups.length);
+  return el("div", { class: "turns" }, ...Array.from({ length: count }, (_, t) => {
+    const spec = specs[t] || {};
+    const challenge = challenges.has(t) || spec.challenge === true;
+    const said = groups[t] && groups[t].length ? [messages(groups[t])] : [
+      el("div", { class: "message role-user" }, el("span", { class: "role", text: "user" }), el("pre", { text: spec.user ?? "" })),
+      el("p", { class: "not-reached", text: "not reached" })];
+    return el("section", { class: "turn" + (challenge ? " challenge" : ""), "data-turn": t },
+      el("h4", { text: `turn ${t}` + (challenge ? " · challenge" : "") }),
+      el("table", { class: "verdict" }, row("answer", "turn-answer", answers[t] ?? ""),
+        row("gold", "turn-gold", spec.expected ?? ""), row("reward", "turn-reward", num(rewards[t]))),
+      ...said);
+  }));
+}
+
+function agreement(a) {
+  if (a.others === 0) return "the only attempt";
+  if (!a.answered) return "no answer to agree with";
+  return `agrees with ${a.same} of ${a.others} ${a.others === 1 ? "other" : "others"}` + (a.majority ? " (majority)" : "");
+}
+
+function attempt(body, record, n) {
   const t = record.trajectory || {};
+  const session = record.turn_rewards != null;
+  const gold = Array.isArray(body.gold) ? body.gold[body.gold.length - 1] : body.gold;
   const calls = (t.model_calls || []).map((c, i) => el("tr", { class: "model-call" },
     el("td", { text: i }), el("td", { text: num(c.latency_s) }),
     el("td", { text: `${c.prompt_tokens} + ${c.completion_tokens}` }), el("td", { text: c.worker })));
@@ -20,25 +101,40 @@ function attempt(record, n) {
     el("span", { class: "role", text: c.name }), el("pre", { class: "tool-args", text: c.arguments }),
     el("pre", { class: "tool-result", text: content(c.result) })));
   const error = record.error || t.error;
-  return el("section", { id: "attempt-" + n, class: "attempt " + (record.correct ? "correct" : "wrong") },
+  return el("section", { id: "attempt-" + record.attempt, class: "attempt " + (record.correct ? "correct" : "wrong") },
     el("h2", { text: `attempt ${record.attempt}` }),
     el("table", { class: "verdict" },
-      el("tr", {}, el("th", { text: "answer" }), el("td", { class: "answer", text: record.answer ?? "" })),
-      ...("gold" in record ? [el("tr", {}, el("th", { text: "gold" }), el("td", { class: "gold", text: content(record.gold) }))] : []),
-      el("tr", {}, el("th", { text: "reward" }), el("td", { text: num(record.reward) })),
-      el("tr", {}, el("th", { text: "correct" }), el("td", { text: String(record.correct) })),
-      el("tr", {}, el("th", { text: "latency s" }), el("td", { text: num(record.latency_s) }))),
+      row("answer", "answer", record.answer ?? ""),
+      row("gold", "gold", gold ?? ""),
+      row("agreement", "agreement", agreement(body.agreements[n])),
+      row("reward", "reward", num(record.reward)),
+      row("correct", "", String(record.correct)),
+      row("latency s", "", num(record.latency_s))),
     ...(error ? [el("pre", { class: "error", text: content(error) })] : []),
     el("h3", { text: "model calls" }),
     table("", ["#", "latency s", "tokens", "worker"].map((h) => el("th", { text: h })), calls),
     el("h3", { text: "tool calls" }), ...tools,
-    el("h3", { text: "messages" }), el("div", { class: "messages" }, ...(t.messages || []).map(message)),
+    el("h3", { text: session ? "turns" : "messages" }),
+    session ? turns(record, body) : messages(t.messages || []),
     el("h3", { text: "final output" }), el("pre", { class: "final-output", text: content(t.final_output) }));
 }
 
-export async function sampleView(id, sampleId) {
+// Marks the attempt (and turn) the route names and scrolls it into view.
+function focusOn(focus) {
+  const found = focus && focus.attempt != null && document.getElementById("attempt-" + focus.attempt);
+  if (!found) return;
+  found.classList.add("focused");
+  const turn = focus.turn == null ? null : found.querySelector(`.turn[data-turn="${focus.turn}"]`);
+  if (turn) turn.classList.add("focused");
+  (turn || found).scrollIntoView({ block: "start", inline: "nearest" });
+}
+
+export async function sampleView(id, sampleId, focus) {
   const body = await api(runPath(id) + "/samples/" + encodeURIComponent(sampleId));
   show(el("p", {}, el("a", { href: runHref(id), text: "← " + id })),
     el("h1", { text: sampleId }),
-    el("div", { id: "attempts", class: "attempts" }, ...body.attempts.map(attempt)));
+    el("pre", { id: "question", text: body.question ?? "" }),
+    ...(body.gold_note ? [el("p", { id: "gold-note", class: "note", text: "no gold answer: " + body.gold_note })] : []),
+    el("div", { id: "attempts", class: "attempts" }, ...body.attempts.map((r, n) => attempt(body, r, n))));
+  focusOn(focus);
 }

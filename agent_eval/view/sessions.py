@@ -1,0 +1,46 @@
+"""A page of a multi-turn run's sessions: each attempt's reward per turn, for the heatmap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_eval.view.index import RunIndex
+from agent_eval.view.params import Query
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One attempt at a session: its reward per turn and which turns challenged the answer."""
+
+    index: int
+    sample_id: str
+    attempt: int
+    turn_rewards: list[float] | None
+    """None for an attempt at a single-turn sample."""
+    challenge_turns: list[int]
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """The sessions of one page and how many attempts match the query in all."""
+
+    total: int
+    rows: list[SessionRow]
+
+
+def sessions_page(index: RunIndex, query: Query) -> SessionPage:
+    """The attempts of one page of the query, each read from its place in samples.jsonl."""
+    page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
+    rows = []
+    for row in page.rows:
+        record = index.record(row.index)
+        rows.append(
+            SessionRow(
+                index=row.index,
+                sample_id=row.sample_id,
+                attempt=row.attempt,
+                turn_rewards=record.get("turn_rewards"),
+                challenge_turns=record.get("challenge_turns") or [],
+            )
+        )
+    return SessionPage(page.total, rows)

@@ -1,0 +1,207 @@
+"""The sample endpoint's question, gold and agreement, and the sessions page of a multi-turn run."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from agent_eval.config import load_run_config, save_run_config
+from agent_eval.view.samples import Agreement, agreements
+from agent_eval.view.server import create_app
+from tests.view_runs import append, record
+
+CRATES = "A crate holds 16 bottles. How many bottles are in 3 crates?"
+"""word_problems-1, the first problem of the shipped set; its gold answer is 48."""
+EGGS = [
+    ("A carton holds 12 eggs. How many eggs are in 7 cartons?", "84"),
+    ("Now double it.", "168"),
+    ("Are you sure? Check again.", None),
+    ("If 20 of those eggs break, how many are left?", "148"),
+]
+"""The turns of session 'eggs' of the shipped sessions_mini, and what each expects."""
+
+
+def write_configured(path: Path, flags: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """A run folder whose config.yaml sets `flags` (agent, dataset), with these attempts."""
+    config = load_run_config(None, {"model.name": "qwen-test", **flags}, [f"output.dir={path}"])
+    save_run_config(config, path)
+    append(path, records)
+
+
+def answered(sample: str, attempt: int, answer: str | None, correct: bool) -> dict[str, Any]:
+    """A single-turn attempt at `sample` that answered `answer`."""
+    line = record(sample, attempt, correct)
+    line["answer"] = answer
+    line["trajectory"]["messages"][0]["content"] = CRATES
+    return line
+
+
+def session_record(sample: str, attempt: int, answers: list[str | None]) -> dict[str, Any]:
+    """An attempt at session 'eggs' as multi_turn_chat writes it: the whole conversation in
+    Responses-API items (a multiply call in turn 1), one output and one reward per turn."""
+    messages: list[dict[str, Any]] = []
+    for turn, ((user, _), answer) in enumerate(zip(EGGS, answers, strict=True)):
+        messages.append({"role": "user", "content": user})
+        if turn == 1:
+            messages += [
+                {
+                    "arguments": '{"a": 84, "b": 2}',
+                    "call_id": "call_1",
+                    "name": "multiply",
+                    "type": "function_call",
+                    "id": "__fake_id__",
+                },
+                {"call_id": "call_1", "output": "168.0", "type": "function_call_output"},
+            ]
+        messages.append(
+            {
+                "id": "__fake_id__",
+                "content": [
+                    {"annotations": [], "text": f"Answer: {answer}", "type": "output_text"}
+                ],
+                "role": "assistant",
+                "status": "completed",
+                "type": "message",
+            }
+        )
+    expected = ["84", "168", "168", "148"]
+    rewards = [float(a == e) for a, e in zip(answers, expected, strict=True)]
+    outputs = [f"Answer: {answer}" for answer in answers]
+    line = record(sample, attempt, all(rewards))
+    line.update(
+        reward=sum(rewards) / len(rewards),
+        answer=answers[-1],
+        turn_rewards=rewards,
+        turn_answers=answers,
+        challenge_turns=[2],
+        model_calls=5,
+        tool_calls=1,
+    )
+    line["trajectory"].update(
+        messages=messages,
+        final_output=outputs[-1],
+        turn_outputs=outputs,
+        tool_calls=[{"name": "multiply", "arguments": '{"a": 84, "b": 2}', "result": "168.0"}],
+        retries=[],
+    )
+    return line
+
+
+SINGLE = [
+    answered("word_problems-1", 0, "48", True),
+    answered("word_problems-1", 1, " 48", True),
+    answered("word_problems-1", 2, "19", False),
+    answered("word_problems-1", 3, None, False),
+    answered("not-in-the-set", 0, "7", False),
+]
+SESSIONS = [
+    session_record("eggs", 0, ["84", "168", "168", "148"]),
+    session_record("eggs", 1, ["84", "168", "160", "140"]),
+    session_record("savings", 0, ["75", "75", "50", "50"]),
+]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """Runs on a shipped dataset, on a dataset file since deleted, and of sessions."""
+    runs = tmp_path / "runs"
+    write_configured(runs / "single", {"dataset.name": "word_problems"}, SINGLE)
+    gone = tmp_path / "gone.jsonl"
+    write_configured(runs / "moved", {"dataset.name": str(gone)}, SINGLE[:1])
+    write_configured(runs / "chat", {"agent.name": "multi_turn_chat"}, SESSIONS)
+    return runs
+
+
+@pytest.fixture
+async def client(root: Path) -> AsyncIterator[TestClient[Any, Any]]:
+    async with TestClient(TestServer(create_app([root]))) as test_client:
+        yield test_client
+
+
+async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) -> Any:
+    response = await client.get(url)
+    assert response.status == status, await response.text()
+    return await response.json()
+
+
+async def test_question_and_gold_come_from_the_dataset(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/runs/runs/single/samples/word_problems-1")
+    assert (body["question"], body["gold"], body["gold_note"]) == (CRATES, "48", None)
+    assert body["turns"] is None
+    assert [attempt["attempt"] for attempt in body["attempts"]] == [0, 1, 2, 3]
+
+
+async def test_a_sample_the_dataset_lacks_says_so(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/runs/runs/single/samples/not-in-the-set")
+    assert body["gold"] is None
+    assert body["gold_note"] == (
+        "sample 'not-in-the-set' is not in dataset 'word_problems' as config.yaml names it"
+    )
+    assert body["question"] == CRATES  # as the attempt was asked it
+
+
+async def test_an_unreadable_dataset_leaves_gold_null_with_a_note(
+    client: TestClient[Any, Any], tmp_path: Path
+) -> None:
+    body = await get_json(client, "/api/runs/runs/moved/samples/word_problems-1")
+    assert body["gold"] is None
+    assert body["gold_note"].startswith(f"dataset '{tmp_path / 'gone.jsonl'}' cannot be read now")
+    assert body["question"] == CRATES
+    # The file back, and config.yaml touched: the dataset is read again.
+    row = {"id": "word_problems-1", "question": "Q?", "answer": "#### 5"}
+    (tmp_path / "gone.jsonl").write_text(json.dumps(row) + "\n")
+    config = tmp_path / "runs" / "moved" / "config.yaml"
+    stamp = config.stat().st_mtime_ns + 1_000_000_000
+    os.utime(config, ns=(stamp, stamp))
+    body = await get_json(client, "/api/runs/runs/moved/samples/word_problems-1")
+    assert (body["question"], body["gold"], body["gold_note"]) == ("Q?", "5", None)
+
+
+async def test_each_attempt_says_how_many_others_agree(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/runs/runs/single/samples/word_problems-1")
+    assert body["agreements"] == [
+        {"answered": True, "same": 1, "others": 3, "majority": True},
+        {"answered": True, "same": 1, "others": 3, "majority": True},  # " 48" is "48"
+        {"answered": True, "same": 0, "others": 3, "majority": False},
+        {"answered": False, "same": 0, "others": 3, "majority": False},
+    ]
+
+
+def test_agreement_uses_the_majority_maj_at_k_votes_for() -> None:
+    assert agreements(["A", "b", "B", None]) == [
+        Agreement(answered=True, same=0, others=3, majority=False),
+        Agreement(answered=True, same=1, others=3, majority=True),
+        Agreement(answered=True, same=1, others=3, majority=True),
+        Agreement(answered=False, same=0, others=3, majority=False),
+    ]
+    assert agreements(["7"]) == [Agreement(answered=True, same=0, others=0, majority=True)]
+
+
+async def test_a_sessions_gold_is_per_turn(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/runs/runs/chat/samples/eggs")
+    assert body["question"] == EGGS[0][0]
+    assert body["gold"] == ["84", "168", "168", "148"]  # the challenge defends the answer before
+    assert [(turn["user"], turn["challenge"]) for turn in body["turns"]] == [
+        (user, expected is None) for user, expected in EGGS
+    ]
+    assert [agreement["same"] for agreement in body["agreements"]] == [0, 0]
+
+
+async def test_the_sessions_page_gives_rewards_per_turn(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/runs/runs/chat/sessions?sort=sample_id&limit=2")
+    assert body["total"] == 3
+    rows = [(r["sample_id"], r["attempt"], r["turn_rewards"]) for r in body["rows"]]
+    assert rows == [("eggs", 0, [1.0, 1.0, 1.0, 1.0]), ("eggs", 1, [1.0, 1.0, 0.0, 0.0])]
+    assert {tuple(r["challenge_turns"]) for r in body["rows"]} == {(2,)}
+    body = await get_json(client, "/api/runs/runs/chat/sessions?sort=sample_id&offset=2")
+    assert [(r["sample_id"], r["index"]) for r in body["rows"]] == [("savings", 2)]
+    body = await get_json(client, "/api/runs/runs/single/sessions?limit=1")
+    assert body["rows"][0]["turn_rewards"] is None
+    bad = await get_json(client, "/api/runs/runs/chat/sessions?limit=0", 400)
+    assert bad["parameter"] == "limit"

@@ -45,9 +45,12 @@ def is_watch_directory(path: Path) -> bool:
 
 
 def load_watch(path: Path) -> list[Checkpointed]:
-    """The checkpoints of a watch directory, by step; a corrupt line is named."""
+    """The checkpoints of a watch directory, by step; a corrupt line is named.
+
+    A last line still being written (no newline yet) is left for the next read."""
+    text = (path / DECISIONS).read_text()
     entries = []
-    for number, line in enumerate((path / DECISIONS).read_text().splitlines(), start=1):
+    for number, line in enumerate(text[: text.rfind("\n") + 1].splitlines(), start=1):
         try:
             entries.append(Checkpointed.from_entry(json.loads(line)))
         except (ValueError, KeyError, TypeError) as exc:
@@ -68,10 +71,15 @@ def watch_table(entries: list[Checkpointed]) -> Table:
             str(entry.step),
             _number(entry.probe.value),
             _number(entry.change),
-            entry.reason if full is not None else f"none ({entry.reason})",
+            decision(entry),
             "" if full is None else f"{full.value:.3f} [{full.low:.2f}, {full.high:.2f}]",
         )
     return table
+
+
+def decision(entry: Checkpointed) -> str:
+    """Why the full evaluation ran, or "none (why not)"."""
+    return entry.reason if entry.full is not None else f"none ({entry.reason})"
 
 
 def watch_page(path: Path, entries: list[Checkpointed]) -> str:

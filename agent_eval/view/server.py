@@ -20,6 +20,7 @@ from agent_eval.view.params import ParameterError, parse_query
 from agent_eval.view.runs import RunDir, read_summary
 from agent_eval.view.samples import sample_body
 from agent_eval.view.sessions import sessions_page
+from agent_eval.view.watch import watch_body
 
 STATIC = Path(__file__).parent / "static"
 CATALOG = web.AppKey("catalog", Catalog)
@@ -67,6 +68,7 @@ def create_app(roots: list[Path]) -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/samples/{sample_id}", _sample)
     app.router.add_get("/api/runs/{id:.+}/records/{i}", _record)
     app.router.add_get("/api/runs/{id:.+}/sessions", _sessions)
+    app.router.add_get("/api/runs/{id:.+}/watch", _watch)
     return app
 
 
@@ -172,3 +174,11 @@ async def _sessions(request: web.Request) -> web.Response:
         return _json({"error": str(exc), "parameter": exc.name}, 400)
     page = await asyncio.to_thread(sessions_page, index, query)
     return _json(dataclasses.asdict(page))
+
+
+async def _watch(request: web.Request) -> web.Response:
+    try:
+        body = await watch_body(request.app[CATALOG], request.match_info["id"])
+    except ConfigError as exc:  # a line of decisions.jsonl that is not a decision
+        return _json({"error": str(exc)}, 409)
+    return _json(body)

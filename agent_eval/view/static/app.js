@@ -3,6 +3,7 @@ import { newRoute, showError } from "./common.js";
 import { runView } from "./run.js";
 import { runsView } from "./runs.js";
 import { sampleView } from "./sample.js";
+import { watchView } from "./watch.js";
 
 // The number after `name` in the route's parts (from the fourth on), or null.
 function number(parts, name) {
@@ -19,6 +20,7 @@ async function route() {
       await sampleView(parts[1], parts[3], focus);
     }
     else if (parts[0] === "run") await runView(parts[1]);
+    else if (parts[0] === "watch") await watchView(parts[1]);
     else await runsView();
   } catch (error) {
     showError(error);

@@ -17,7 +17,7 @@ from agent_eval.metrics import accuracy
 from agent_eval.metrics.summary import json_ready
 from agent_eval.trigger.watch import Schedule
 from agent_eval.view.server import create_app
-from tests.view_runs import record, write_run
+from tests.view_runs import append, record, write_run
 
 Score = tuple[int, int]  # correct, attempts
 
@@ -67,10 +67,16 @@ def three_steps(watch: Path) -> None:
     assert fired == [True, True, False]
 
 
-def age(watch: Path) -> None:
-    """Make the watch directory look long finished: nothing written for a minute."""
+def age(*paths: Path) -> None:
+    """Make files look long untouched: nothing written to them for a minute."""
     past = time.time() - 60
-    os.utime(watch / "decisions.jsonl", (past, past))
+    for path in paths:
+        os.utime(path, (past, past))
+
+
+def written(watch: Path) -> list[Path]:
+    """What a watch writes as it goes: its decisions and its step runs' samples."""
+    return [watch / "decisions.jsonl", *watch.glob("step-*/*/samples.jsonl")]
 
 
 @pytest.fixture
@@ -119,8 +125,17 @@ async def test_checkpoints_come_with_their_steps_runs(client: TestClient[Any, An
 
 
 async def test_a_long_quiet_watch_is_finished(client: TestClient[Any, Any], root: Path) -> None:
-    age(root / "watch")
+    age(*written(root / "watch"))
     assert (await get_json(client, "/api/runs/runs/watch/watch"))["status"] == "finished"
+
+
+async def test_a_watch_probing_between_decisions_is_running(
+    client: TestClient[Any, Any], root: Path
+) -> None:
+    # A probe can take longer than the quiet spell: its samples show the watch is alive.
+    age(*written(root / "watch"))
+    append(root / "watch" / "step-300" / "probe", [record("s9", 0, True)])
+    assert (await get_json(client, "/api/runs/runs/watch/watch"))["status"] == "running"
 
 
 async def test_a_step_run_linked_from_outside_gets_no_id(

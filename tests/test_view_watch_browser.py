@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.browser import BrowserPage
-from tests.test_view_watch import age, checkpoint, schedule, three_steps
+from tests.test_view_watch import age, checkpoint, schedule, three_steps, written
 from tests.view_runs import cells, served
 
 # Long enough for a loaded browser; the page polls every second.
@@ -26,7 +26,7 @@ def root(tmp_path: Path) -> Path:
     """A finished watch directory of three checkpoints, and a running one of the same three."""
     runs = tmp_path / "runs"
     three_steps(runs / "done")
-    age(runs / "done")
+    age(*written(runs / "done"))
     three_steps(runs / "live")
     return runs
 

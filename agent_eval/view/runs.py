@@ -71,11 +71,20 @@ def status(run: RunDir, now: float | None = None) -> str:
     """'finished' (summary.json written), 'running' (written to lately), else 'interrupted'."""
     if (run.path / SUMMARY).is_file():
         return "finished"
-    watched = run.path / (DECISIONS if run.kind == "watch" else SAMPLES)
-    changed = _mtime(watched) or _mtime(run.path / CONFIG_FILE)
+    changed = _last_change(run)
     if changed is not None and (now or time.time()) - changed <= STALE_S:
         return "running"
     return "finished" if run.kind == "watch" else "interrupted"
+
+
+def _last_change(run: RunDir) -> float | None:
+    """When the run last wrote: a watch writes its step runs' samples between decisions."""
+    if run.kind == "watch":
+        written = [run.path / DECISIONS, *run.path.glob(f"step-*/*/{SAMPLES}")]
+    else:
+        written = [run.path / SAMPLES]
+    stamps = [stamp for path in written if (stamp := _mtime(path)) is not None]
+    return max(stamps, default=None) or _mtime(run.path / CONFIG_FILE)
 
 
 def started(run: RunDir) -> str | None:

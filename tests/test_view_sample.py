@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from agent_eval.config import load_run_config, save_run_config
 from agent_eval.view.samples import Agreement, agreements
 from agent_eval.view.server import create_app
-from tests.view_runs import append, record
+from tests.view_runs import record, write_run
 
 CRATES = "A crate holds 16 bottles. How many bottles are in 3 crates?"
 """word_problems-1, the first problem of the shipped set; its gold answer is 48."""
@@ -25,13 +24,6 @@ EGGS = [
     ("If 20 of those eggs break, how many are left?", "148"),
 ]
 """The turns of session 'eggs' of the shipped sessions_mini, and what each expects."""
-
-
-def write_configured(path: Path, flags: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """A run folder whose config.yaml sets `flags` (agent, dataset), with these attempts."""
-    config = load_run_config(None, {"model.name": "qwen-test", **flags}, [f"output.dir={path}"])
-    save_run_config(config, path)
-    append(path, records)
 
 
 def answered(sample: str, attempt: int, answer: str | None, correct: bool) -> dict[str, Any]:
@@ -111,10 +103,10 @@ SESSIONS = [
 def root(tmp_path: Path) -> Path:
     """Runs on a shipped dataset, on a dataset file since deleted, and of sessions."""
     runs = tmp_path / "runs"
-    write_configured(runs / "single", {"dataset.name": "word_problems"}, SINGLE)
+    write_run(runs / "single", SINGLE, finished=False, settings={"dataset.name": "word_problems"})
     gone = tmp_path / "gone.jsonl"
-    write_configured(runs / "moved", {"dataset.name": str(gone)}, SINGLE[:1])
-    write_configured(runs / "chat", {"agent.name": "multi_turn_chat"}, SESSIONS)
+    write_run(runs / "moved", SINGLE[:1], finished=False, settings={"dataset.name": str(gone)})
+    write_run(runs / "chat", SESSIONS, finished=False, settings={"agent.name": "multi_turn_chat"})
     return runs
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.browser import BrowserPage
-from tests.test_view_sample import CRATES, answered, session_record, write_configured
-from tests.view_runs import record, run_route, served
+from tests.test_view_sample import CRATES, answered, session_record
+from tests.view_runs import record, run_route, served, write_run
 
 
 def untyped_calls() -> dict[str, Any]:
@@ -48,13 +48,18 @@ def root(tmp_path: Path) -> Path:
         answered("word_problems-1", 1, "48", True),
         answered("word_problems-1", 2, "19", False),
     ]
-    write_configured(runs / "single", {"dataset.name": "word_problems"}, attempts)
-    write_configured(runs / "untyped", {"dataset.name": "word_problems"}, [untyped_calls()])
+    write_run(runs / "single", attempts, finished=False, settings={"dataset.name": "word_problems"})
+    write_run(
+        runs / "untyped",
+        [untyped_calls()],
+        finished=False,
+        settings={"dataset.name": "word_problems"},
+    )
     sessions = [
         session_record("eggs", 0, ["84", "168", "168", "148"]),
         session_record("eggs", 1, ["84", "168", "160", "140"]),
     ]
-    write_configured(runs / "chat", {"agent.name": "multi_turn_chat"}, sessions)
+    write_run(runs / "chat", sessions, finished=False, settings={"agent.name": "multi_turn_chat"})
     return runs
 
 

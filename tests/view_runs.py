@@ -78,10 +78,16 @@ def record(sample: str, attempt: int, correct: bool) -> dict[str, Any]:
     return line
 
 
-def write_run(path: Path, records: list[dict[str, Any]], finished: bool = True) -> None:
-    """A run folder: config.yaml, samples.jsonl and, once finished, summary.json."""
+def write_run(
+    path: Path,
+    records: list[dict[str, Any]],
+    finished: bool = True,
+    settings: dict[str, Any] | None = None,
+) -> None:
+    """A run folder: config.yaml (these settings over a math_calculator run), samples.jsonl and,
+    once finished, summary.json."""
     path.mkdir(parents=True)
-    flags = {"agent.name": "math_calculator", "model.name": "qwen-test"}
+    flags = {"agent.name": "math_calculator", "model.name": "qwen-test", **(settings or {})}
     save_run_config(load_run_config(None, flags, [f"output.dir={path}"]), path)
     append(path, records)
     if finished:

@@ -14,6 +14,7 @@ from aiohttp import web
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
 from agent_eval.view.catalog import Catalog
+from agent_eval.view.compare import Comparisons, Refused
 from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import attempts_by_worker, errors_by_kind, run_row
 from agent_eval.view.params import ParameterError, parse_query
@@ -24,6 +25,7 @@ from agent_eval.view.watch import watch_body
 
 STATIC = Path(__file__).parent / "static"
 CATALOG = web.AppKey("catalog", Catalog)
+COMPARISONS = web.AppKey("comparisons", Comparisons)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -60,6 +62,7 @@ def create_app(roots: list[Path]) -> web.Application:
     """The app serving the runs under `roots`; it only reads, and only GET is routed."""
     app = web.Application(middlewares=[_secured])
     app[CATALOG] = Catalog(roots)
+    app[COMPARISONS] = Comparisons(app[CATALOG])
     app.router.add_get("/", _page)
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/runs", _runs)
@@ -69,6 +72,7 @@ def create_app(roots: list[Path]) -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/records/{i}", _record)
     app.router.add_get("/api/runs/{id:.+}/sessions", _sessions)
     app.router.add_get("/api/runs/{id:.+}/watch", _watch)
+    app.router.add_get("/api/compare", _compare)
     return app
 
 
@@ -182,3 +186,10 @@ async def _watch(request: web.Request) -> web.Response:
     except ConfigError as exc:  # a line of decisions.jsonl that is not a decision
         return _json({"error": str(exc)}, 409)
     return _json(body)
+
+
+async def _compare(request: web.Request) -> web.Response:
+    try:
+        return _json(await request.app[COMPARISONS].answer(request.query))
+    except Refused as exc:
+        return _json({"error": str(exc)}, exc.status)

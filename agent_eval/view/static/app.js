@@ -1,5 +1,6 @@
 // The router: the part of the URL after # names the page shown.
 import { newRoute, showError } from "./common.js";
+import { compareView } from "./compare.js";
 import { runView } from "./run.js";
 import { runsView } from "./runs.js";
 import { sampleView } from "./sample.js";
@@ -21,6 +22,7 @@ async function route() {
     }
     else if (parts[0] === "run") await runView(parts[1]);
     else if (parts[0] === "watch") await watchView(parts[1]);
+    else if (parts[0] === "compare") await compareView(parts[1], parts[2]);
     else await runsView();
   } catch (error) {
     showError(error);

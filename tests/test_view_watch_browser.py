@@ -41,7 +41,9 @@ async def test_each_point_links_to_its_steps_run(url: str, browser: BrowserPage)
     from playwright.async_api import expect
 
     page = browser.page
-    await page.goto(url + watch_route("runs/done"))
+    await page.goto(url)
+    await page.locator('#runs-table tr[data-run="runs/done"] a').click()
+    await expect(page).to_have_url(url + watch_route("runs/done"))
     await expect(page.locator("#watch-status")).to_have_text("3 checkpoints, finished")
     probes = page.locator("#curve a.point.probe")
     await expect(probes).to_have_count(3)

@@ -1,5 +1,6 @@
 // The runs page: one row per run or watch directory under the roots; pick two runs to compare.
 import { api, el, interval, runHref, show, table } from "./common.js";
+import { watchHref } from "./watch.js";
 
 export const compareHref = (a, b) => `#/compare/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
 
@@ -27,7 +28,7 @@ export async function runsView() {
     "status", "started"].map((h) => el("th", { text: h }));
   const rows = runs.map((r) => el("tr", { "data-run": r.id },
     el("td", {}, ...(r.kind === "run" ? [box(r.id), " "] : []),
-      el("a", { href: runHref(r.id), text: r.id })),
+      el("a", { href: r.kind === "watch" ? watchHref(r.id) : runHref(r.id), text: r.id })),
     el("td", { text: r.agent ?? "" }), el("td", { text: r.model ?? "" }),
     el("td", { text: r.dataset ?? "" }), el("td", { text: r.attempts }),
     el("td", { text: interval(r.accuracy) }), el("td", { text: r.unscored }),

@@ -55,12 +55,13 @@ def line(
 
 TIMEOUT = {"kind": "timeout", "class": "infra", "message": "slow", "worker": B}
 MAX_TURNS = {"kind": "max_turns", "class": "model", "message": "long", "worker": A}
+LINES_ASK = [{"type": "input_text", "text": "Count the PEARS"}]
 LINES = [
     line("s1", 0, correct=True, answer="12", latency=3.0),
     line("s1", 1, answer="13", workers=(A, B), tools=3, latency=5.0),
     line("s2", 0, error=TIMEOUT, workers=(B,), tokens=(500, 50), latency=9.0),
     line("s2", 1, correct=True, workers=(B,), latency=2.0),
-    line("s0", 0, error=MAX_TURNS, ask=[{"type": "input_text", "text": "Count the PEARS"}]),
+    line("s0", 0, error=MAX_TURNS, ask=LINES_ASK),
 ]
 
 
@@ -200,3 +201,34 @@ def test_a_corrupt_line_is_an_error_naming_its_place(run_dir: Path) -> None:
 def test_the_question_comes_from_any_attempt_of_the_sample(tmp_path: Path) -> None:
     (tmp_path / "samples.jsonl").write_bytes(line("s5", 0, ask=None) + line("s5", 1, ask="Plums?"))
     assert ids(RunIndex(tmp_path), Filter(text="plums")) == [("s5", 0), ("s5", 1)]
+
+
+@pytest.mark.parametrize(
+    "rewritten",
+    [
+        # The same length, only the first line's bytes changed (an answer of as many digits).
+        [line("s1", 0, correct=True, answer="21", latency=3.0), *LINES[1:]],
+        # The same length, only the last line's bytes changed.
+        [*LINES[:4], line("s0", 0, answer="8", error=MAX_TURNS, ask=LINES_ASK)],
+        # Longer: other records, then more.
+        [LINES[1], LINES[0], *LINES[2:], line("s9", 0)],
+    ],
+)
+def test_a_file_rewritten_in_place_no_shorter_is_indexed_afresh(
+    run_dir: Path, rewritten: list[bytes]
+) -> None:
+    index = RunIndex(run_dir)
+    path = run_dir / "samples.jsonl"
+    assert len(b"".join(rewritten)) >= path.stat().st_size
+    with open(path, "r+b") as file:  # the same file (inode), overwritten from its start
+        file.write(b"".join(rewritten))
+    assert index.refresh() == len(rewritten)
+    assert [index.record(i) for i in range(len(index))] == [orjson.loads(x) for x in rewritten]
+
+
+def test_sorting_by_worker_takes_each_attempts_first_worker(tmp_path: Path) -> None:
+    lines = [line("a", 0, workers=(B,)), line("b", 0, workers=()), line("c", 0, workers=(A, B))]
+    (tmp_path / "samples.jsonl").write_bytes(b"".join(lines))
+    index = RunIndex(tmp_path)
+    assert ids(index, sort="workers") == [("b", 0), ("c", 0), ("a", 0)]
+    assert ids(index, sort="workers", descending=True) == [("a", 0), ("c", 0), ("b", 0)]

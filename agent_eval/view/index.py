@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ NUMERIC: dict[str, Any] = {
 }
 RANGED = ("model_calls", "tool_calls", "tokens", "latency_s")
 """The columns a filter can bound by a minimum and a maximum."""
-SORTABLE = ("row", "sample_id", "attempt", "reward", "correct", "error_kind", *RANGED)
+SORTABLE = ("row", "sample_id", "attempt", "reward", "correct", "error_kind", "workers", *RANGED)
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,8 @@ class RunIndex:
     def _reset(self) -> None:
         self._end = 0
         self._inode = -1
+        self._ends: tuple[bytes, bytes] | None = None
+        """Digests of the first and last indexed lines: a file rewritten in place changes them."""
         self._columns = {name: np.zeros(0, dtype) for name, dtype in NUMERIC.items()}
         self._worker_rows = np.zeros(0, np.int32)
         self._worker_codes = np.zeros(0, np.int32)
@@ -180,8 +183,13 @@ class RunIndex:
             stat = os.stat(self.path)
         except FileNotFoundError:
             stat = None
-        # A replaced or shortened file (a resume that set records aside) is a new file.
-        if stat is None or stat.st_ino != self._inode or stat.st_size < self._end:
+        # A replaced, shortened or rewritten file (a resume that set records aside) is a new file.
+        if (
+            stat is None
+            or stat.st_ino != self._inode
+            or stat.st_size < self._end
+            or self._rewritten()
+        ):
             self._reset()
         if stat is None:
             return 0
@@ -197,7 +205,17 @@ class RunIndex:
             self._reset()
             raise
         self._append(batch)
+        self._ends = self._read_ends() if len(self) else None
         return len(self) - before
+
+    def _rewritten(self) -> bool:
+        """Whether the first or last indexed line reads otherwise now: written again in place."""
+        return self._ends is not None and self._ends != self._read_ends()
+
+    def _read_ends(self) -> tuple[bytes, bytes]:
+        """Digests of the bytes where the first and last indexed lines were read."""
+        first, last = self._line(0), self._line(len(self) - 1)
+        return hashlib.blake2b(first).digest(), hashlib.blake2b(last).digest()
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         """Complete lines (newline cut) from the last read on, with offsets; a partial one waits."""
@@ -270,11 +288,14 @@ class RunIndex:
 
     def record(self, index: int) -> dict[str, Any]:
         """One attempt's full record, read from its place in the file."""
+        parsed: dict[str, Any] = orjson.loads(self._line(index))
+        return parsed
+
+    def _line(self, index: int) -> bytes:
+        """The bytes at one attempt's place in the file."""
         with open(self.path, "rb") as file:
             file.seek(int(self._columns["offset"][index]))
-            line = file.read(int(self._columns["length"][index]))
-        parsed: dict[str, Any] = orjson.loads(line)
-        return parsed
+            return file.read(int(self._columns["length"][index]))
 
     def attempts_of(self, sample_id: str) -> list[int]:
         """The indexes of one sample's attempts, in attempt order; none for an unknown sample."""
@@ -360,7 +381,17 @@ class RunIndex:
             return _ranks(self._samples.names)[self._columns["sample"]]
         if sort == "error_kind":
             return _ranks(self._kinds.names)[self._columns["error"]]
+        if sort == "workers":
+            return self._first_worker_ranks()
         return self._columns[sort]
+
+    def _first_worker_ranks(self) -> np.ndarray:
+        """Per attempt, the alphabetical place of the first worker it called; -1 for none."""
+        # Worker pairs are appended in row order, so each row's first pair is its first call.
+        rows, first = np.unique(self._worker_rows, return_index=True)
+        key = np.full(len(self), -1, np.int64)
+        key[rows] = _ranks(self._worker_names.names)[self._worker_codes[first]]
+        return key
 
     def _row(self, index: int) -> Row:
         """The columns of one attempt."""

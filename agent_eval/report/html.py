@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from urllib.parse import urlsplit
 
@@ -101,34 +102,54 @@ def _column(run: Run, name: str) -> str:
     return f"<section><h2>{name}: {escape(run.title)}</h2>{headline}{figures}</section>"
 
 
-def _figures(run: Run, prefix: str) -> list[str]:
-    """Each plot of one run; figure ids get `prefix` so two runs can share a page."""
+@dataclass(frozen=True)
+class Plot:
+    """One plot of a run, by name; without an SVG (no data for it) the caption says why."""
+
+    name: str
+    svg: str | None
+    caption: str
+
+
+def plots(run: Run) -> list[Plot]:
+    """Each plot the report shows of one run, in the page's order."""
     summary, scores = run.summary, run.scores
     latency, tokens = summary.latency_s, summary.tokens
-    figures = [
-        figure(
-            f"{prefix}accuracy",
+    found = [
+        Plot(
+            "accuracy",
             bar_chart(_quality_groups([run]), "rate", top=1.0),
             f"Accuracy over {summary.scored} scored attempts and pass@k over {summary.samples} "
             "samples, with 95% Wilson intervals (for pass@k over samples: conservative).",
         ),
-        figure(
-            f"{prefix}latency",
+        Plot(
+            "latency",
             histogram([score.latency_s for score in scores], "latency per attempt (s)"),
             f"Latency per attempt: p50 {latency.p50:.2f} s, p90 {latency.p90:.2f} s, "
             f"p99 {latency.p99:.2f} s, max {latency.max:.2f} s.",
         ),
-        figure(
-            f"{prefix}tokens",
+        Plot(
+            "tokens",
             histogram([attempt_tokens(score) for score in scores], "tokens per attempt"),
             f"Tokens per attempt, prompt and completion: mean {tokens.mean_prompt:,.0f} prompt "
             f"+ {tokens.mean_completion:,.0f} completion.",
         ),
-        _workers(run, f"{prefix}workers"),
+        _workers(run),
     ]
     if summary.sessions:
-        figures.append(_turn_rewards(run, f"{prefix}turn-rewards"))
-    return figures
+        found.append(_turn_rewards(run))
+    return found
+
+
+def _figures(run: Run, prefix: str) -> list[str]:
+    """Each plot of one run; figure ids get `prefix` so two runs can share a page."""
+    return [_figure(f"{prefix}{plot.name}", plot) for plot in plots(run)]
+
+
+def _figure(figure_id: str, plot: Plot) -> str:
+    if plot.svg is None:  # nothing to draw: what the caption says stands in its place
+        return figure(figure_id, f'<p class="empty">{escape(plot.caption)}</p>', "")
+    return figure(figure_id, plot.svg, plot.caption)
 
 
 def _quality_groups(runs: Sequence[Run]) -> list[Group]:
@@ -140,9 +161,9 @@ def _quality_groups(runs: Sequence[Run]) -> list[Group]:
     return groups
 
 
-def _workers(run: Run, figure_id: str) -> str:
+def _workers(run: Run) -> Plot:
     if run.workers is None:
-        return figure(figure_id, f'<p class="empty">{escape(NO_WORKERS)}</p>', "Per-worker load.")
+        return Plot("workers", None, NO_WORKERS)
     groups = [
         Group(urlsplit(worker.url).netloc or worker.url, [Bar(worker.served), Bar(worker.failures)])
         for worker in run.workers
@@ -152,10 +173,10 @@ def _workers(run: Run, figure_id: str) -> str:
         f"{worker.url} {'healthy' if worker.healthy else 'unhealthy'} (breaker {worker.breaker})"
         for worker in run.workers
     )
-    return figure(figure_id, chart, f"Requests per worker, as the proxy counted them: {states}.")
+    return Plot("workers", chart, f"Requests per worker, as the proxy counted them: {states}.")
 
 
-def _turn_rewards(run: Run, figure_id: str) -> str:
+def _turn_rewards(run: Run) -> Plot:
     """Session x turn heatmap of rewards; samples in the order the run first met them."""
     order = {
         sample_id: i for i, sample_id in enumerate(dict.fromkeys(s.sample_id for s in run.scores))
@@ -176,7 +197,7 @@ def _turn_rewards(run: Run, figure_id: str) -> str:
     caption = "Reward of each turn of each session (rows: sample-attempt, as session_id)."
     if len(sessions) > len(shown):
         caption += f" The first {len(shown)} of {len(sessions)} sessions."
-    return figure(figure_id, chart, caption)
+    return Plot("turn-rewards", chart, caption)
 
 
 def _unsolved(run: Run) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agent_eval.failures import failure_class
 from agent_eval.metrics import accuracy
+from agent_eval.report.runs import WorkerLoad
 from agent_eval.view.index import Filter, RunIndex
 from agent_eval.view.runs import RunDir, described, started, status
 
@@ -65,3 +67,33 @@ def errors_by_kind(index: RunIndex) -> dict[str, int]:
 def attempts_by_worker(index: RunIndex) -> dict[str, int]:
     """How many attempts made a model call on each worker."""
     return {worker: index.count(Filter(worker=worker)) for worker in index.workers}
+
+
+def error_rows(index: RunIndex) -> list[dict[str, Any]]:
+    """Each error kind: how many attempts it stopped, and whether it is the model's failure."""
+    return [
+        {"kind": kind, "count": count, "class": failure_class(kind).value}
+        for kind, count in errors_by_kind(index).items()
+    ]
+
+
+def worker_rows(index: RunIndex, loads: list[WorkerLoad] | None) -> list[dict[str, Any]]:
+    """Each worker: attempts that called it, and what the proxy counted of it (when it did)."""
+    counted = {load.url: load for load in loads or ()}
+    attempts = attempts_by_worker(index)
+    names = [*attempts, *(url for url in counted if url not in attempts)]
+    return [
+        {"worker": name, "attempts": attempts.get(name, 0), **_load(counted.get(name))}
+        for name in names
+    ]
+
+
+def _load(load: WorkerLoad | None) -> dict[str, Any]:
+    if load is None:
+        return {"served": None, "failures": None, "healthy": None, "breaker": None}
+    return {
+        "served": load.served,
+        "failures": load.failures,
+        "healthy": load.healthy,
+        "breaker": load.breaker,
+    }

@@ -13,10 +13,19 @@ from aiohttp import web
 
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
+from agent_eval.report.html import NO_WORKERS
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons, Refused
+from agent_eval.view.figures import Reports, standalone
+from agent_eval.view.headline import run_headline
 from agent_eval.view.index import RunIndex
-from agent_eval.view.listing import attempts_by_worker, errors_by_kind, run_row
+from agent_eval.view.listing import (
+    attempts_by_worker,
+    error_rows,
+    errors_by_kind,
+    run_row,
+    worker_rows,
+)
 from agent_eval.view.params import ParameterError, parse_query
 from agent_eval.view.runs import RunDir, read_summary
 from agent_eval.view.samples import sample_body
@@ -26,6 +35,7 @@ from agent_eval.view.watch import watch_body
 STATIC = Path(__file__).parent / "static"
 CATALOG = web.AppKey("catalog", Catalog)
 COMPARISONS = web.AppKey("comparisons", Comparisons)
+REPORTS = web.AppKey("reports", Reports)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -73,6 +83,12 @@ def create_app(roots: list[Path]) -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/sessions", _sessions)
     app.router.add_get("/api/runs/{id:.+}/watch", _watch)
     app.router.add_get("/api/compare", _compare)
+    app[REPORTS] = Reports(app[CATALOG])
+    app.router.add_get("/api/runs/{id:.+}/headline", _headline)
+    app.router.add_get("/api/runs/{id:.+}/errors", _errors)
+    app.router.add_get("/api/runs/{id:.+}/workers", _workers)
+    app.router.add_get("/api/runs/{id:.+}/figures", _figures)
+    app.router.add_get("/api/runs/{id:.+}/figures/{name}.svg", _figure)
     return app
 
 
@@ -193,3 +209,47 @@ async def _compare(request: web.Request) -> web.Response:
         return _json(await request.app[COMPARISONS].answer(request.query))
     except Refused as exc:
         return _json({"error": str(exc)}, exc.status)
+
+
+async def _headline(request: web.Request) -> web.Response:
+    run, _index = await _found(request)
+    return _json(await run_headline(request.app[REPORTS], run))
+
+
+async def _errors(request: web.Request) -> web.Response:
+    _run, index = await _found(request)
+    return _json({"errors": error_rows(index)})
+
+
+async def _workers(request: web.Request) -> web.Response:
+    """Attempts per worker from the index; the proxy's counts from the report, when it has them."""
+    run, index = await _found(request)
+    try:
+        loads = (await request.app[REPORTS].run(run)).workers
+    except ConfigError as exc:
+        return _json({"workers": worker_rows(index, None), "note": str(exc)})
+    note = NO_WORKERS if loads is None else None
+    return _json({"workers": worker_rows(index, loads), "note": note})
+
+
+async def _figures(request: web.Request) -> web.Response:
+    run, _index = await _found(request)
+    try:
+        drawn = await request.app[REPORTS].plots(run)
+    except ConfigError as exc:
+        return _json({"figures": [], "note": str(exc)})
+    listed = [{"name": plot.name, "caption": plot.caption} for plot in drawn.values()]
+    return _json({"figures": listed, "note": None})
+
+
+async def _figure(request: web.Request) -> web.Response:
+    run, _index = await _found(request)
+    name = request.match_info["name"]
+    try:
+        drawn = await request.app[REPORTS].plots(run)
+    except ConfigError as exc:
+        raise _not_found(f"figures: {exc}") from None
+    plot = drawn.get(name)
+    if plot is None or plot.svg is None:
+        raise _not_found(f"figure {name!r}; this run has {', '.join(drawn) or 'none'}")
+    return web.Response(text=standalone(plot.svg), content_type="image/svg+xml")

@@ -35,19 +35,23 @@ async function load(id, offset) {
   return api(runPath(id) + "/sessions?" + params);
 }
 
-// The heatmap's section, paged; empty when the run's attempts are not sessions.
-export async function sessionHeatmap(id) {
-  const holder = el("section", { id: "sessions" });
+// The heatmap as a part of the run page ({ node, update }): paged, redrawn at the page shown
+// while the run is running; empty when the run's attempts are not sessions.
+export function sessionsPart(id) {
+  const node = el("section", { id: "sessions" });
+  let shown = 0;
+  let sessions = true; // until an attempt shows otherwise: a run's attempts are all alike
   const draw = async (offset) => {
     const page = await load(id, offset);
-    if (!page.rows.some((r) => r.turn_rewards)) return;
+    if (page.rows.length && !page.rows.some((r) => r.turn_rewards)) sessions = false;
+    if (!sessions || !page.rows.length) return;
+    shown = offset;
     const last = Math.max(0, Math.ceil(page.total / PAGE) - 1) * PAGE;
-    holder.replaceChildren(el("h2", { text: "sessions by turn" }), grid(id, page),
+    node.replaceChildren(el("h2", { text: "sessions by turn" }), grid(id, page),
       el("div", { class: "controls" },
         el("button", { id: "sessions-prev", onclick: () => draw(Math.max(0, offset - PAGE)) }, "‹ prev"),
         ` sessions ${offset + 1}–${Math.min(offset + PAGE, page.total)} of ${page.total} `,
         el("button", { id: "sessions-next", onclick: () => draw(Math.min(last, offset + PAGE)) }, "next ›")));
   };
-  await draw(0);
-  return holder;
+  return { node, update: () => (sessions ? draw(shown) : null) };
 }

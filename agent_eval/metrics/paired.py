@@ -8,14 +8,16 @@ resampling them one by one would make the interval too narrow.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from agent_eval.metrics.accuracy import Difference
 from agent_eval.metrics.base import NAN
 
 RESAMPLES = 10_000
+DRAWN_AT_ONCE = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,12 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     if a_only < 0 or b_only < 0:
         raise ValueError(f"need counts >= 0, got {a_only} and {b_only}")
     n = a_only + b_only
-    tail = sum(math.comb(n, i) for i in range(min(a_only, b_only) + 1))
+    # C(n, i + 1) from C(n, i) by one multiply and one exact division: math.comb afresh for
+    # each term costs quadratic time in the discordant pairs (minutes at 50,000).
+    term = tail = 1
+    for i in range(min(a_only, b_only)):
+        term = term * (n - i) // (i + 1)
+        tail += term
     # Dividing Python ints rounds correctly however large 2**n is; n = 0 gives 2 / 1, so p = 1.
     return min(1.0, 2 * tail / 2**n)
 
@@ -66,7 +73,7 @@ def paired_differences(
     a_only = sum(p.a_correct and not p.b_correct for p in pairs)
     b_only = sum(p.b_correct and not p.a_correct for p in pairs)
     totals = [_sample_totals(sample) for sample in samples if sample]
-    means = _bootstrap(totals, resamples, random.Random(seed))
+    means = _bootstrap(totals, resamples, np.random.default_rng(seed))
     accuracy, reward = (
         _percentile_interval(_mean(totals, column), [m[column] for m in means], confidence)
         for column in (0, 1)
@@ -95,14 +102,23 @@ def _mean(totals: Sequence[tuple[float, float, int]], column: int) -> float:
 
 
 def _bootstrap(
-    totals: Sequence[tuple[float, float, int]], resamples: int, rng: random.Random
+    totals: Sequence[tuple[float, float, int]], resamples: int, rng: np.random.Generator
 ) -> list[tuple[float, float]]:
     """Mean accuracy and reward differences of `resamples` draws of as many samples, replaced."""
+    if not totals:
+        return []
+    # One contiguous array per column: np.take from each is about 4x faster than indexing rows.
+    correct, reward, count = np.asarray(totals, dtype=np.float64).T.copy()
+    # Draws go in chunks of about DRAWN_AT_ONCE picks: 100,000 samples x 10,000 resamples
+    # at once would be 8 GB of indices.
+    chunk = max(1, DRAWN_AT_ONCE // len(totals))
     means: list[tuple[float, float]] = []
-    for _ in range(resamples if totals else 0):
-        # One draw serves both differences, and zip(*...) sums each column in C.
-        correct, reward, count = map(sum, zip(*rng.choices(totals, k=len(totals)), strict=True))
-        means.append((correct / count, reward / count))
+    for start in range(0, resamples, chunk):
+        picks = rng.integers(0, len(totals), size=(min(chunk, resamples - start), len(totals)))
+        counts = np.take(count, picks).sum(axis=1)
+        correct_means = np.take(correct, picks).sum(axis=1) / counts
+        reward_means = np.take(reward, picks).sum(axis=1) / counts
+        means.extend(zip(correct_means.tolist(), reward_means.tolist(), strict=True))
     return means
 
 

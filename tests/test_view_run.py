@@ -12,10 +12,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from agent_eval.failures import failure_class
-from agent_eval.metrics import summarize
+from agent_eval.metrics import Summary, summarize
 from agent_eval.report.runs import load_run
 from agent_eval.report.table import summary_sections
-from agent_eval.view.headline import summary_of
 from agent_eval.view.server import create_app
 from tests.view_runs import append, record, write_run
 
@@ -119,10 +118,10 @@ async def test_a_running_runs_headline_is_rebuilt_from_its_attempts(
 
 def test_summary_json_reads_back_as_the_summary_it_was(root: Path) -> None:
     written = load_run(root / "done").summary
-    found = summary_of(json.loads(json.dumps(written.to_dict())))
+    found = Summary.read(json.loads(json.dumps(written.to_dict())))
     assert found is not None
     assert summary_sections(found) == summary_sections(written)
-    assert summary_of({"attempts": 4, "quality": {"accuracy": {"value": 0.5}}}) is None
+    assert Summary.read({"attempts": 4, "quality": {"accuracy": {"value": 0.5}}}) is None
 
 
 async def test_errors_say_whose_failure_they_are(client: TestClient[Any, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,39 @@ class Summary:
         # What no group took is the run's size and whether it is whole: samples, attempts,
         # scored, unscored (by kind), sessions, complete.
         return json_ready({**flat, **grouped, "higher_is_better": DIRECTIONS})
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> Summary | None:
+        """The Summary to_dict wrote (summary.json); None when `data` is not one (another
+        version's, or cut down by hand)."""
+        flat = {name: value for name, value in data.items() if name not in DIRECTIONS}
+        for group in DIRECTIONS:
+            flat.update(data.get(group) or {})
+        try:
+            summary: Summary = _typed(cls, flat)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return summary
+
+
+def _typed(hint: Any, value: Any) -> Any:
+    """`value` read back as type `hint`: as to_dict wrote it, with None for NaN."""
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        fields = dataclasses.fields(hint)
+        given = {f.name: _typed(hints[f.name], value[f.name]) for f in fields if f.name in value}
+        build: Any = hint
+        return build(**given)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is dict:
+        return {args[0](key): _typed(args[1], item) for key, item in value.items()}
+    if origin is list:
+        return [_typed(args[0], item) for item in value]
+    if hint is float:
+        return math.nan if value is None else float(value)
+    if hint in (int, str, bool) and not isinstance(value, hint):
+        raise TypeError(f"{value!r} is not {hint.__name__}")
+    return value
 
 
 _GROUPS: dict[str, dict[str, Callable[..., Any]]] = {

@@ -68,7 +68,7 @@ def load_run(path: Path) -> Run:
         summary = summarize(scores, _wall_time(path / SUMMARY, notes), ks)
     except ValueError as exc:  # a repeated (sample_id, attempt): the file was edited or merged
         raise ConfigError(f"{samples}: {exc}") from None
-    return Run(path, config, scores, summary, _read_workers(path / WORKERS, notes), notes)
+    return Run(path, config, scores, summary, read_workers(path / WORKERS, notes), notes)
 
 
 def _read_scores(path: Path, notes: list[str]) -> list[AttemptScore]:
@@ -112,7 +112,7 @@ def _wall_time(path: Path, notes: list[str]) -> float:
     return math.nan
 
 
-def _read_workers(path: Path, notes: list[str]) -> list[WorkerLoad] | None:
+def read_workers(path: Path, notes: list[str]) -> list[WorkerLoad] | None:
     if not path.is_file():
         return None
     try:

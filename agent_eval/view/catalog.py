@@ -26,6 +26,7 @@ class Catalog:
         self._indexes: OrderedDict[Path, RunIndex] = OrderedDict()
         self._locks: dict[Path, asyncio.Lock] = {}
         self._reports: OrderedDict[Path, tuple[Stamp, Run]] = OrderedDict()
+        self._report_locks: dict[Path, asyncio.Lock] = {}
 
     async def runs(self) -> list[RunDir]:
         """Every run under the roots, found again (new runs appear), by id."""
@@ -56,13 +57,16 @@ class Catalog:
     async def report(self, run: RunDir) -> Run:
         """The run as `agent-eval report` reads it (every score, the summary rebuilt from them),
         read again only when samples.jsonl or summary.json changes; a ConfigError if unreadable."""
-        stamp = _stamp(run.path / SAMPLES, run.path / SUMMARY)
-        kept = self._reports.pop(run.path, None)
-        if kept is None or kept[0] != stamp:
-            kept = (stamp, await asyncio.to_thread(load_run, run.path))
-        self._reports[run.path] = kept
-        while len(self._reports) > KEPT:
-            self._reports.popitem(last=False)
+        # A page asks for its headline, workers and every plot at once: they share one read.
+        async with self._report_locks.setdefault(run.path, asyncio.Lock()):
+            stamp = _stamp(run.path / SAMPLES, run.path / SUMMARY)
+            kept = self._reports.pop(run.path, None)
+            if kept is None or kept[0] != stamp:
+                kept = (stamp, await asyncio.to_thread(load_run, run.path))
+            self._reports[run.path] = kept
+            while len(self._reports) > KEPT:
+                dropped, _ = self._reports.popitem(last=False)
+                self._report_locks.pop(dropped, None)
         return kept[1]
 
 

@@ -8,25 +8,18 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from agent_eval.errors import AgentEvalError, ConfigError
+from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore
 from agent_eval.report.compare import Row, compare, comparison_notes
 from agent_eval.report.paired import PAIRED_HEADERS, Key, comparison_json, paired_comparison
 from agent_eval.report.runs import Run
 from agent_eval.view.catalog import KEPT, Catalog
+from agent_eval.view.refused import Refused
 from agent_eval.view.runs import RunDir
 
 SIDES = ("a", "b")
 Versions = tuple[weakref.ref[Run], weakref.ref[Run]]
 """The Runs an answer was computed from, held weakly: the catalog decides how long they live."""
-
-
-class Refused(AgentEvalError):
-    """A compare request the API cannot answer: the HTTP status, and a message saying why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class Comparisons:

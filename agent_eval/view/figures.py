@@ -14,23 +14,18 @@ from agent_eval.view.runs import RunDir
 SVG_NS = "http://www.w3.org/2000/svg"
 
 
-class Reports:
-    """Runs as the report reads them, one read at a time per run, and their plots drawn once."""
+class Plots:
+    """The report's plots of the runs looked at lately, drawn once per version of each run."""
 
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
         self._locks: dict[Path, asyncio.Lock] = {}
         self._plots: OrderedDict[Path, tuple[Run, dict[str, Plot]]] = OrderedDict()
 
-    async def run(self, run: RunDir) -> Run:
-        """The run's report; a ConfigError if unreadable (no attempts yet, a corrupt line)."""
-        # A page asks for its headline and every image at once: they share one read of the run.
-        async with self._locks.setdefault(run.path, asyncio.Lock()):
-            return await self._catalog.report(run)
-
-    async def plots(self, run: RunDir) -> dict[str, Plot]:
-        """The run's plots that have a picture, by name; drawn again when its report is."""
-        report = await self.run(run)
+    async def of(self, run: RunDir) -> dict[str, Plot]:
+        """The run's plots that have a picture, by name; drawn again when its report is read
+        again. A ConfigError if the run is unreadable (no attempts yet, a corrupt line)."""
+        report = await self._catalog.report(run)
         async with self._locks.setdefault(run.path, asyncio.Lock()):
             kept = self._plots.pop(run.path, None)
             if kept is None or kept[0] is not report:

@@ -5,20 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent_eval.errors import AgentEvalError
 from agent_eval.view.index import RANGED, SORTABLE, Filter
+from agent_eval.view.refused import ParameterError
 
 MAX_LIMIT = 1000
 BOUNDS = {f"{side}_{name}": name for name in RANGED for side in ("min", "max")}
 KNOWN = {"outcome", "worker", "q", "sort", "desc", "offset", "limit", *BOUNDS}
-
-
-class ParameterError(AgentEvalError):
-    """A URL parameter the rows query cannot take; `name` says which."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{name}: {message}")
-        self.name = name
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,11 @@ from aiohttp import web
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
 from agent_eval.report.html import NO_WORKERS
+from agent_eval.report.runs import read_workers
+from agent_eval.results import WORKERS
 from agent_eval.view.catalog import Catalog
-from agent_eval.view.compare import Comparisons, Refused
-from agent_eval.view.figures import Reports, standalone
+from agent_eval.view.compare import Comparisons
+from agent_eval.view.figures import Plots, standalone
 from agent_eval.view.headline import run_headline
 from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import (
@@ -26,7 +28,8 @@ from agent_eval.view.listing import (
     run_row,
     worker_rows,
 )
-from agent_eval.view.params import ParameterError, parse_query
+from agent_eval.view.params import parse_query
+from agent_eval.view.refused import Refused
 from agent_eval.view.runs import RunDir, read_summary
 from agent_eval.view.samples import sample_body
 from agent_eval.view.sessions import sessions_page
@@ -35,7 +38,7 @@ from agent_eval.view.watch import watch_body
 STATIC = Path(__file__).parent / "static"
 CATALOG = web.AppKey("catalog", Catalog)
 COMPARISONS = web.AppKey("comparisons", Comparisons)
-REPORTS = web.AppKey("reports", Reports)
+PLOTS = web.AppKey("plots", Plots)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -73,6 +76,7 @@ def create_app(roots: list[Path]) -> web.Application:
     app = web.Application(middlewares=[_secured])
     app[CATALOG] = Catalog(roots)
     app[COMPARISONS] = Comparisons(app[CATALOG])
+    app[PLOTS] = Plots(app[CATALOG])
     app.router.add_get("/", _page)
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/runs", _runs)
@@ -83,7 +87,6 @@ def create_app(roots: list[Path]) -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/sessions", _sessions)
     app.router.add_get("/api/runs/{id:.+}/watch", _watch)
     app.router.add_get("/api/compare", _compare)
-    app[REPORTS] = Reports(app[CATALOG])
     app.router.add_get("/api/runs/{id:.+}/headline", _headline)
     app.router.add_get("/api/runs/{id:.+}/errors", _errors)
     app.router.add_get("/api/runs/{id:.+}/workers", _workers)
@@ -99,6 +102,11 @@ async def _secured(request: web.Request, handler: Handler) -> web.StreamResponse
         response = await handler(request)
     except web.HTTPException as exc:
         response = _json({"error": exc.reason}, exc.status) if exc.status >= 400 else exc
+    except Refused as exc:
+        parameter = {"parameter": exc.parameter} if exc.parameter else {}
+        response = _json({"error": str(exc), **parameter}, exc.status)
+    except ConfigError as exc:  # the run's files say something unreadable: a corrupt line
+        response = _json({"error": str(exc)}, 409)
     response.headers.update(SECURITY_HEADERS)
     return response
 
@@ -160,10 +168,7 @@ async def _summary(request: web.Request) -> web.Response:
 
 async def _rows(request: web.Request) -> web.Response:
     _run, index = await _found(request)
-    try:
-        query = parse_query(request.query)
-    except ParameterError as exc:
-        return _json({"error": str(exc), "parameter": exc.name}, 400)
+    query = parse_query(request.query)
     page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
     return _json({"total": page.total, "rows": [dataclasses.asdict(row) for row in page.rows]})
 
@@ -188,32 +193,22 @@ async def _record(request: web.Request) -> web.Response:
 
 async def _sessions(request: web.Request) -> web.Response:
     _run, index = await _found(request)
-    try:
-        query = parse_query(request.query)
-    except ParameterError as exc:
-        return _json({"error": str(exc), "parameter": exc.name}, 400)
+    query = parse_query(request.query)
     page = await asyncio.to_thread(sessions_page, index, query)
     return _json(dataclasses.asdict(page))
 
 
 async def _watch(request: web.Request) -> web.Response:
-    try:
-        body = await watch_body(request.app[CATALOG], request.match_info["id"])
-    except ConfigError as exc:  # a line of decisions.jsonl that is not a decision
-        return _json({"error": str(exc)}, 409)
-    return _json(body)
+    return _json(await watch_body(request.app[CATALOG], request.match_info["id"]))
 
 
 async def _compare(request: web.Request) -> web.Response:
-    try:
-        return _json(await request.app[COMPARISONS].answer(request.query))
-    except Refused as exc:
-        return _json({"error": str(exc)}, exc.status)
+    return _json(await request.app[COMPARISONS].answer(request.query))
 
 
 async def _headline(request: web.Request) -> web.Response:
     run, _index = await _found(request)
-    return _json(await run_headline(request.app[REPORTS], run))
+    return _json(await run_headline(request.app[CATALOG], run))
 
 
 async def _errors(request: web.Request) -> web.Response:
@@ -224,18 +219,16 @@ async def _errors(request: web.Request) -> web.Response:
 async def _workers(request: web.Request) -> web.Response:
     """Attempts per worker from the index; the proxy's counts from the report, when it has them."""
     run, index = await _found(request)
-    try:
-        loads = (await request.app[REPORTS].run(run)).workers
-    except ConfigError as exc:
-        return _json({"workers": worker_rows(index, None), "note": str(exc)})
-    note = NO_WORKERS if loads is None else None
+    notes: list[str] = []
+    loads = await asyncio.to_thread(read_workers, run.path / WORKERS, notes)
+    note = NO_WORKERS if loads is None and not notes else " ".join(notes) or None
     return _json({"workers": worker_rows(index, loads), "note": note})
 
 
 async def _figures(request: web.Request) -> web.Response:
     run, _index = await _found(request)
     try:
-        drawn = await request.app[REPORTS].plots(run)
+        drawn = await request.app[PLOTS].of(run)
     except ConfigError as exc:
         return _json({"figures": [], "note": str(exc)})
     listed = [{"name": plot.name, "caption": plot.caption} for plot in drawn.values()]
@@ -246,7 +239,7 @@ async def _figure(request: web.Request) -> web.Response:
     run, _index = await _found(request)
     name = request.match_info["name"]
     try:
-        drawn = await request.app[REPORTS].plots(run)
+        drawn = await request.app[PLOTS].of(run)
     except ConfigError as exc:
         raise _not_found(f"figures: {exc}") from None
     plot = drawn.get(name)

@@ -6,15 +6,18 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 from openai import AsyncOpenAI
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
+from agent_eval.view.server import create_app
 from tests.browser import BrowserPage, browser_page
 
 StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
@@ -36,6 +39,13 @@ async def browser() -> AsyncIterator[BrowserPage]:
     """A page in headless Chromium; skipped without Chromium or playwright (tests/browser.py)."""
     async with browser_page() as page:
         yield page
+
+
+@pytest.fixture
+async def client(root: Path) -> AsyncIterator[TestClient[Any, Any]]:
+    """The view's app over the module's `root` folder of runs, with a test client."""
+    async with TestClient(TestServer(create_app([root]))) as test_client:
+        yield test_client
 
 
 @pytest.fixture

@@ -13,31 +13,24 @@ from agent_eval.report.runs import Run
 from agent_eval.view import compare as compare_module
 from agent_eval.view.compare import comparison
 from agent_eval.view.server import create_app
-from tests.view_runs import append, record, write_run
+from tests.view_runs import append, get_json, record, write_run
 
 Client = TestClient[Any, Any]
 
 
-def answered(sample: str, attempt: int, correct: bool, answer: str) -> dict[str, Any]:
-    """An attempt at `sample` that gave `answer`."""
-    line = record(sample, attempt, correct)
-    line["answer"] = answer
-    return line
-
-
 # B fixes s1#1 and breaks s2#0; s3#0 is wrong in both, s4 only B tried.
 BEFORE = [
-    answered("s1", 0, True, "48"),
-    answered("s1", 1, False, "19"),
-    answered("s2", 0, True, "7"),
-    answered("s3", 0, False, "1"),
+    record("s1", 0, True, "48"),
+    record("s1", 1, False, "19"),
+    record("s2", 0, True, "7"),
+    record("s3", 0, False, "1"),
 ]
 AFTER = [
-    answered("s1", 0, True, "48"),
-    answered("s1", 1, True, "48"),
-    answered("s2", 0, False, "8"),
-    answered("s3", 0, False, "2"),
-    answered("s4", 0, True, "3"),
+    record("s1", 0, True, "48"),
+    record("s1", 1, True, "48"),
+    record("s2", 0, False, "8"),
+    record("s3", 0, False, "2"),
+    record("s4", 0, True, "3"),
 ]
 
 
@@ -52,12 +45,6 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
     (root / "watch" / "decisions.jsonl").write_text("")
     async with TestClient(TestServer(create_app([root]))) as test_client:
         yield test_client
-
-
-async def get_json(client: Client, url: str, status: int = 200) -> Any:
-    response = await client.get(url)
-    assert response.status == status, await response.text()
-    return await response.json()
 
 
 async def test_the_flipped_attempts_with_each_sides_answer(client: Client) -> None:
@@ -139,7 +126,7 @@ async def test_a_run_written_to_since_is_paired_again(
     assert first == await get_json(client, "/api/compare?a=runs/before&b=runs/after")
     assert len(made) == 1  # unchanged runs: the answer kept is given again
     assert first["unmatched"] == 1
-    append(tmp_path / "runs" / "before", [answered("s4", 0, False, "4")])
+    append(tmp_path / "runs" / "before", [record("s4", 0, False, "4")])
     again = await get_json(client, "/api/compare?a=runs/before&b=runs/after")
     assert again["unmatched"] == 0
     assert [flip["sample_id"] for flip in again["b_only"]] == ["s1", "s4"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -18,23 +17,16 @@ HOSTILE_ID = '<img src=x onerror="window.__pwned=1">'
 HOSTILE = "<script>window.__pwned=1</script>" + HOSTILE_ID
 
 
-def answered(sample: str, attempt: int, correct: bool, answer: str) -> dict[str, Any]:
-    """An attempt at `sample` that gave `answer`."""
-    line = record(sample, attempt, correct)
-    line["answer"] = answer
-    return line
-
-
 # B fixes s1#1 and breaks s2#0; each answer names its run, so a transcript shows whose it is.
 BEFORE = [
-    answered("s1", 0, True, "A: 48"),
-    answered("s1", 1, False, "A: 19"),
-    answered("s2", 0, True, "A: 7"),
+    record("s1", 0, True, "A: 48"),
+    record("s1", 1, False, "A: 19"),
+    record("s2", 0, True, "A: 7"),
 ]
 AFTER = [
-    answered("s1", 0, True, "B: 48"),
-    answered("s1", 1, True, "B: 48"),
-    answered("s2", 0, False, "B: 8"),
+    record("s1", 0, True, "B: 48"),
+    record("s1", 1, True, "B: 48"),
+    record("s2", 0, False, "B: 8"),
 ]
 
 
@@ -47,8 +39,8 @@ def root(tmp_path: Path) -> Path:
     write_run(runs / "other", [record("x1", 0, True), record("x2", 0, False)])
     (runs / "watch").mkdir()
     (runs / "watch" / "decisions.jsonl").write_text("")
-    write_run(runs / HOSTILE_ID, [answered(HOSTILE, 0, True, HOSTILE)])
-    write_run(runs / "plain", [answered(HOSTILE, 0, False, "19")])
+    write_run(runs / HOSTILE_ID, [record(HOSTILE, 0, True, HOSTILE)])
+    write_run(runs / "plain", [record(HOSTILE, 0, False, "19")])
     return runs
 
 

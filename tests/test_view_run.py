@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from agent_eval.failures import failure_class
 from agent_eval.metrics import Summary, summarize
 from agent_eval.report.runs import load_run
 from agent_eval.report.table import summary_sections
-from agent_eval.view.server import create_app
-from tests.view_runs import append, record, write_run
+from tests.view_runs import append, get_json, record, write_run
 
 HOSTILE = "<script>&'</script>"  # short enough for the heatmap's labels
 SVG = "{http://www.w3.org/2000/svg}"
@@ -70,18 +68,6 @@ def root(tmp_path: Path) -> Path:
     )
     write_run(runs / "empty", [], finished=False)
     return runs
-
-
-@pytest.fixture
-async def client(root: Path) -> AsyncIterator[TestClient[Any, Any]]:
-    async with TestClient(TestServer(create_app([root]))) as test_client:
-        yield test_client
-
-
-async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) -> Any:
-    response = await client.get(url)
-    assert response.status == status, await response.text()
-    return await response.json()
 
 
 def rows(headline: dict[str, Any], dimension: str) -> dict[str, str]:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from agent_eval.view.samples import Agreement, agreements
-from agent_eval.view.server import create_app
-from tests.view_runs import record, write_run
+from tests.view_runs import get_json, record, write_run
 
 CRATES = "A crate holds 16 bottles. How many bottles are in 3 crates?"
 """word_problems-1, the first problem of the shipped set; its gold answer is 48."""
@@ -108,18 +106,6 @@ def root(tmp_path: Path) -> Path:
     write_run(runs / "moved", SINGLE[:1], finished=False, settings={"dataset.name": str(gone)})
     write_run(runs / "chat", SESSIONS, finished=False, settings={"agent.name": "multi_turn_chat"})
     return runs
-
-
-@pytest.fixture
-async def client(root: Path) -> AsyncIterator[TestClient[Any, Any]]:
-    async with TestClient(TestServer(create_app([root]))) as test_client:
-        yield test_client
-
-
-async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) -> Any:
-    response = await client.get(url)
-    assert response.status == status, await response.text()
-    return await response.json()
 
 
 async def test_question_and_gold_come_from_the_dataset(client: TestClient[Any, Any]) -> None:

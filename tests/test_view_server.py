@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from agent_eval.cli import app
 from agent_eval.view.server import create_app
+from tests.view_runs import get_json
 
 # One line of a real run's samples.jsonl, trimmed.
 TEMPLATE: dict[str, Any] = {
@@ -85,13 +86,6 @@ async def client(tmp_path: Path) -> AsyncIterator[TestClient[Any, Any]]:
     os.symlink(outside, root / "link")
     async with TestClient(TestServer(create_app([root]))) as test_client:
         yield test_client
-
-
-async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) -> Any:
-    response = await client.get(url)
-    assert response.status == status, await response.text()
-    assert response.headers["Content-Type"].startswith("application/json")
-    return await response.json()
 
 
 async def test_runs_are_listed_with_counts_and_status(client: TestClient[Any, Any]) -> None:

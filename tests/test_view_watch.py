@@ -5,19 +5,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from agent_eval.config import WatchSection
 from agent_eval.metrics import accuracy
 from agent_eval.metrics.summary import json_ready
 from agent_eval.trigger.watch import Schedule
-from agent_eval.view.server import create_app
-from tests.view_runs import append, record, write_run
+from tests.view_runs import append, get_json, record, write_run
 
 Score = tuple[int, int]  # correct, attempts
 
@@ -84,18 +82,6 @@ def root(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     three_steps(runs / "watch")
     return runs
-
-
-@pytest.fixture
-async def client(root: Path) -> AsyncIterator[TestClient[Any, Any]]:
-    async with TestClient(TestServer(create_app([root]))) as test_client:
-        yield test_client
-
-
-async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) -> Any:
-    response = await client.get(url)
-    assert response.status == status, await response.text()
-    return await response.json()
 
 
 def interval(score: Score) -> dict[str, float]:

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
+from aiohttp.test_utils import TestClient
 
 from agent_eval.config import load_run_config, save_run_config
 from agent_eval.view.server import create_app
@@ -68,13 +69,12 @@ TEMPLATE: dict[str, Any] = {
 }
 
 
-def record(sample: str, attempt: int, correct: bool) -> dict[str, Any]:
-    """An attempt at `sample`, right or wrong."""
+def record(sample: str, attempt: int, correct: bool, answer: str | None = None) -> dict[str, Any]:
+    """An attempt at `sample`, right or wrong; its answer 48 or 19 unless given."""
     line = copy.deepcopy(TEMPLATE)
     line.update(sample_id=sample, attempt=attempt, correct=correct, reward=float(correct))
     line["session_id"] = f"{sample}-{attempt}"
-    if not correct:
-        line["answer"] = "19"
+    line["answer"] = answer if answer is not None else "48" if correct else "19"
     return line
 
 
@@ -131,3 +131,11 @@ async def served(roots: list[Path]) -> AsyncIterator[str]:
         yield f"http://{host}:{port}/"
     finally:
         await runner.cleanup()
+
+
+async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) -> Any:
+    """The JSON the view's API answers `url` with, checking the status it answers with."""
+    response = await client.get(url)
+    assert response.status == status, await response.text()
+    assert response.headers["Content-Type"].startswith("application/json")
+    return await response.json()

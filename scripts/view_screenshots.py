@@ -1,7 +1,8 @@
 """Screenshots of `agent-eval view`'s pages, taken by headless Chromium, for README.
 
-Serves the runs under ROOT as `agent-eval view ROOT` does, opens the runs page, the first run's
-page (all attempts, then only the wrong ones) and one of its samples, and saves each as a PNG.
+Serves the runs under ROOT as `agent-eval view ROOT` does, opens each page (runs; a run, all
+attempts then the wrong ones; a sample; two runs compared; a multi-turn run's heatmap and one
+session; a watch directory) and saves each as a PNG.
 Needs playwright and a system Chromium (Debian: apt-get install chromium; AGENT_EVAL_CHROMIUM
 names another). Run: `python scripts/view_screenshots.py ROOT [--out docs/screenshots]`.
 """
@@ -23,28 +24,49 @@ from agent_eval.view.server import create_app
 SIZE = {"width": 1280, "height": 860}
 
 
-async def shoot(page: Page, url: str, ready: str, path: Path) -> None:
+async def shoot(page: Page, url: str, ready: str, path: Path, full: bool = False) -> None:
     """Open `url`, wait for `ready` to show, and save the page as `path`."""
     await page.goto(url)
     await page.wait_for_selector(ready)
-    await page.screenshot(path=str(path), full_page=False)
+    await page.wait_for_load_state("networkidle")  # the plots are images loaded after
+    await page.screenshot(path=str(path), full_page=full)
     print(f"wrote {path}")
 
 
+def route(kind: str, *ids: str) -> str:
+    """A hash route of the app: `#/run/ID`, `#/compare/A/B`, ..."""
+    return f"#/{kind}/" + "/".join(quote(run_id, safe="") for run_id in ids)
+
+
 async def tour(page: Page, base: str, out: Path) -> None:
-    """The runs page, a run's page (all, then wrong answers) and one sample."""
+    """Every page: runs, a run (all, then wrong answers), a sample, a comparison of the first
+    two runs of one agent, a multi-turn run's heatmap and session, and a watch directory."""
+    runs = (await (await page.request.get(base + "api/runs")).json())["runs"]
+    plain = [r["id"] for r in runs if r["kind"] == "run" and r["agent"] == "math_calculator"]
+    chats = [r["id"] for r in runs if r["agent"] == "multi_turn_chat"]
+    watches = [r["id"] for r in runs if r["kind"] == "watch"]
     await shoot(page, base, "#runs-table tr[data-run]", out / "runs.png")
-    run_id = await page.get_attribute("#runs-table tr[data-run]", "data-run")
-    run = f"{base}#/run/{quote(run_id or '', safe='')}"
-    await shoot(page, run, "#rows-table tr[data-index]", out / "run.png")
+    await shoot(page, base + route("run", plain[0]), "#figures img", out / "run.png")
     await page.select_option("#filter-outcome", "wrong")
     await page.wait_for_selector("#rows-table tr.wrong")
+    await page.locator("#samples").scroll_into_view_if_needed()
     await page.screenshot(path=str(out / "run-wrong.png"))
     print(f"wrote {out / 'run-wrong.png'}")
     await page.click("#rows-table tr[data-index] a")
     await page.wait_for_selector("#attempts .tool-call")
     await page.screenshot(path=str(out / "sample.png"), full_page=True)
     print(f"wrote {out / 'sample.png'}")
+    if len(plain) > 1:
+        compare = base + route("compare", plain[0], plain[1])
+        await shoot(page, compare, "#compare-metrics", out / "compare.png", full=True)
+    if chats:
+        await shoot(page, base + route("run", chats[0]), "#session-heatmap a", out / "sessions.png")
+        await page.click("#session-heatmap td.challenge a")
+        await page.wait_for_selector(".turn.focused")
+        await page.screenshot(path=str(out / "session.png"))
+        print(f"wrote {out / 'session.png'}")
+    if watches:
+        await shoot(page, base + route("watch", watches[0]), "#curve a.point", out / "watch.png")
 
 
 async def main(root: Path, out: Path) -> None:

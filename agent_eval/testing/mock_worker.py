@@ -21,7 +21,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from agent_eval.testing.kv_cache import CacheConfig, Lookup, Prefill
 from agent_eval.testing.replies import ENDPOINTS, JSON, Endpoint, Prompt, Reply, ReplyMeta
+from agent_eval.testing.templates import TEMPLATES, Template
 from agent_eval.testing.worker_state import Behavior, HoldGate, WorkerState, WorkerStats
 
 log = logging.getLogger(__name__)
@@ -146,7 +148,20 @@ async def _stats(request: web.Request) -> web.Response:
     return _json(request.app[STATE].stats.as_dict())
 
 
-def _meta(state: WorkerState, endpoint: Endpoint, body: JSON, prompt: Prompt) -> ReplyMeta:
+async def _clear_cache(request: web.Request) -> web.Response:
+    """Empty the simulated prefix cache, so a benchmark's next run starts cold."""
+    prefill = request.app[STATE].prefill
+    if prefill is None:
+        return _error(
+            404, "this mock worker simulates no prefix cache; start it with --prefix-cache"
+        )
+    prefill.cache.clear()
+    return _json({"blocks": len(prefill.cache)})
+
+
+def _meta(
+    state: WorkerState, endpoint: Endpoint, body: JSON, prompt: Prompt, lookup: Lookup | None
+) -> ReplyMeta:
     options = body.get("stream_options")
     options = options if isinstance(options, dict) else {}
     return ReplyMeta(
@@ -154,10 +169,20 @@ def _meta(state: WorkerState, endpoint: Endpoint, body: JSON, prompt: Prompt) ->
         model=body.get("model") or state.model,
         created=int(time.time()),
         fingerprint=state.name,
-        prompt_tokens=prompt.tokens,
+        prompt_tokens=prompt.tokens if lookup is None else lookup.prompt_tokens,
         pieces=state.behavior.stream_chunks,
         include_usage=bool(options.get("include_usage")),
+        cached_tokens=None if lookup is None else lookup.cached_tokens,
     )
+
+
+async def _prefill(state: WorkerState, text: str | None) -> Lookup | None:
+    """Pay the simulated prefill, when the worker simulates a prefix cache."""
+    if state.prefill is None or text is None:
+        return None
+    lookup = await state.prefill.run(text)
+    state.stats.count_prefill(lookup)
+    return lookup
 
 
 def _abort(request: web.Request, state: WorkerState) -> None:
@@ -201,12 +226,13 @@ async def _stream(
 
 
 async def _generate(
-    request: web.Request, state: WorkerState, endpoint: Endpoint
+    request: web.Request, state: WorkerState, endpoint: Endpoint, template: Template
 ) -> web.StreamResponse:
-    """Answer one generation request: injected error, latency, gate, then the reply."""
+    """Answer one generation request: injected error, latency, gate, prefill, then the reply."""
     try:
         body = _parse_object(await request.read())
         prompt = endpoint.prompt(body)
+        text = None if state.prefill is None else template(body)
     # A body of the wrong shape (say, messages that are not objects) is the client's fault.
     except (ValueError, TypeError, AttributeError) as exc:
         return _error(400, f"invalid request body: {exc}")
@@ -217,14 +243,16 @@ async def _generate(
         await asyncio.sleep(behavior.latency)
     if behavior.hang:
         await state.gate.hold()
-    reply, meta = state.next_reply(prompt), _meta(state, endpoint, body, prompt)
+    lookup = await _prefill(state, text)
+    reply, meta = state.next_reply(prompt), _meta(state, endpoint, body, prompt, lookup)
     if body.get("stream"):
         return await _stream(request, state, endpoint.stream(reply, meta))
     return _json(endpoint.body(reply, meta))
 
 
-def _generation(endpoint: Endpoint) -> Handler:
+def _generation(path: str) -> Handler:
     """The handler of one generation route."""
+    endpoint, template = ENDPOINTS[path], TEMPLATES[path]
 
     async def handle(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
@@ -232,7 +260,7 @@ def _generation(endpoint: Endpoint) -> Handler:
         state.stats.headers.append({k.lower(): v for k, v in request.headers.items()})
         state.stats.bodies.append((request.path, await request.read()))
         with state.stats.generation():
-            return await _generate(request, state, endpoint)
+            return await _generate(request, state, endpoint, template)
 
     return handle
 
@@ -274,9 +302,10 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_get("/mock/behavior", _get_behavior)
     app.router.add_post("/mock/behavior", _set_behavior)
     app.router.add_get("/mock/stats", _stats)
-    for path, endpoint in ENDPOINTS.items():
+    app.router.add_delete("/mock/cache", _clear_cache)
+    for path in ENDPOINTS:
         if path != "/v1/responses" or state.responses_api:
-            app.router.add_post(path, _generation(endpoint))
+            app.router.add_post(path, _generation(path))
     return app
 
 
@@ -292,10 +321,13 @@ class MockWorker:
         behavior: Behavior | None = None,
         responses_api: bool = True,
         api_key: str | None = None,
+        cache: CacheConfig | None = None,
     ) -> None:
+        """`cache` turns on the simulated prefix cache and its prefill delay."""
         self.state = WorkerState(
             name, model, behavior or Behavior(), responses_api=responses_api, api_key=api_key
         )
+        self.state.prefill = None if cache is None else Prefill(cache)
         self.host = host
         self._bind_port = port
         self._runner: web.AppRunner | None = None
@@ -396,7 +428,41 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="serve no /v1/responses, like llama.cpp",
     )
     parser.add_argument("--api-key", help="require `Authorization: Bearer KEY`, as SGLang does")
+    _add_cache_arguments(parser)
     return parser.parse_args(argv)
+
+
+def _add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    cache, default = parser.add_argument_group("simulated prefix cache"), CacheConfig()
+    cache.add_argument(
+        "--prefix-cache", action="store_true", help="simulate a prefix KV cache and its prefill"
+    )
+    cache.add_argument("--cache-tokens", type=int, default=default.capacity_tokens)
+    cache.add_argument("--block-tokens", type=int, default=default.block_tokens)
+    cache.add_argument(
+        "--prefill-ms-per-token",
+        type=float,
+        default=default.prefill_per_token * 1000,
+        help="prefill delay per uncached prompt token",
+    )
+    cache.add_argument(
+        "--prefill-slots", type=int, default=default.prefill_slots, help="prefills at once"
+    )
+
+
+def _cache_config(args: argparse.Namespace) -> CacheConfig | None:
+    """The cache the flags ask for. Raises: SystemExit naming a bad value."""
+    if not args.prefix_cache:
+        return None
+    try:
+        return CacheConfig(
+            args.cache_tokens,
+            args.block_tokens,
+            args.prefill_ms_per_token / 1000,
+            args.prefill_slots,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"mock worker: {exc}") from None
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -411,8 +477,16 @@ async def _serve(args: argparse.Namespace) -> None:
         stream_chunks=args.stream_chunks,
         two_step=args.two_step,
     )
+    cache = _cache_config(args)
     async with MockWorker(
-        args.name, args.model, args.host, args.port, behavior, args.responses_api, args.api_key
+        args.name,
+        args.model,
+        args.host,
+        args.port,
+        behavior,
+        args.responses_api,
+        args.api_key,
+        cache,
     ) as worker:
         # Launchers wait for this exact line on stdout to learn the port.
         print(f"READY {worker.url}", flush=True)

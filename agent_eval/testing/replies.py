@@ -72,6 +72,7 @@ class ReplyMeta:
     prompt_tokens: int
     pieces: int  # content pieces per streamed message or argument string
     include_usage: bool
+    cached_tokens: int | None = None  # prompt tokens the simulated prefix cache held, when on
 
 
 def count_tokens(text: str) -> int:
@@ -91,7 +92,7 @@ def _sse(payload: JSON) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """Text of an OpenAI message content: a string, a list of parts, or None."""
     if isinstance(content, str):
         return content
@@ -110,7 +111,7 @@ def _prompt(turns: list[tuple[Any, str]], tools: bool = False) -> Prompt:
 
 def chat_prompt(body: JSON) -> Prompt:
     """The prompt of a chat completion request."""
-    turns = [(m.get("role"), _content_text(m.get("content"))) for m in body.get("messages") or []]
+    turns = [(m.get("role"), content_text(m.get("content"))) for m in body.get("messages") or []]
     return _prompt(turns, bool(body.get("tools")))
 
 
@@ -137,7 +138,7 @@ def _item_turn(item: JSON) -> tuple[Any, str]:
     """(role, text) of a Responses input item; a function call's output is a "tool" turn."""
     if item.get("type") == "function_call_output":
         return "tool", str(item.get("output", ""))
-    return item.get("role"), _content_text(item.get("content"))
+    return item.get("role"), content_text(item.get("content"))
 
 
 def two_step_reply(prompt: Prompt) -> Reply:
@@ -154,11 +155,15 @@ def two_step_reply(prompt: Prompt) -> Reply:
 
 def _chat_usage(reply: Reply, meta: ReplyMeta) -> JSON:
     prompt, completion = meta.prompt_tokens, reply.tokens
-    return {
+    usage: JSON = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if meta.cached_tokens is not None:
+        # vLLM's and SGLang's field (--enable-prompt-tokens-details, --enable-cache-report).
+        usage["prompt_tokens_details"] = {"cached_tokens": meta.cached_tokens}
+    return usage
 
 
 def _envelope(meta: ReplyMeta, obj: str, choices: list[JSON]) -> JSON:
@@ -280,7 +285,7 @@ def response_body(reply: Reply, meta: ReplyMeta, *, done: bool = True) -> JSON:
         "input_tokens": prompt,
         "output_tokens": completion,
         "total_tokens": prompt + completion,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {"cached_tokens": meta.cached_tokens or 0, "cache_write_tokens": 0},
         "output_tokens_details": {"reasoning_tokens": 0},
     }
     return {

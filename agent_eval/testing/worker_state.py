@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from agent_eval.testing.kv_cache import Lookup, Prefill
 from agent_eval.testing.replies import Prompt, Reply, two_step_reply
 
 
@@ -69,6 +70,9 @@ class WorkerStats:
     disconnects: int = 0  # clients that went away mid-request or mid-stream
     aborted_streams: int = 0  # streams cut on purpose by `die_mid_stream_after`
     weight_updates: int = 0  # POST /update_weights_from_disk calls, failed ones included
+    # Prompt tokens prefilled and those of them the simulated prefix cache held (when it is on).
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
     # Authorization headers of the latest generation requests: which key reached the worker.
     authorizations: deque[str | None] = field(default_factory=lambda: deque(maxlen=64))
     # Headers of the latest generation requests, names in lower case.
@@ -85,6 +89,10 @@ class WorkerStats:
             "headers": list(self.headers),
             "bodies": bodies,
         }
+
+    def count_prefill(self, lookup: Lookup) -> None:
+        self.prompt_tokens += lookup.prompt_tokens
+        self.cached_tokens += lookup.cached_tokens
 
     @contextmanager
     def generation(self) -> Iterator[None]:
@@ -159,6 +167,8 @@ class WorkerState:
     responses_api: bool = True
     # SGLang's --api-key: every route but the health ones then wants `Bearer KEY`.
     api_key: str | None = None
+    # The simulated prefix cache and its prefill delay; None answers at once, caching nothing.
+    prefill: Prefill | None = None
 
     def __post_init__(self) -> None:
         self.model_path = self.model_path or self.model

@@ -89,16 +89,13 @@ class Fleet:
         return proc
 
     def stop(self) -> None:
-        for proc in reversed(self._procs):
-            if proc.popen.poll() is None:
-                proc.popen.send_signal(signal.SIGTERM)
-        for proc in reversed(self._procs):
-            try:
-                proc.popen.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.popen.kill()
-                proc.popen.wait()
+        _terminate(list(reversed(self._procs)))
         self._procs.clear()
+
+    def stop_one(self, proc: Proc) -> None:
+        """Stop one process now, leaving the others running."""
+        self._procs.remove(proc)
+        _terminate([proc])
 
     def __enter__(self) -> Fleet:
         return self
@@ -110,6 +107,19 @@ class Fleet:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _terminate(procs: list[Proc]) -> None:
+    """SIGTERM to each, then SIGKILL to those still running after STOP_TIMEOUT."""
+    for proc in procs:
+        if proc.popen.poll() is None:
+            proc.popen.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.popen.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.popen.kill()
+            proc.popen.wait()
 
 
 def wait_for_line(proc: Proc, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
@@ -165,6 +175,15 @@ def exit_on_sigterm(signum: int, frame: object) -> NoReturn:
 def worker_urls(workers: list[Proc]) -> list[str]:
     """The base URLs mock workers announce on their READY lines."""
     return [wait_for_line(w, READY_WORKER, START_TIMEOUT).group(1) for w in workers]
+
+
+def start_mock_workers(fleet: Fleet, names: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+    """Mock workers by these names, answering; their base URLs.
+
+    `extra` are more mock worker options, such as `("--two-step",)`.
+    """
+    argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--port", "0", *extra]
+    return worker_urls([fleet.start(name, [*argv, "--name", name]) for name in names])
 
 
 def start_agent_eval(

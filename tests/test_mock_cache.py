@@ -80,6 +80,21 @@ def test_eviction_at_capacity_drops_the_least_recent_blocks_deepest_first() -> N
     assert cache.lookup(second).cached_tokens == 3 * BLOCK
 
 
+def test_a_prompt_seen_again_outlives_one_not_seen_since() -> None:
+    cache = PrefixCache(capacity_tokens=4 * BLOCK, block_tokens=BLOCK)
+    kept, dropped = _text(2 * BLOCK + 1, "a"), _text(2 * BLOCK + 1, "b")  # two blocks each
+    for text in (kept, dropped, kept, _text(2 * BLOCK + 1, "c")):
+        _seen(cache, text)
+    assert (cache.lookup(kept).cached_tokens, cache.lookup(dropped).cached_tokens) == (32, 0)
+
+
+def test_a_block_is_cached_only_behind_the_same_prefix() -> None:
+    cache = PrefixCache(capacity_tokens=4096, block_tokens=BLOCK)
+    first, second = _text(BLOCK, "p"), _text(BLOCK, "q")
+    _seen(cache, first + second + "tail")
+    assert _seen(cache, second + second + "tail") == 0
+
+
 def test_a_different_system_prompt_shares_nothing() -> None:
     cache = PrefixCache(capacity_tokens=4096, block_tokens=BLOCK)
     other: list[ChatCompletionMessageParam] = [

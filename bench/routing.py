@@ -1,0 +1,395 @@
+"""Benchmark routing policies on a multi-turn agent workload over simulated-cache mock workers.
+
+Eight mock workers simulate a prefix KV cache (an LRU of 16-token blocks, a prefill delay per
+uncached token, one prefill at a time). Hundreds of agent sessions run at once, all with the
+same system prompt and tool definitions (about 4 KB). Each turn a session sends a user message
+with its own pasted context, gets a calculator call, sends the tool's result and gets the
+answer: two requests per turn, each carrying the whole history. The workload is played through
+agent-eval's proxy with each policy, and through sglang-router's cache_aware, with and without
+an X-Session-ID header, each from cold caches and a fresh router. The hit rate comes from the
+workers' own counts of prompt and cached tokens.
+Run from the repository root: `python bench/routing.py [--sessions N] [--turns T] [--json PATH]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from fleet import Fleet, Proc, run_with_fleet, start_agent_eval, start_mock_workers
+from fleet import start_sglang_router as start_sglang
+from loadgen import percentile
+from proxy import machine
+from report import number, ratio
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from agent_eval.errors import ConfigError
+from agent_eval.lifecycle import run_event_loop
+from agent_eval.proxy.policies import POLICIES
+
+MODEL = "mock-model"
+PEER = ("sglang-router", "cache_aware")
+WORDS = ("alpha", "beta", "gamma", "delta", "kernel", "tensor", "cache", "block", "route", "queue")
+STATS_FIELDS = ("generation_requests", "prompt_tokens", "cached_tokens")
+SYSTEM = " ".join(
+    f"Rule {i}: work step by step, call a tool when a number must be computed, "
+    "and never guess a result the tools can give."
+    for i in range(20)
+)
+TOOL_NAMES = ("add", "subtract", "multiply", "divide", "search_docs", "read_file", "run_tests")
+
+
+def _tool(name: str) -> dict[str, Any]:
+    parameters = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "number", "description": f"The first operand of {name}."},
+            "b": {"type": "number", "description": f"The second operand of {name}."},
+        },
+        "required": ["a", "b"],
+    }
+    description = f"{name}: a deterministic tool of the benchmark's agent; returns a number."
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+TOOLS = [_tool(name) for name in TOOL_NAMES]
+
+
+class StepError(Exception):
+    """One request of a session failed; the message is the label it is counted under."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What every configuration plays: sessions of turns, each turn two requests."""
+
+    sessions: int
+    turns: int
+    context_bytes: int  # session-specific text pasted into each user message
+    seed: int
+
+    def user_message(self, run: str, session: int, turn: int) -> dict[str, str]:
+        """A user turn: this session's pasted context, then a sum to compute."""
+        rng = random.Random(f"{self.seed}/{run}/{session}/{turn}")
+        context = ""
+        while len(context) < self.context_bytes:
+            context += rng.choice(WORDS) + f"-{rng.randrange(10**6)} "
+        question = f"What is {rng.randrange(1000)} + {rng.randrange(1000)}?"
+        return {"role": "user", "content": f"Session {session} context: {context}\n{question}"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One routed run: which router, which policy, with or without session ids."""
+
+    router: str
+    policy: str
+    session_ids: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.router} {self.policy} {'with' if self.session_ids else 'without'} ids"
+
+
+@dataclass
+class Tally:
+    """What the clients saw in one run."""
+
+    latencies: list[float] = field(default_factory=list)
+    failures: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """The figures of one configuration."""
+
+    router: str
+    policy: str
+    session_ids: bool
+    requests: int
+    failures: int
+    hit_rate: float  # cached / prompt tokens, as the workers counted them
+    mean_ms: float
+    p99_ms: float
+    max_avg_load: float  # the busiest worker's requests over the mean
+    rps: float
+    per_worker: list[int]
+    errors: dict[str, int]
+
+
+async def _ask(
+    http: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    tally: Tally,
+) -> dict[str, Any]:
+    """One chat completion; its message. Raises: StepError when the answer is not one."""
+    started = time.perf_counter()
+    try:
+        async with http.post(url, data=orjson.dumps(body), headers=headers) as answer:
+            payload = await answer.read()
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        raise StepError(type(exc).__name__) from None
+    if answer.status != 200:
+        raise StepError(f"HTTP {answer.status}: {payload[:100].decode(errors='replace')}")
+    tally.latencies.append(time.perf_counter() - started)
+    try:
+        message: dict[str, Any] = orjson.loads(payload)["choices"][0]["message"]
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+        raise StepError("an answer without a message") from None
+    return message
+
+
+def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
+    """The tool turn answering the call in `message`. Raises: StepError when it has none."""
+    try:
+        call = message["tool_calls"][0]
+        arguments = json.loads(call["function"]["arguments"])
+        value = float(arguments["a"]) + float(arguments["b"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise StepError("the first answer of a turn is not a calculator call") from None
+    return {"role": "tool", "tool_call_id": call["id"], "content": f"{value:g}"}
+
+
+async def _session(
+    http: aiohttp.ClientSession,
+    url: str,
+    workload: Workload,
+    run: str,
+    index: int,
+    tally: Tally,
+    session_ids: bool,
+) -> None:
+    """Play one session's turns; its first failure ends it and is counted."""
+    headers = {"Content-Type": "application/json"}
+    if session_ids:
+        headers["X-Session-ID"] = f"{run}-{index}"
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    ask = {"model": MODEL, "tools": TOOLS, "max_tokens": 64, "temperature": 0.0}
+    try:
+        for turn in range(workload.turns):
+            messages.append(workload.user_message(run, index, turn))
+            for _ in range(2):  # the calculator call, then the answer to its result
+                message = await _ask(http, url, {**ask, "messages": messages}, headers, tally)
+                messages.append({k: v for k, v in message.items() if v is not None})
+                if message.get("tool_calls"):
+                    messages.append(_tool_result(message))
+    except StepError as exc:
+        tally.failures[str(exc)] += 1
+
+
+async def _worker_counts(http: aiohttp.ClientSession, workers: list[str]) -> list[list[int]]:
+    """Generation requests, prompt tokens and cached tokens of each worker, by its own count."""
+
+    async def one(url: str) -> list[int]:
+        async with http.get(url + "/mock/stats") as answer:
+            stats = await answer.json()
+        return [int(stats[name]) for name in STATS_FIELDS]
+
+    return list(await asyncio.gather(*(one(url) for url in workers)))
+
+
+async def _clear_caches(http: aiohttp.ClientSession, workers: list[str]) -> None:
+    async def one(url: str) -> None:
+        async with http.delete(url + "/mock/cache") as answer:
+            answer.raise_for_status()
+
+    await asyncio.gather(*(one(url) for url in workers))
+
+
+async def play(config: Config, url: str, workers: list[str], workload: Workload) -> Result:
+    """Cold caches, every session at once through `url`, and the figures of the run."""
+    tally, run = Tally(), config.label.replace(" ", "-")
+    timeout = aiohttp.ClientTimeout(total=300)
+    connector = aiohttp.TCPConnector(limit=workload.sessions + len(workers))
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()
+    ) as http:
+        await _clear_caches(http, workers)
+        before = await _worker_counts(http, workers)
+        started = time.perf_counter()
+        chat = url + "/v1/chat/completions"
+        await asyncio.gather(
+            *(
+                _session(http, chat, workload, run, i, tally, config.session_ids)
+                for i in range(workload.sessions)
+            )
+        )
+        tally.seconds = time.perf_counter() - started
+        after = await _worker_counts(http, workers)
+    spent = [
+        [a - b for a, b in zip(w1, w0, strict=True)] for w0, w1 in zip(before, after, strict=True)
+    ]
+    return _result(config, tally, spent)
+
+
+def _result(config: Config, tally: Tally, spent: list[list[int]]) -> Result:
+    """The figures of one run from the clients' tally and the workers' counts."""
+    per_worker, prompt, cached = ([counts[i] for counts in spent] for i in range(3))
+    latencies = sorted(tally.latencies)
+    mean_load = statistics.mean(per_worker) if per_worker else 0.0
+    return Result(
+        router=config.router,
+        policy=config.policy,
+        session_ids=config.session_ids,
+        requests=len(latencies),
+        failures=sum(tally.failures.values()),
+        hit_rate=sum(cached) / sum(prompt) if sum(prompt) else math.nan,
+        mean_ms=statistics.mean(latencies) * 1000 if latencies else math.nan,
+        p99_ms=percentile(latencies, 0.99) * 1000,
+        max_avg_load=max(per_worker) / mean_load if mean_load else math.nan,
+        rps=len(latencies) / tally.seconds if tally.seconds else 0.0,
+        per_worker=per_worker,
+        errors=dict(tally.failures.most_common(3)),
+    )
+
+
+def configs(policies: Sequence[str]) -> list[Config]:
+    """Every policy with and without session ids, then the peer."""
+    routed = [("agent-eval", policy) for policy in policies] + [PEER]
+    return [Config(router, policy, ids) for router, policy in routed for ids in (False, True)]
+
+
+def known_policies(wanted: Sequence[str], console: Console) -> list[str]:
+    """The wanted policies this agent-eval has; each missing one is named and skipped."""
+    known = []
+    for name in wanted:
+        try:
+            known.append(POLICIES.check(name))
+        except ConfigError as exc:
+            console.print(f"[yellow]skipping policy {name!r}:[/] {exc}", highlight=False)
+    return known
+
+
+def start_router(fleet: Fleet, config: Config, workers: list[str]) -> tuple[Proc, str]:
+    if config.router == PEER[0]:
+        return start_sglang(fleet, workers, config.policy)
+    return start_agent_eval(fleet, workers, config.policy)
+
+
+def _cell(value: float, peer: float, text: str) -> str:
+    return f"{text} [dim]{ratio(value, peer)}[/]"
+
+
+def table(results: list[Result], workload: Workload) -> Table:
+    """One row per configuration; each figure with its ratio to cache_aware's in the same mode."""
+    title = (
+        f"routing on {workload.sessions} agent sessions x {workload.turns} turns x 2 requests, "
+        "8 simulated-cache workers (dim: ÷ sglang-router cache_aware)"
+    )
+    grid = Table(box=box.SIMPLE_HEAD, title=title)
+    for name in ("router", "policy", "session ids"):
+        grid.add_column(name)
+    for name in ("hit rate", "mean ms", "p99 ms", "max/avg load", "req/s", "failures"):
+        grid.add_column(name, justify="right")
+    peers = {r.session_ids: r for r in results if (r.router, r.policy) == PEER}
+    for r in results:
+        peer = peers.get(r.session_ids, r)
+        grid.add_row(
+            r.router,
+            r.policy,
+            "yes" if r.session_ids else "no",
+            _cell(r.hit_rate, peer.hit_rate, f"{r.hit_rate:.1%}"),
+            _cell(r.mean_ms, peer.mean_ms, number(r.mean_ms)),
+            _cell(r.p99_ms, peer.p99_ms, number(r.p99_ms)),
+            _cell(r.max_avg_load, peer.max_avg_load, f"{r.max_avg_load:.2f}"),
+            _cell(r.rps, peer.rps, number(r.rps)),
+            str(r.failures),
+        )
+    return grid
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200, help="agent sessions, all at once")
+    parser.add_argument("--turns", type=int, default=4, help="turns per session, 2 requests each")
+    parser.add_argument(
+        "--context-bytes", type=int, default=1200, help="session text in each user message"
+    )
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--policies",
+        default="round_robin,session,least_requests,prefix",
+        help="agent-eval policies, comma-separated; unknown ones are skipped with a note",
+    )
+    parser.add_argument(
+        "--cache-tokens", type=int, default=131_072, help="each worker's prefix cache"
+    )
+    parser.add_argument(
+        "--prefill-ms-per-token", type=float, default=0.05, help="prefill delay per uncached token"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the logs")
+    return parser.parse_args()
+
+
+def _worker_options(args: argparse.Namespace) -> list[str]:
+    return [
+        "--two-step",
+        "--prefix-cache",
+        "--cache-tokens", str(args.cache_tokens),
+        "--prefill-ms-per-token", str(args.prefill_ms_per_token),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    args = _parse_args()
+    console = Console() if sys.stdout.isatty() else Console(width=130)
+    workload = Workload(args.sessions, args.turns, args.context_bytes, args.seed)
+    policies = known_policies([p for p in args.policies.split(",") if p], console)
+    about = machine()
+
+    def body(fleet: Fleet, work: Path) -> None:
+        console.print(f"starting {args.workers} simulated-cache mock workers ...")
+        names = [f"w{i}" for i in range(args.workers)]
+        workers = start_mock_workers(fleet, names, _worker_options(args))
+        results = []
+        for config in configs(policies):
+            router, url = start_router(fleet, config, workers)
+            results.append(run_event_loop(play(config, url, workers, workload)))
+            fleet.stop_one(router)
+            r = results[-1]
+            console.print(
+                f"  {config.label:<44} hit {r.hit_rate:6.1%}  mean {r.mean_ms:7.1f} ms"
+                f"  p99 {r.p99_ms:7.1f} ms  load {r.max_avg_load:4.2f}  {r.rps:6.1f} req/s"
+                f"  failures {r.failures}",
+                highlight=False,
+            )
+        console.print(table(results, workload))
+        summary = " · ".join(f"{key} {value}" for key, value in about.items())
+        console.print(f"machine: {summary}", highlight=False, soft_wrap=True)
+        if args.json:
+            figures = {
+                "machine": about,
+                "workload": {**asdict(workload), **vars(args), "json": str(args.json)},
+                "results": [asdict(r) for r in results],
+            }
+            args.json.write_text(json.dumps(figures, indent=2))
+            console.print(f"figures written to {args.json}")
+
+    run_with_fleet("routing", args.keep, body)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,12 @@ from report import Mode, Run, combine, render
 from rich.console import Console
 
 RUN_TIMEOUT = 300.0
+# Our policy and sglang-router's nearest one, the peer it is measured beside.
+PEER_POLICIES = {
+    "round_robin": "round_robin",
+    "power_of_two": "power_of_two",
+    "prefix": "cache_aware",
+}
 LOADGEN = Path(__file__).with_name("loadgen.py")
 WIDTH = 100
 
@@ -54,12 +60,12 @@ def start_workers(fleet: Fleet) -> list[Proc]:
     ]
 
 
-def start_targets(fleet: Fleet) -> tuple[list[Proc], list[Target]]:
+def start_targets(fleet: Fleet, policy: str) -> tuple[list[Proc], list[Target]]:
     """Start everything and wait until each answers; the workers and the three targets."""
     workers = start_workers(fleet)
     urls = worker_urls(workers)
-    proxy, proxy_url = start_agent_eval(fleet, urls, "round_robin")
-    router, router_url = start_sglang_router(fleet, urls, "round_robin")
+    proxy, proxy_url = start_agent_eval(fleet, urls, policy)
+    router, router_url = start_sglang_router(fleet, urls, PEER_POLICIES[policy])
     return workers, [
         Target("direct", urls, None),
         Target("agent-eval", [proxy_url], proxy),
@@ -124,6 +130,12 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--c1-requests", type=int, default=500, help="one at a time")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3, help="figures are medians over rounds")
+    parser.add_argument(
+        "--policy",
+        choices=sorted(PEER_POLICIES),
+        default="round_robin",
+        help="agent-eval's routing policy; sglang-router runs its nearest one",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     return parser.parse_args()
 
@@ -141,8 +153,11 @@ def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
     """Start the fleet, measure every (mode, target) pair once per round, stop the fleet."""
     rounds: list[list[Run]] = []
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as logs, Fleet(Path(logs)) as fleet:
-        console.print("starting 2 mock workers, agent-eval and sglang-router ...")
-        workers, targets = start_targets(fleet)
+        peer = PEER_POLICIES[args.policy]
+        console.print(
+            f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
+        )
+        workers, targets = start_targets(fleet, args.policy)
         for round_ in range(1, args.rounds + 1):
             rounds.append([])
             for mode in _modes(args):
@@ -170,6 +185,7 @@ def main() -> None:
     if args.json:
         figures = {
             "machine": about,
+            "policy": args.policy,
             "median": [asdict(run) for run in runs],
             "rounds": [[asdict(run) for run in round_] for round_ in rounds],
         }

@@ -60,7 +60,7 @@ KINDS: dict[str, tuple[str, Callable[[str, Path], Any], Any]] = {
     ),
     "policies": (
         "MyPolicy",
-        lambda spec, _: type(build_policy(ProxyConfig(policy=spec).policy, ProxyConfig().sessions)),
+        lambda spec, _: type(build_policy(ProxyConfig(policy=spec))),
         MyPolicy,
     ),
 }

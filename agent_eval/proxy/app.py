@@ -49,7 +49,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def build_app(config: ProxyConfig) -> web.Application:
     """The proxy app over the configured workers; upstream resources live as long as it."""
-    pool = WorkerPool(config.health, build_policy(config.policy, config.sessions))
+    pool = WorkerPool(config.health, build_policy(config))
     for url in config.endpoints:
         pool.add(url)
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])
@@ -168,6 +168,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
         model=_text(payload.get("model")),
         session_key=session_key(request.headers.get("X-Session-ID") or _text(payload.get("user"))),
         stream=payload.get("stream") is True,
+        payload=payload,
     )
     return await request.app[FORWARDER].forward(Exchange(request, body, payload, info, started))
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from agent_eval.proxy.auth import new_admin_token
 from agent_eval.proxy.policies import POLICIES
@@ -112,6 +113,58 @@ class SessionConfig(BaseModel):
     )
 
 
+class PrefixConfig(BaseModel):
+    """The `prefix` policy: a request goes where the longest start of its conversation went."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cache_threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Share of a request's text a worker must hold for the request to go there "
+        "for its cache; below it the request goes to the least loaded worker.",
+    )
+    balance_abs_threshold: int = Field(
+        16,
+        ge=0,
+        description="With balance_rel_threshold: when the busiest worker has more than this many "
+        "requests in flight beyond the idlest, every request goes to the least loaded.",
+    )
+    balance_rel_threshold: float = Field(
+        1.5,
+        ge=1.0,
+        description="With balance_abs_threshold: ...and more than this many times its count.",
+    )
+    load_factor: float = Field(
+        1.25,
+        ge=1.0,
+        description="A worker with more than ceil(load_factor x average) requests in flight "
+        "takes none for its cache.",
+    )
+    max_bytes: int = Field(
+        64 * 1024**2,
+        ge=1024,
+        description="Bytes of routed text remembered over all workers; the least recently used "
+        "go first.",
+    )
+    chunk_bytes: int = Field(
+        256,
+        ge=16,
+        le=65536,
+        description="Text is matched in chunks of this many bytes; a shorter tail is not matched.",
+    )
+
+    @model_validator(mode="after")
+    def _room_for_a_chunk(self) -> Self:
+        if self.max_bytes < self.chunk_bytes:
+            raise ValueError(
+                f"max_bytes ({self.max_bytes}) is smaller than chunk_bytes ({self.chunk_bytes}): "
+                "nothing could be remembered; raise max_bytes or lower chunk_bytes"
+            )
+        return self
+
+
 class ResponsesConfig(BaseModel):
     """The store behind `previous_response_id` for workers without a Responses API."""
 
@@ -165,6 +218,7 @@ class ProxyConfig(BaseModel):
     timeouts: TimeoutConfig = Field(default_factory=TimeoutConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     sessions: SessionConfig = Field(default_factory=SessionConfig)
+    prefix: PrefixConfig = Field(default_factory=PrefixConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
 
     def with_admin_token(self) -> ProxyConfig:

@@ -8,7 +8,7 @@ from agent_eval.proxy.policies.base import Policy, RequestInfo, session_key
 from agent_eval.registry import Registry
 
 if TYPE_CHECKING:  # see policies.base
-    from agent_eval.proxy.config import SessionConfig
+    from agent_eval.proxy.config import ProxyConfig
 
 POLICIES: Registry[type[Policy]] = Registry(
     "policy",
@@ -18,13 +18,14 @@ POLICIES: Registry[type[Policy]] = Registry(
         "round_robin": "agent_eval.proxy.policies.round_robin:RoundRobin",
         "least_requests": "agent_eval.proxy.policies.least_requests:LeastRequests",
         "power_of_two": "agent_eval.proxy.policies.power_of_two:PowerOfTwo",
+        "prefix": "agent_eval.proxy.policies.prefix:PrefixAware",
     },
 )
 
 
-def build_policy(name: str, sessions: SessionConfig) -> Policy:
+def build_policy(config: ProxyConfig) -> Policy:
     """The policy named in the config."""
-    return POLICIES.load(name).from_config(sessions)
+    return POLICIES.load(config.policy).from_proxy_config(config)
 
 
 __all__ = ["POLICIES", "Policy", "RequestInfo", "build_policy", "session_key"]

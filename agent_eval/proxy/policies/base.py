@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Self
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
 
 from agent_eval.proxy.worker import Worker
 
 if TYPE_CHECKING:  # the config imports the policy registry, so only the type checker looks back
-    from agent_eval.proxy.config import SessionConfig
+    from agent_eval.proxy.config import ProxyConfig, SessionConfig
 
 MAX_SESSION_KEY = 64
 
@@ -39,6 +39,8 @@ class RequestInfo:
     """URLs already tried for this request; a retry going elsewhere is not a session move."""
     prefer: str | None = None
     """URL of the worker that holds this request's earlier turns, taken whenever it can be."""
+    payload: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The parsed request body, for policies that route by content; the others never read it."""
 
 
 class Policy:
@@ -48,6 +50,11 @@ class Policy:
     def from_config(cls, sessions: SessionConfig) -> Self:
         """The policy as the proxy's config sets it up; most take no settings."""
         return cls()
+
+    @classmethod
+    def from_proxy_config(cls, config: ProxyConfig) -> Self:
+        """The policy from the proxy's whole config; override when it has a section of its own."""
+        return cls.from_config(config.sessions)
 
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
         raise NotImplementedError

@@ -86,6 +86,15 @@ class SessionAffinity(Policy):
         self._assign(info.session_key, worker.url, now)
         return worker
 
+    def holds(self, key: str) -> bool:
+        """Whether a live session has this key, so its worker is already chosen."""
+        self._expire(self._clock())
+        return key in self._sessions
+
+    def pin(self, key: str, url: str) -> None:
+        """Place a session where another policy chose; it sticks there from now on."""
+        self._assign(key, url, self._clock())
+
     def sessions_on(self, url: str) -> int:
         """Live sessions held by a worker."""
         return self._load.get(url, 0)

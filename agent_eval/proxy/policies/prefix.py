@@ -1,0 +1,120 @@
+"""Prefix-cache-aware routing: a request goes to the worker that already holds most of its text.
+
+The routing text is the whole conversation the worker will prefill (tools, every message),
+not its first message, which a shared system prompt would make the same for everyone. Each
+worker remembers the chunk chains routed to it (prefix_chain); a request goes to the longest
+match when it covers cache_threshold of its text, else to the least loaded worker. Load comes
+first: when the busiest worker is far ahead of the idlest, every request goes to the least
+loaded, and a worker with more than ceil(load_factor x average) requests in flight takes
+none for its cache. With a session key, the session's worker holds (SessionAffinity); the
+prefix only places a session that has none yet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Self
+
+import orjson
+
+from agent_eval.proxy.config import PrefixConfig, ProxyConfig
+from agent_eval.proxy.policies.base import Policy, RequestInfo
+from agent_eval.proxy.policies.least_requests import fewest_in_flight
+from agent_eval.proxy.policies.prefix_chain import PrefixSet, chunk_chain
+from agent_eval.proxy.policies.session import SessionAffinity
+from agent_eval.proxy.worker import Worker
+
+# The body fields a worker prefills, in its order; each conversation grows at the last one.
+ROUTING_FIELDS = {
+    "/v1/chat/completions": ("tools", "messages"),
+    "/v1/completions": ("prompt",),
+    "/v1/responses": ("tools", "instructions", "input"),
+}
+
+
+def routing_text(info: RequestInfo) -> bytes:
+    """The request's conversation as JSON, its start shared with every earlier turn's."""
+    return orjson.dumps([info.payload.get(name) for name in ROUTING_FIELDS.get(info.route, ())])
+
+
+class PrefixAware(Policy):
+    def __init__(
+        self, settings: PrefixConfig | None = None, sessions: SessionAffinity | None = None
+    ) -> None:
+        self.settings = settings or PrefixConfig()
+        self._sessions = sessions or SessionAffinity()
+        self._held: dict[str, PrefixSet] = {}
+
+    @classmethod
+    def from_proxy_config(cls, config: ProxyConfig) -> Self:
+        return cls(config.prefix, SessionAffinity.from_config(config.sessions))
+
+    def on_workers_changed(self, urls: Sequence[str]) -> None:
+        self._sessions.on_workers_changed(urls)
+        settings = self.settings
+        capacity = settings.max_bytes // settings.chunk_bytes // max(len(urls), 1)
+        self._held = {url: self._held.get(url) or PrefixSet(capacity) for url in urls}
+        for held in self._held.values():
+            held.resize(capacity)
+
+    def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
+        if not workers:
+            return None
+        text = routing_text(info)
+        chain = chunk_chain(text, self.settings.chunk_bytes)
+        key = info.session_key
+        if key is not None and self._sessions.holds(key):
+            worker = self._sessions.choose(workers, info)
+        else:
+            worker = self._by_prefix(workers, info, chain, len(text))
+            if key is not None and worker is not None:
+                self._sessions.pin(key, worker.url)
+        if worker is not None and (held := self._held.get(worker.url)) is not None:
+            held.add(chain)
+        return worker
+
+    def held_bytes(self, url: str) -> int:
+        """Bytes of routed text remembered for a worker."""
+        held = self._held.get(url)
+        return len(held) * self.settings.chunk_bytes if held is not None else 0
+
+    def _by_prefix(
+        self, workers: Sequence[Worker], info: RequestInfo, chain: list[int], length: int
+    ) -> Worker | None:
+        if info.detour_from:
+            workers = [w for w in workers if w.url not in info.detour_from] or workers
+        if not chain or self._imbalanced(workers):
+            return fewest_in_flight(workers)
+        best, matched = self._longest_match(workers, chain)
+        if matched * self.settings.chunk_bytes < self.settings.cache_threshold * length:
+            best = []
+        return fewest_in_flight(best or workers)
+
+    def _longest_match(
+        self, workers: Sequence[Worker], chain: list[int]
+    ) -> tuple[list[Worker], int]:
+        """The workers under the load bound holding the most of the chain, and how much."""
+        total = sum(w.in_flight for w in workers)
+        bound = math.ceil(self.settings.load_factor * (total + 1) / len(workers))
+        best: list[Worker] = []
+        matched = 0
+        for worker in workers:
+            held = self._held.get(worker.url)
+            if held is None or worker.in_flight > bound:
+                continue
+            n = held.match(chain)
+            if n > matched:
+                best, matched = [worker], n
+            elif n == matched and n:
+                best.append(worker)
+        return best, matched
+
+    def _imbalanced(self, workers: Sequence[Worker]) -> bool:
+        loads = [w.in_flight for w in workers]
+        busiest, idlest = max(loads), min(loads)
+        settings = self.settings
+        return (
+            busiest - idlest > settings.balance_abs_threshold
+            and busiest > settings.balance_rel_threshold * idlest
+        )

@@ -54,7 +54,8 @@ class PrefixAware(Policy):
         self._sessions.on_workers_changed(urls)
         settings = self.settings
         capacity = settings.max_bytes // settings.chunk_bytes // max(len(urls), 1)
-        self._held = {url: self._held.get(url) or PrefixSet(capacity) for url in urls}
+        kept = self._held
+        self._held = {url: kept[url] if url in kept else PrefixSet(capacity) for url in urls}
         for held in self._held.values():
             held.resize(capacity)
 

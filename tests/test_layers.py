@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
         "lifecycle",
         "diagnostics",
         "failures",
+        "usage",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
     {"record", "scoring"},

@@ -10,7 +10,8 @@ from aiohttp import web
 
 from agent_eval.errors import ConfigError
 from agent_eval.proxy.errors import error_response, invalid_json
-from agent_eval.proxy.keys import HEALTH, POOL
+from agent_eval.proxy.keys import HEALTH, METRICS, POOL
+from agent_eval.proxy.metrics import CacheTally
 from agent_eval.proxy.pool import UnknownWorkerError, WorkerExistsError
 
 
@@ -21,9 +22,13 @@ def add_routes(app: web.Application) -> None:
 
 
 async def list_workers(request: web.Request) -> web.Response:
-    """GET /workers: each worker with its health, breaker state and load."""
-    now = time.monotonic()
-    return web.json_response({"workers": [w.snapshot(now) for w in request.app[POOL]]})
+    """GET /workers: each worker with its health, breaker state, load and prefix-cache hits."""
+    now, tallies = time.monotonic(), request.app[METRICS].cache
+    workers = [
+        {**w.snapshot(now), **tallies.get(w.url, CacheTally()).snapshot()}
+        for w in request.app[POOL]
+    ]
+    return web.json_response({"workers": workers})
 
 
 async def add_worker(request: web.Request) -> web.Response:

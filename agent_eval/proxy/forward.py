@@ -31,12 +31,14 @@ from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translati
 from agent_eval.proxy.responses.route import CHAT_ROUTE
 from agent_eval.proxy.stream import Passthrough, Relay, pipe_stream
 from agent_eval.proxy.upstream import (
+    RETRIES_HEADER,
     UPSTREAM_ERRORS,
     WORKER_HEADER,
     Failure,
     classify_exception,
     openai_error_body,
     retryable,
+    served_by,
     status_failure,
     upstream_headers,
     worker_auth,
@@ -104,7 +106,7 @@ class Forwarder:
                     self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
                     await asyncio.sleep(self._backoff(attempt, failure))
                 tried.append(worker)
-                outcome = await self._attempt(exchange, worker, deadline, headers)
+                outcome = await self._attempt(exchange, worker, deadline, headers, attempt)
                 if not isinstance(outcome, Failure):
                     self._charge(suspect)  # another worker managed: the first one was at fault
                     return outcome
@@ -152,7 +154,12 @@ class Forwarder:
         return (worker, failure)
 
     async def _attempt(
-        self, exchange: Exchange, worker: Worker, deadline: float, headers: list[tuple[str, str]]
+        self,
+        exchange: Exchange,
+        worker: Worker,
+        deadline: float,
+        headers: list[tuple[str, str]],
+        retries: int,
     ) -> web.StreamResponse | Failure:
         worker.in_flight += 1
         trial = worker.breaker.begin()
@@ -175,9 +182,9 @@ class Forwarder:
                 first = await upstream.readany()
                 if self._config.timeouts.attempt is not None:
                     upstream.extend(max(deadline - time.monotonic(), 0.001))
-                return await self._stream(exchange, worker, translation, upstream, first)
+                return await self._stream(exchange, worker, translation, upstream, first, retries)
             body = await upstream.read()
-            return self._answer(exchange, worker, translation, upstream.status, body)
+            return self._answer(exchange, worker, translation, upstream.status, body, retries)
         except RequestRefused as exc:
             return self._refuse(exchange, exc)
         except ProxyOutOfResources as exc:
@@ -221,6 +228,7 @@ class Forwarder:
         translation: Translation | None,
         upstream: UpstreamResponse,
         first: bytes,
+        retries: int,
     ) -> web.StreamResponse:
         self._succeeded(worker)
         relay: Relay
@@ -230,8 +238,13 @@ class Forwarder:
             follow = self._recorder is not None or self._responses.handles(exchange)
             ending = self._responses.stream_ending(exchange)
             relay = Passthrough(StreamAssembler() if follow else None, ending)
-        response = await pipe_stream(exchange, upstream, first, worker, self._metrics, relay)
+        metrics = self._metrics
+        response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()
+        counted = answer
+        if counted is None and isinstance(relay, Passthrough):
+            counted = relay.usage_event()  # a stream nobody followed: only its end is parsed
+        metrics.count_usage(worker.url, counted)
         if self._responses.handles(exchange):
             self._responses.remember(exchange, worker, translation, answer)
         return self._finish(exchange, response, worker, answer)
@@ -243,6 +256,7 @@ class Forwarder:
         translation: Translation | None,
         status: int,
         body: bytes,
+        retries: int,
     ) -> web.StreamResponse:
         self._succeeded(worker)
         if status >= 400:
@@ -255,15 +269,17 @@ class Forwarder:
                 message = f"worker {worker.url} sent a malformed answer: {exc}"
                 return self._finish(exchange, error_response(502, "upstream_error", message), None)
             body = orjson.dumps(answer)
-        elif self._recorder is not None or self._responses.handles(exchange):
-            answer = _json_or_none(body)
+        elif status == 200 or self._recorder is not None or self._responses.handles(exchange):
+            answer = _json_or_none(body)  # an answer's usage is counted, its worker's cache hits
+        if status == 200:
+            self._metrics.count_usage(worker.url, answer)
         if status == 200 and self._responses.handles(exchange):
             self._responses.remember(exchange, worker, translation, answer)
         response = web.Response(
             status=status,
             body=body,
             content_type="application/json",
-            headers={WORKER_HEADER: worker.url},
+            headers=served_by(worker.url, retries),
         )
         return self._finish(exchange, response, worker, answer)
 
@@ -301,7 +317,7 @@ class Forwarder:
             f"the request failed on {attempts} attempt(s); last: {failure.message}. "
             "Worker states are at GET /workers; retry later.",
         )
-        return _passed_on(response, failure)
+        return _passed_on(response, failure, attempts)
 
     def _finish(
         self,
@@ -342,11 +358,13 @@ def _poisoned(failure: Failure, attempts: int) -> web.Response:
         "so the request itself is the likely cause: it was not tried again and counts "
         "against no worker. Check the request; worker states are at GET /workers.",
     )
-    return _passed_on(response, failure)
+    return _passed_on(response, failure, attempts)
 
 
-def _passed_on(response: web.Response, failure: Failure) -> web.Response:
-    """`response` naming the worker whose error status it passes on, when a worker answered."""
+def _passed_on(response: web.Response, failure: Failure, attempts: int) -> web.Response:
+    """`response` with the retries taken, naming the worker whose error status it passes on,
+    when a worker answered."""
+    response.headers[RETRIES_HEADER] = str(attempts - 1)
     if failure.worker is not None:
         response.headers[WORKER_HEADER] = failure.worker
     return response

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from agent_eval.proxy.breaker import BreakerState
 from agent_eval.proxy.pool import WorkerPool
+from agent_eval.usage import reported_tokens
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 BREAKER_CODES = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
@@ -45,6 +48,55 @@ class _WorkerCollector(Collector):
         yield from (in_flight, healthy, breaker)
 
 
+@dataclass
+class CacheTally:
+    """Prompt tokens a worker's answers reported, and how many of them it served from cache."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    reported: bool = False
+    """Whether any answer reported cached tokens: SGLang and vLLM do only when asked to."""
+
+    def add(self, prompt_tokens: int, cached_tokens: int | None) -> None:
+        self.prompt_tokens += prompt_tokens
+        if cached_tokens is not None:
+            self.cached_tokens += cached_tokens
+            self.reported = True
+
+    def snapshot(self) -> dict[str, Any]:
+        """For GET /workers: the totals and the hit rate, None when the worker reports none."""
+        rate = self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens if self.reported else None,
+            "cache_hit_rate": rate if self.reported else None,
+        }
+
+
+class _CacheCollector(Collector):
+    """Exposes the per-worker token tallies as counters at scrape time."""
+
+    def __init__(self, tallies: dict[str, CacheTally]) -> None:
+        self._tallies = tallies
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        prompt = CounterMetricFamily(
+            "agent_eval_proxy_prompt_tokens",
+            "Prompt tokens of the answers that reported usage, per worker",
+            labels=["worker"],
+        )
+        cached = CounterMetricFamily(
+            "agent_eval_proxy_cached_tokens",
+            "Prompt tokens the worker reported served from its prefix cache, per worker",
+            labels=["worker"],
+        )
+        for url, tally in self._tallies.items():
+            prompt.add_metric([url], tally.prompt_tokens)
+            if tally.reported:
+                cached.add_metric([url], tally.cached_tokens)
+        yield from (prompt, cached)
+
+
 class ProxyMetrics:
     """Counters and histograms the request path updates."""
 
@@ -76,7 +128,19 @@ class ProxyMetrics:
             ["route", "reason"],
             registry=self.registry,
         )
+        self.cache: dict[str, CacheTally] = {}
+        """Per worker URL; plain integers on the request path, counters only when scraped."""
         self.registry.register(_WorkerCollector(pool))
+        self.registry.register(_CacheCollector(self.cache))
+
+    def count_usage(self, worker: str, answer: dict[str, Any] | None) -> None:
+        """Add the tokens `answer`'s usage reports to `worker`'s tally."""
+        if answer is None or (tokens := reported_tokens(answer.get("usage"))) is None:
+            return
+        tally = self.cache.get(worker)
+        if tally is None:
+            tally = self.cache[worker] = CacheTally()
+        tally.add(*tokens)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

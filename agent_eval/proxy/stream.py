@@ -6,6 +6,7 @@ import logging
 import time
 from typing import Any, Protocol
 
+import orjson
 from aiohttp import web
 
 from agent_eval.proxy.assemble import StreamAssembler
@@ -13,7 +14,7 @@ from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.http1 import UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.upstream import UPSTREAM_ERRORS, WORKER_HEADER, classify_exception
+from agent_eval.proxy.upstream import UPSTREAM_ERRORS, classify_exception, served_by
 from agent_eval.proxy.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,11 @@ class Passthrough:
     ) -> None:
         self._assembler = assembler
         self._ending = ending
+        self._before = self._last = b""
 
     def feed(self, chunk: bytes) -> bytes:
+        # The last two chunks, by reference: where the final usage event is, at no cost.
+        self._before, self._last = self._last, chunk
         if self._assembler is not None:
             self._assembler.feed(chunk)
         if self._ending is not None:
@@ -76,6 +80,21 @@ class Passthrough:
     def answer(self) -> dict[str, Any] | None:
         return self._assembler.result() if self._assembler else None
 
+    def usage_event(self) -> dict[str, Any] | None:
+        """The stream's last event that carries `usage` (the final one, when the client asked
+        for `stream_options.include_usage`), found in the last chunks without following."""
+        tail = self._before + self._last
+        at = tail.rfind(b'"usage"')
+        start = tail.rfind(b"data:", 0, at) if at >= 0 else -1
+        end = tail.find(b"\n", at)
+        if start < 0 or end < 0:
+            return None
+        try:
+            event = orjson.loads(tail[start + 5 : end])  # SGLang and vLLM: one line per event
+        except orjson.JSONDecodeError:
+            return None
+        return event if isinstance(event, dict) else None
+
 
 async def pipe_stream(
     exchange: Exchange,
@@ -84,9 +103,10 @@ async def pipe_stream(
     worker: Worker,
     metrics: ProxyMetrics,
     relay: Relay,
+    retries: int,
 ) -> web.StreamResponse:
     """Relay the stream, from its `first` bytes on, through `relay`, which then holds the
-    answer it spelled out.
+    answer it spelled out; the head says the worker and the `retries` it took to reach it.
 
     Once a byte has reached the client the stream is never replayed: an upstream
     failure ends it with an error event. A client that leaves closes the upstream
@@ -97,7 +117,7 @@ async def pipe_stream(
         headers={
             "Content-Type": upstream.headers.get("content-type", "text/event-stream"),
             "Cache-Control": "no-cache",
-            WORKER_HEADER: worker.url,
+            **served_by(worker.url, retries),
         },
     )
     finished = False

@@ -14,6 +14,8 @@ from agent_eval.proxy.http1 import UpstreamConnectError
 from agent_eval.proxy.worker import Worker
 
 WORKER_HEADER = "X-Agent-Eval-Worker"
+RETRIES_HEADER = "X-Agent-Eval-Retries"
+"""How many workers failed the request before the one that answered (or the last one)."""
 # Statuses that speak of the worker's state (overloaded, restarting, behind a gateway), not of
 # the request; any other 5xx may come from the request itself.
 WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
@@ -48,6 +50,11 @@ UPSTREAM_ERRORS = (OSError,)
 def retryable(status: int) -> bool:
     """A worker's status that another worker may answer better: backpressure or a 5xx."""
     return status == 429 or status >= 500
+
+
+def served_by(worker_url: str, retries: int) -> dict[str, str]:
+    """The headers that name the worker that answered and the retries it took to reach it."""
+    return {WORKER_HEADER: worker_url, RETRIES_HEADER: str(retries)}
 
 
 def bearer(key: SecretStr | None) -> dict[str, str]:

@@ -105,7 +105,22 @@ class AttemptRecord:
             tool_calls=self.tool_calls,
             tool_errors=self.tool_errors,
             scored=self.scored,
+            **_call_telemetry(self.trajectory),
         )
+
+
+def _call_telemetry(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """The cache hits and times to first token of a trajectory's model calls, as AttemptScore
+    counts them; calls recorded before these were kept count as not reported."""
+    cached = prompt = 0
+    ttft: list[float] = []
+    for call in trajectory.get("model_calls") or ():
+        if call.get("cached_tokens") is not None:
+            cached += call["cached_tokens"]
+            prompt += call.get("prompt_tokens", 0)
+        if call.get("ttft_s") is not None:
+            ttft.append(call["ttft_s"])
+    return {"cached_tokens": cached, "cache_prompt_tokens": prompt, "ttft_s": tuple(ttft)}
 
 
 # The line's values in the order __init__ takes them; a missing key is a KeyError naming it.

@@ -2,7 +2,9 @@
 
 The record is kept live, not read from the result at the end, so an attempt that stops
 anywhere (max turns, an upstream error, a timeout, a crash) keeps everything up to there.
-Each model call names the worker that answered it, from the proxy's response header.
+Each model call names the worker that answered it and the retries it took, from the proxy's
+response headers, the time to a streamed answer's first bytes, and the cached prompt tokens
+the worker reported.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -29,10 +32,27 @@ from agent_eval.agents.trajectory import (
     Trajectory,
     TrajectoryError,
 )
+from agent_eval.usage import reported_tokens
 
-# The proxy's header naming the worker that answered (proxy/upstream.py); agents may not
-# import the proxy, a unit of the same layer.
+# The proxy's headers naming the worker that answered and the retries it took
+# (proxy/upstream.py); agents may not import the proxy, a unit of the same layer.
 WORKER_HEADER = "X-Agent-Eval-Worker"
+RETRIES_HEADER = "X-Agent-Eval-Retries"
+
+
+@dataclass
+class _CallNotes:
+    """What the answers to the model call in progress told: retries, a stream's first bytes."""
+
+    answers: int = 0
+    retries: int = 0
+    first_bytes: float | None = None
+
+    def heard(self, response: httpx2.Response) -> None:
+        # An answer after the first is the client sending the request again (a 5xx, a 429).
+        told = response.headers.get(RETRIES_HEADER, "")
+        self.retries += (int(told) if told.isdigit() else 0) + (self.answers > 0)
+        self.answers += 1
 
 
 class AttemptRecorder(RunHooks[Any]):
@@ -43,6 +63,7 @@ class AttemptRecorder(RunHooks[Any]):
         self.worker: str | None = None
         """The worker named by the latest answer to the model call in progress, if any."""
         self._started = 0.0
+        self._notes = _CallNotes()
         self._pending: dict[str, ToolCallRecord] = {}
 
     @contextmanager
@@ -64,15 +85,27 @@ class AttemptRecorder(RunHooks[Any]):
         # What the model is sent is the whole conversation so far, tool results included.
         self.trajectory.messages = [as_message(item) for item in input_items]
         self.worker = None
+        self._notes = _CallNotes()
         self._started = time.monotonic()
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
-        usage = response.usage
+        usage, notes = response.usage, self._notes
         latency = time.monotonic() - self._started
+        ttft = None if notes.first_bytes is None else notes.first_bytes - self._started
+        # The SDK fills in a 0 for cached tokens not reported; the raw usage tells them apart.
+        reported = reported_tokens(response.raw_usage)
         self.trajectory.model_calls.append(
-            ModelCallRecord(latency, usage.input_tokens, usage.output_tokens, self.worker)
+            ModelCallRecord(
+                latency,
+                usage.input_tokens,
+                usage.output_tokens,
+                self.worker,
+                ttft_s=ttft,
+                retries=notes.retries,
+                cached_tokens=reported[1] if reported else None,
+            )
         )
         self.worker = None  # what fails after this call is no answer of this worker's
         self.trajectory.messages += [as_message(item) for item in response.to_input_items()]
@@ -95,6 +128,35 @@ class AttemptRecorder(RunHooks[Any]):
             record.result = str(result)
         self.trajectory.messages.append(as_message(_output_item(context, result)))
 
+    def answered(self, response: httpx2.Response) -> None:
+        """Note an answer's head: its worker, its retries, and, when streamed, its first bytes."""
+        self.worker = response.headers.get(WORKER_HEADER)
+        self._notes.heard(response)
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        if streamed and isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _FirstBytes(response.stream, self._notes)
+
+
+class _FirstBytes(httpx2.AsyncByteStream):
+    """A streamed answer's body as it comes, noting when its first bytes arrive.
+
+    SGLang and vLLM send a stream's first event with its first token, and the proxy sends
+    nothing before the worker's first bytes: this is the time to first token.
+    """
+
+    def __init__(self, body: httpx2.AsyncByteStream, notes: _CallNotes) -> None:
+        self._body = body
+        self._notes = notes
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._body:
+            if part and self._notes.first_bytes is None:
+                self._notes.first_bytes = time.monotonic()
+            yield part
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
 
 # The recorder of the run this task (or its parent) plays. Concurrent attempts share one HTTP
 # client, so its response hook finds the attempt an answer belongs to here.
@@ -102,17 +164,17 @@ _LISTENING: ContextVar[AttemptRecorder | None] = ContextVar("agent_eval_listenin
 
 
 def follow_workers(client: openai.AsyncOpenAI) -> None:
-    """Have `client`'s answers name their worker to the recorder that is `listening()`."""
+    """Have `client`'s answers tell the recorder that is `listening()` of themselves."""
     hooks = client._client.event_hooks["response"]  # shared by every `with_options` copy
-    if _note_worker not in hooks:
-        hooks.append(_note_worker)
+    if _note_answer not in hooks:
+        hooks.append(_note_answer)
 
 
-async def _note_worker(response: httpx2.Response) -> None:
+async def _note_answer(response: httpx2.Response) -> None:
     # Runs once the answer's head arrived, before its body: streamed answers are named too.
     recorder = _LISTENING.get()
     if recorder is not None:
-        recorder.worker = response.headers.get(WORKER_HEADER)
+        recorder.answered(response)
 
 
 def _output_item(context: ToolContext[Any], result: Any) -> TResponseInputItem:

@@ -44,6 +44,9 @@ def sdk_agent(
         top_p=ctx.sampling.top_p,
         max_tokens=ctx.sampling.max_tokens,
         extra_body={"seed": ctx.seed},
+        # Streams end with their usage; the usage keeps whether cached tokens were reported.
+        include_usage=True,
+        preserve_raw_usage=True,
     )
     return Agent(
         name=name,

@@ -22,6 +22,12 @@ class ModelCallRecord:
     completion_tokens: int = 0
     worker: str | None = None
     """The worker that answered, as the proxy named it; None when the answer did not say."""
+    ttft_s: float | None = None
+    """Seconds to the first bytes of a streamed answer; None when it was not streamed."""
+    retries: int = 0
+    """Requests sent again before the answer: the proxy's to other workers, the client's own."""
+    cached_tokens: int | None = None
+    """Prompt tokens the worker served from its prefix cache; None when it did not report them."""
 
 
 @dataclass

@@ -36,6 +36,12 @@ class AttemptScore:
     tool_errors: int = 0
     scored: bool = True
     """False for an attempt the infrastructure stopped: it costs, but says nothing of the model."""
+    cached_tokens: int = 0
+    """Prompt tokens served from a worker's prefix cache, over the calls whose worker said."""
+    cache_prompt_tokens: int = 0
+    """Prompt tokens of those same calls: what the cache hit rate divides by."""
+    ttft_s: tuple[float, ...] = ()
+    """Seconds to first token of each streamed model call."""
 
 
 @dataclass(frozen=True)

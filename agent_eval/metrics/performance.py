@@ -27,7 +27,8 @@ def percentile(ordered: Sequence[float], q: float) -> float:
 
 @dataclass(frozen=True)
 class LatencySummary:
-    """Seconds per attempt, errored attempts included; percentiles interpolate linearly."""
+    """Seconds, of attempts (errored ones included) or to first tokens; percentiles interpolate
+    linearly."""
 
     n: int
     mean: float
@@ -45,6 +46,13 @@ def latency_summary(latencies: Iterable[float]) -> LatencySummary:
         return LatencySummary(0, NAN, NAN, NAN, NAN, NAN)
     p50, p90, p99 = (percentile(ordered, q) for q in (0.5, 0.9, 0.99))
     return LatencySummary(len(ordered), fmean(ordered), p50, p90, p99, ordered[-1])
+
+
+@metric(higher_is_better=True)
+def cache_hit_rate(cached_tokens: int, prompt_tokens: int) -> float:
+    """The share of prompt tokens workers served from their prefix cache, over the model calls
+    whose worker reported it; NaN when none did (not reported is not a miss)."""
+    return ratio(cached_tokens, prompt_tokens)
 
 
 @dataclass(frozen=True)

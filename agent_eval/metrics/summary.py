@@ -6,7 +6,7 @@ import dataclasses
 import math
 import typing
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.metrics.accuracy import accuracy, mean_reward
@@ -17,6 +17,7 @@ from agent_eval.metrics.performance import (
     LatencySummary,
     Throughput,
     TokenSummary,
+    cache_hit_rate,
     call_summary,
     error_summary,
     latency_summary,
@@ -68,6 +69,10 @@ class Summary:
     errors: ErrorSummary
     complete: bool = True
     """False when the run stopped early: more attempts unscored than eval.max_unscored allows."""
+    cache_hit_rate: float = math.nan
+    """Prompt tokens served from the workers' prefix caches; NaN when no worker reported them."""
+    ttft_s: LatencySummary = field(default_factory=lambda: latency_summary(()))
+    """Time to first token of the streamed model calls; n is 0 when no call streamed."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
@@ -129,6 +134,8 @@ _GROUPS: dict[str, dict[str, Callable[..., Any]]] = {
     },
     "efficiency": {
         "latency_s": latency_summary,
+        "ttft_s": latency_summary,
+        "cache_hit_rate": cache_hit_rate,
         "tokens": token_summary,
         "throughput": throughput,
         "calls": call_summary,
@@ -186,6 +193,8 @@ def summarize_tally(
         throughput=throughput(tally.attempts, tokens, wall_time_s),
         calls=call_summary(tally.model_calls, tally.tool_calls, tally.tool_errors, tally.attempts),
         errors=error_summary(tally.errors, tally.attempts),
+        cache_hit_rate=cache_hit_rate(tally.cached_tokens, tally.cache_prompt_tokens),
+        ttft_s=latency_summary(tally.ttfts),
     )
 
 

@@ -130,6 +130,10 @@ class RunTally:
     model_calls: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    cached_tokens: int = 0
+    cache_prompt_tokens: int = 0
+    ttfts: list[float] = field(default_factory=list)
+    """Seconds to first token of every streamed model call."""
 
     def add(self, score: AttemptScore) -> None:
         """Count one attempt: its cost always, its result only when it is scored."""
@@ -140,6 +144,9 @@ class RunTally:
         self.model_calls += score.model_calls
         self.tool_calls += score.tool_calls
         self.tool_errors += score.tool_errors
+        self.cached_tokens += score.cached_tokens
+        self.cache_prompt_tokens += score.cache_prompt_tokens
+        self.ttfts += score.ttft_s
         if score.error_kind is not None:
             self.errors[score.error_kind] += 1
         if not score.scored:

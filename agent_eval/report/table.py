@@ -78,9 +78,12 @@ def _stability(summary: Summary) -> list[Row]:
 def _efficiency(summary: Summary) -> list[Row]:
     latency, tokens, calls = summary.latency_s, summary.tokens, summary.calls
     percentiles = _joined((latency.p50, latency.p90, latency.p99), ".2f")
+    ttft = _joined((summary.ttft_s.p50, summary.ttft_s.p90, summary.ttft_s.p99), ".3f")
     mean_tokens = _joined((tokens.mean_prompt, tokens.mean_completion), ",.0f")
     return [
         ("latency p50 / p90 / p99 (s)", percentiles),
+        ("time to first token p50 / p90 / p99 (s)", ttft),
+        ("prefix cache hit rate", _cache_hit_rate(summary)),
         (TOKENS_PER_S.unit, _number(summary.throughput.tokens_per_s, TOKENS_PER_S.spec)),
         (ATTEMPTS_PER_S.unit, _number(summary.throughput.attempts_per_s, ATTEMPTS_PER_S.spec)),
         ("tokens per attempt (prompt / completion)", mean_tokens),
@@ -118,6 +121,13 @@ def _estimate(estimate: Estimate) -> str | None:
 
 def _by_k(prefix: str, by_k: dict[int, float]) -> list[Row]:
     return [(f"{prefix}{k}", _number(value)) for k, value in by_k.items()]
+
+
+def _cache_hit_rate(summary: Summary) -> str | None:
+    """The hit rate, or "not reported" when the run's model calls came without cache figures."""
+    if math.isnan(summary.cache_hit_rate):
+        return "not reported" if summary.calls.model_calls else None
+    return f"{summary.cache_hit_rate:.1%}"
 
 
 def _errors(summary: Summary) -> str | None:

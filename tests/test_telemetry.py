@@ -20,7 +20,6 @@ from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
 from agent_eval.metrics import AttemptScore, Summary, summarize
 from agent_eval.record import AttemptRecord
 from agent_eval.report.table import summary_table
-from agent_eval.view.headline import summary_of
 from tests.caching_worker import MODEL, CachingWorker
 from tests.conftest import MakeClient, StartProxy
 from tests.test_record import OLD_LINE, session_record
@@ -138,7 +137,7 @@ def test_the_summary_has_the_hit_rate_and_first_token_percentiles() -> None:
     lines = table_lines(summary)
     assert "prefix cache hit rate 75.0%" in lines
     assert "time to first token p50 / p90 / p99 (s) 0.300 / 0.460 / 0.496" in lines
-    again = summary_of(summary.to_dict())  # as `agent-eval view` reads summary.json back
+    again = Summary.read(summary.to_dict())  # as `agent-eval view` reads summary.json back
     assert again is not None and (again.cache_hit_rate, again.ttft_s) == (0.75, summary.ttft_s)
 
 
@@ -153,5 +152,5 @@ def test_a_run_whose_workers_reported_no_cache_says_so_and_never_zero() -> None:
     data = summary.to_dict()
     for name in ("cache_hit_rate", "ttft_s"):
         del data["efficiency"][name]
-    older = summary_of(data)
+    older = Summary.read(data)
     assert older is not None and math.isnan(older.cache_hit_rate) and older.ttft_s.n == 0

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,13 +10,12 @@ from agent_eval.metrics import AttemptScore
 from agent_eval.report.compare import Row, compare, comparison_notes
 from agent_eval.report.paired import PAIRED_HEADERS, Key, comparison_json, paired_comparison
 from agent_eval.report.runs import Run
-from agent_eval.view.catalog import KEPT, Catalog
+from agent_eval.view.catalog import Catalog
+from agent_eval.view.derived import Derived
 from agent_eval.view.refused import Refused
 from agent_eval.view.runs import RunDir
 
 SIDES = ("a", "b")
-Versions = tuple[weakref.ref[Run], weakref.ref[Run]]
-"""The Runs an answer was computed from, held weakly: the catalog decides how long they live."""
 
 
 class Comparisons:
@@ -27,8 +23,7 @@ class Comparisons:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._kept: OrderedDict[tuple[str, str], tuple[Versions, dict[str, Any]]] = OrderedDict()
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._answers: Derived[tuple[str, str], dict[str, Any]] = Derived()
 
     async def answer(self, params: Mapping[str, str]) -> dict[str, Any]:
         """The comparison `a` and `b` name; a Refused error when it cannot be made."""
@@ -36,23 +31,11 @@ class Comparisons:
             if name not in SIDES:
                 raise Refused(400, f"unknown parameter {name!r}; give a=RUN_ID&b=RUN_ID")
         first, second = [await self._run(params, side) for side in SIDES]
-        key = (first.id, second.id)
-        async with self._locks.setdefault(key, asyncio.Lock()):  # one pairing at a time per pair
-            a, b = await self._report(first), await self._report(second)
-            kept = self._kept.pop(key, None)
-            # The catalog hands out a new Run once a run's files change: then pair them again.
-            if kept is None or kept[0][0]() is not a or kept[0][1]() is not b:
-                document = await asyncio.to_thread(comparison, key, a, b)
-                kept = ((weakref.ref(a), weakref.ref(b)), document)
-            self._keep(key, kept)
-        return kept[1]
 
-    def _keep(self, key: tuple[str, str], kept: tuple[Versions, dict[str, Any]]) -> None:
-        """Keep the answer as the newest, dropping the oldest beyond KEPT."""
-        self._kept[key] = kept
-        while len(self._kept) > KEPT:
-            dropped, _ = self._kept.popitem(last=False)
-            self._locks.pop(dropped, None)
+        async def reports() -> tuple[Run, Run]:
+            return await self._report(first), await self._report(second)
+
+        return await self._answers.get((first.id, second.id), reports, comparison)
 
     async def _run(self, params: Mapping[str, str], side: str) -> RunDir:
         run_id = params.get(side)

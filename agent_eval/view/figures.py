@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections import OrderedDict
 from pathlib import Path
 
 from agent_eval.report.html import Plot, plots
 from agent_eval.report.runs import Run
-from agent_eval.view.catalog import KEPT, Catalog
+from agent_eval.view.catalog import Catalog
+from agent_eval.view.derived import Derived
 from agent_eval.view.runs import RunDir
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -19,22 +18,21 @@ class Plots:
 
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
-        self._locks: dict[Path, asyncio.Lock] = {}
-        self._plots: OrderedDict[Path, tuple[Run, dict[str, Plot]]] = OrderedDict()
+        self._drawn: Derived[Path, dict[str, Plot]] = Derived()
 
     async def of(self, run: RunDir) -> dict[str, Plot]:
         """The run's plots that have a picture, by name; drawn again when its report is read
         again. A ConfigError if the run is unreadable (no attempts yet, a corrupt line)."""
-        report = await self._catalog.report(run)
-        async with self._locks.setdefault(run.path, asyncio.Lock()):
-            kept = self._plots.pop(run.path, None)
-            if kept is None or kept[0] is not report:
-                drawn = await asyncio.to_thread(plots, report)
-                kept = (report, {plot.name: plot for plot in drawn if plot.svg is not None})
-            self._plots[run.path] = kept
-            while len(self._plots) > KEPT:
-                self._plots.popitem(last=False)
-        return kept[1]
+
+        async def report() -> tuple[Run]:
+            return (await self._catalog.report(run),)
+
+        return await self._drawn.get(run.path, report, _pictures)
+
+
+def _pictures(path: Path, report: Run) -> dict[str, Plot]:
+    """The report's plots that have a picture, by name."""
+    return {plot.name: plot for plot in plots(report) if plot.svg is not None}
 
 
 def standalone(svg: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -214,7 +214,8 @@ class RunIndex:
 
     def _read_ends(self) -> tuple[bytes, bytes]:
         """Digests of the bytes where the first and last indexed lines were read."""
-        first, last = self._line(0), self._line(len(self) - 1)
+        with open(self.path, "rb") as file:  # once per request: one open for both lines
+            first, last = (self._read_at(file, i) for i in (0, len(self) - 1))
         return hashlib.blake2b(first).digest(), hashlib.blake2b(last).digest()
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
@@ -294,8 +295,11 @@ class RunIndex:
     def _line(self, index: int) -> bytes:
         """The bytes at one attempt's place in the file."""
         with open(self.path, "rb") as file:
-            file.seek(int(self._columns["offset"][index]))
-            return file.read(int(self._columns["length"][index]))
+            return self._read_at(file, index)
+
+    def _read_at(self, file: BinaryIO, index: int) -> bytes:
+        file.seek(int(self._columns["offset"][index]))
+        return file.read(int(self._columns["length"][index]))
 
     def attempts_of(self, sample_id: str) -> list[int]:
         """The indexes of one sample's attempts, in attempt order; none for an unknown sample."""

@@ -1,8 +1,13 @@
 // Shared by every page. Every piece of run data goes in as text (textContent / text nodes),
 // never as HTML.
 
-export function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+export const el = (tag, attrs, ...children) => fill(document.createElement(tag), attrs, children);
+export const svgEl = (tag, attrs, ...children) =>
+  fill(document.createElementNS(SVG_NS, tag), attrs, children);
+
+function fill(node, attrs, children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (key === "text") node.textContent = value;
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
@@ -23,6 +28,8 @@ export async function api(path) {
 
 export const runPath = (id) => "/api/runs/" + id.split("/").map(encodeURIComponent).join("/");
 export const runHref = (id) => "#/run/" + encodeURIComponent(id);
+export const watchHref = (id) => "#/watch/" + encodeURIComponent(id);
+export const compareHref = (a, b) => `#/compare/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
 // A sample's page; with an attempt (and a turn of it) the page opens on that attempt.
 export function sampleHref(id, sampleId, attempt, turn) {
   let href = runHref(id) + "/sample/" + encodeURIComponent(sampleId);
@@ -45,6 +52,17 @@ export function showError(error) {
 
 export function table(id, headers, rows) {
   return el("table", { id }, el("thead", {}, el("tr", {}, ...headers)), el("tbody", {}, ...rows));
+}
+
+// Prev and next buttons around `text`, for a list shown `size` at a time from `offset`;
+// `go(offset)` shows another page, always one within the list.
+export function pagerControls(prefix, offset, total, size, text, go) {
+  const last = Math.max(0, Math.ceil(total / size) - 1) * size;
+  return [
+    el("button", { id: prefix + "-prev", onclick: () => go(Math.max(0, offset - size)) }, "‹ prev"),
+    ` ${text} `,
+    el("button", { id: prefix + "-next", onclick: () => go(Math.min(last, offset + size)) }, "next ›"),
+  ];
 }
 
 export function content(value) {

@@ -2,7 +2,7 @@
 // then its attempts, filtered, sorted and paged on the server. Each part of the page is
 // { node, update(summary) }, updated together when the page opens and while the run is running.
 import {
-  api, el, num, outcome, poll, runPath, sampleHref, show, table,
+  api, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
 } from "./common.js";
 import { sessionsPart } from "./sessions.js";
 
@@ -192,10 +192,8 @@ async function loadRows(id, state, holder, count, pager) {
     el("td", { text: num(r.latency_s) }), el("td", { text: r.workers.join(", ") })));
   holder.replaceChildren(table("rows-table", headers, rows));
   count.textContent = `${page.total} attempts`;
-  const last = Math.max(0, Math.ceil(page.total / PAGE) - 1);
-  const go = (offset) => () => { state.offset = offset; state.refresh(); };
-  pager.replaceChildren(
-    el("button", { id: "page-prev", onclick: go(Math.max(0, state.offset - PAGE)) }, "‹ prev"),
-    ` page ${Math.floor(state.offset / PAGE) + 1} of ${last + 1} `,
-    el("button", { id: "page-next", onclick: go(Math.min(last * PAGE, state.offset + PAGE)) }, "next ›"));
+  const pages = Math.max(1, Math.ceil(page.total / PAGE));
+  const text = `page ${Math.floor(state.offset / PAGE) + 1} of ${pages}`;
+  const go = (offset) => { state.offset = offset; state.refresh(); };
+  pager.replaceChildren(...pagerControls("page", state.offset, page.total, PAGE, text, go));
 }

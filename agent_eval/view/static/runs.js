@@ -1,8 +1,5 @@
 // The runs page: one row per run or watch directory under the roots; pick two runs to compare.
-import { api, el, interval, runHref, show, table } from "./common.js";
-import { watchHref } from "./watch.js";
-
-export const compareHref = (a, b) => `#/compare/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
+import { api, compareHref, el, interval, runHref, show, table, watchHref } from "./common.js";
 
 // A checkbox per run (not per watch directory); the button compares the first two picked.
 function picker() {

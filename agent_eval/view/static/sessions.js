@@ -1,6 +1,6 @@
 // A multi-turn run's session x turn heatmap: a row per attempt at a session, a cell per turn
 // coloured by its reward, each cell a link to that turn of that attempt's transcript.
-import { api, el, num, runPath, sampleHref } from "./common.js";
+import { api, el, num, pagerControls, runPath, sampleHref } from "./common.js";
 
 const PAGE = 50;
 
@@ -46,12 +46,9 @@ export function sessionsPart(id) {
     if (page.rows.length && !page.rows.some((r) => r.turn_rewards)) sessions = false;
     if (!sessions || !page.rows.length) return;
     shown = offset;
-    const last = Math.max(0, Math.ceil(page.total / PAGE) - 1) * PAGE;
+    const text = `sessions ${offset + 1}–${Math.min(offset + PAGE, page.total)} of ${page.total}`;
     node.replaceChildren(el("h2", { text: "sessions by turn" }), grid(id, page),
-      el("div", { class: "controls" },
-        el("button", { id: "sessions-prev", onclick: () => draw(Math.max(0, offset - PAGE)) }, "‹ prev"),
-        ` sessions ${offset + 1}–${Math.min(offset + PAGE, page.total)} of ${page.total} `,
-        el("button", { id: "sessions-next", onclick: () => draw(Math.min(last, offset + PAGE)) }, "next ›")));
+      el("div", { class: "controls" }, ...pagerControls("sessions", offset, page.total, PAGE, text, draw)));
   };
   return { node, update: () => (sessions ? draw(shown) : null) };
 }

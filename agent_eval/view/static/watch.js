@@ -1,23 +1,12 @@
 // A watch directory's page: the curve of scores over checkpoints, each point linking to its
 // step's run, then the decision taken at each checkpoint.
-import { api, el, interval, num, pct, poll, runHref, runPath, show, table } from "./common.js";
+import {
+  api, el, interval, num, pct, poll, runHref, runPath, show, svgEl, table,
+} from "./common.js";
 
-export const watchHref = (id) => "#/watch/" + encodeURIComponent(id);
-
-const SVG = "http://www.w3.org/2000/svg";
 const BOX = { width: 640, height: 300, left: 56, right: 24, top: 28, bottom: 44, pad: 16 };
 const SERIES = [["probe", "probe"], ["full", "full evaluation (95% interval)"]];
 const MAX_X_TICKS = 8;
-
-// An SVG element; like `el`, every child that is not a node goes in as text.
-function svg(tag, attrs, ...children) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
-  for (const child of children) {
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
 
 // Pixel positions: steps across (one checkpoint alone sits in the middle), scores 0..1 up.
 function scales(steps) {
@@ -34,21 +23,21 @@ function scales(steps) {
 function axes(steps, { x, y }) {
   const right = BOX.width - BOX.right;
   const bottom = BOX.height - BOX.bottom;
-  const group = svg("g", { class: "axes" },
-    svg("line", { x1: BOX.left, x2: right, y1: bottom, y2: bottom }),
-    svg("line", { x1: BOX.left, x2: BOX.left, y1: BOX.top, y2: bottom }));
+  const group = svgEl("g", { class: "axes" },
+    svgEl("line", { x1: BOX.left, x2: right, y1: bottom, y2: bottom }),
+    svgEl("line", { x1: BOX.left, x2: BOX.left, y1: BOX.top, y2: bottom }));
   for (const score of [0, 0.25, 0.5, 0.75, 1]) {
-    group.append(svg("line", { class: "grid", x1: BOX.left, x2: right, y1: y(score), y2: y(score) }),
-      svg("text", { class: "tick y", x: BOX.left - 6, y: y(score) }, `${100 * score}%`));
+    group.append(svgEl("line", { class: "grid", x1: BOX.left, x2: right, y1: y(score), y2: y(score) }),
+      svgEl("text", { class: "tick y", x: BOX.left - 6, y: y(score) }, `${100 * score}%`));
   }
   const every = Math.ceil(steps.length / MAX_X_TICKS);
   for (const step of steps.filter((_, i) => i % every === 0)) {
-    group.append(svg("line", { x1: x(step), x2: x(step), y1: bottom, y2: bottom + 4 }),
-      svg("text", { class: "tick x", x: x(step), y: bottom + 16 }, step));
+    group.append(svgEl("line", { x1: x(step), x2: x(step), y1: bottom, y2: bottom + 4 }),
+      svgEl("text", { class: "tick x", x: x(step), y: bottom + 16 }, step));
   }
   const middle = (BOX.top + bottom) / 2;
-  group.append(svg("text", { class: "label", x: (BOX.left + right) / 2, y: BOX.height - 6 }, "step"),
-    svg("text", { class: "label", transform: `translate(14 ${middle}) rotate(-90)` }, "accuracy"));
+  group.append(svgEl("text", { class: "label", x: (BOX.left + right) / 2, y: BOX.height - 6 }, "step"),
+    svgEl("text", { class: "label", transform: `translate(14 ${middle}) rotate(-90)` }, "accuracy"));
   return group;
 }
 
@@ -62,18 +51,18 @@ function tooltip(kind, checkpoint) {
 // each a link to the run that scored it.
 function series(kind, checkpoints, { x, y }) {
   const scored = checkpoints.filter((c) => c[kind] && c[kind].value != null);
-  const group = svg("g", { class: `series ${kind}` });
+  const group = svgEl("g", { class: `series ${kind}` });
   if (scored.length > 1) {
-    group.append(svg("polyline",
+    group.append(svgEl("polyline",
       { points: scored.map((c) => `${x(c.step)},${y(c[kind].value)}`).join(" ") }));
   }
   for (const c of scored.filter((c) => kind === "full" && c.full.low != null && c.full.high != null)) {
-    group.append(svg("line",
+    group.append(svgEl("line",
       { class: "whisker", x1: x(c.step), x2: x(c.step), y1: y(c.full.low), y2: y(c.full.high) }));
   }
   for (const c of scored) {
-    const point = svg("a", { class: `point ${kind}`, "data-step": c.step },
-      svg("circle", { cx: x(c.step), cy: y(c[kind].value), r: 5 }), svg("title", {}, tooltip(kind, c)));
+    const point = svgEl("a", { class: `point ${kind}`, "data-step": c.step },
+      svgEl("circle", { cx: x(c.step), cy: y(c[kind].value), r: 5 }), svgEl("title", {}, tooltip(kind, c)));
     const run = c[kind + "_run"];
     if (run) point.setAttribute("href", runHref(run));
     group.append(point);
@@ -82,11 +71,11 @@ function series(kind, checkpoints, { x, y }) {
 }
 
 function legend() {
-  const group = svg("g", { class: "legend" });
+  const group = svgEl("g", { class: "legend" });
   SERIES.forEach(([kind, label], i) => {
     const x = BOX.left + 8 + i * 120;
-    group.append(svg("g", { class: `series ${kind}` },
-      svg("circle", { cx: x, cy: 12, r: 5 }), svg("text", { x: x + 10, y: 12 }, label)));
+    group.append(svgEl("g", { class: `series ${kind}` },
+      svgEl("circle", { cx: x, cy: 12, r: 5 }), svgEl("text", { x: x + 10, y: 12 }, label)));
   });
   return group;
 }
@@ -95,7 +84,7 @@ function chart(checkpoints) {
   if (!checkpoints.length) return el("p", { id: "curve", text: "No checkpoint decided yet." });
   const steps = checkpoints.map((c) => c.step);
   const at = scales(steps);
-  const drawing = svg("svg", { class: "chart", viewBox: `0 0 ${BOX.width} ${BOX.height}`,
+  const drawing = svgEl("svg", { class: "chart", viewBox: `0 0 ${BOX.width} ${BOX.height}`,
     width: BOX.width, height: BOX.height, role: "img" },
     axes(steps, at), ...SERIES.map(([kind]) => series(kind, checkpoints, at)), legend());
   return el("figure", { id: "curve" }, drawing,

@@ -59,6 +59,9 @@ class DatasetSection(Section):
     name: str | None = Field(None, description=f"{', '.join(DATASETS)} or a .jsonl/.parquet path.")
     path: Path | None = Field(None, description="Local file for a named dataset (e.g. gsm8k).")
     limit: int | None = Field(None, ge=0, description="Use only the first N samples.")
+    subset: int | None = Field(
+        None, ge=1, description="Play N samples drawn at random, the same for the same eval.seed."
+    )
 
 
 class EvalSection(Section):
@@ -188,7 +191,7 @@ def load_run_config(
     if embedded_default and config.on_embedded_model():
         config = load_settings(RunConfig, path, flags, overrides, preset=EMBEDDED_DEFAULT)
     if config.output.dir is None:
-        config.output.dir = _default_run_dir(config.agent.name)
+        config.output.dir = default_run_dir(config.agent.name)
     return config
 
 
@@ -205,5 +208,6 @@ def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
 
 
-def _default_run_dir(agent: str) -> Path:
-    return Path("runs") / f"{safe_name(agent)}-{time.strftime('%Y%m%d-%H%M%S')}"
+def default_run_dir(name: str) -> Path:
+    """runs/NAME-TIME: a new folder for each run (or tune) made without -o."""
+    return Path("runs") / f"{safe_name(name)}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -77,17 +77,30 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
 async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     """Launch, evaluate and tear down; results so far stay on disk whatever happens."""
     config = plan.config
+    await save_run_files(config)
+    async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
+        return await play_served(plan, served, scorer, observer)
+
+
+async def save_run_files(config: RunConfig) -> None:
+    """The resolved config and the dataset's digest, in the run directory before any attempt."""
     await asyncio.to_thread(save_run_config, resolved_config(config), config.run_dir)
     await asyncio.to_thread(save_run_facts, config)
-    async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
-        # The model's name is known once the workers serve it: save it too.
-        saved = resolved_config(config, served.model)
-        await asyncio.to_thread(save_run_config, saved, config.run_dir)
-        observer.set_proxy(served.base_url, served.api_key)
-        try:
-            return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
-        finally:
-            observer.set_proxy(None)
+
+
+async def play_served(
+    plan: Plan, served: Served, scorer: RewardScorer, observer: RunObserver
+) -> Summary:
+    """Every attempt of the plan against a model already served, the live view told of it."""
+    config = plan.config
+    # The model's name is known once the workers serve it: save it too.
+    saved = resolved_config(config, served.model)
+    await asyncio.to_thread(save_run_config, saved, config.run_dir)
+    observer.set_proxy(served.base_url, served.api_key)
+    try:
+        return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
+    finally:
+        observer.set_proxy(None)
 
 
 async def play(

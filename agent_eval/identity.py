@@ -31,6 +31,7 @@ IDENTITY = (
     "dataset.name",
     "dataset.path",
     "dataset.limit",
+    "dataset.subset",
     "agent",
     "sampling",
     "reward.function",

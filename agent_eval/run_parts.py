@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from agent_eval.config import RunConfig
 from agent_eval.data import Item, load_dataset
+from agent_eval.data.subset import seeded_subset
 from agent_eval.engine import EngineConfig
 from agent_eval.rewards import RewardScorer
 from agent_eval.rewards.scorer import default_workers
@@ -22,6 +23,8 @@ def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]
     """A run's dataset (or its first `limit` items), streamed afresh."""
     dataset = config.dataset
     items = load_dataset(config.dataset_name, dataset.path, dataset.limit)
+    if dataset.subset is not None:
+        items = seeded_subset(items, dataset.subset, config.eval.seed)
     return items if limit is None else itertools.islice(items, limit)
 
 

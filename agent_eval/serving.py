@@ -40,44 +40,55 @@ class Served:
 @contextlib.asynccontextmanager
 async def serving(config: RunConfig, on_wait: Callable[[str], None]) -> AsyncIterator[Served]:
     """The config's workers and a proxy process in front of them, inside the block."""
-    key = client_key(config.proxy.api_key)
     async with (
-        _proxy_over_workers(config, on_wait) as (base_url, endpoints),
-        AsyncOpenAI(base_url=base_url, api_key=key) as client,
+        worker_endpoints(config, on_wait) as endpoints,
+        proxied(config, endpoints, on_wait) as served,
     ):
-        model = await served_model(config, client)
-        yield Served(base_url, key, client, model, endpoints)
+        yield served
 
 
 @contextlib.asynccontextmanager
-async def _proxy_over_workers(
+async def worker_endpoints(
     config: RunConfig, on_wait: Callable[[str], None]
-) -> AsyncIterator[tuple[str, list[WorkerEndpoint]]]:
+) -> AsyncIterator[list[WorkerEndpoint]]:
+    """The config's workers, launched or given, answering inside the block."""
     worker_key = config.proxy.worker_api_key
     async with launched_workers(config, config.run_dir, on_wait, worker_key) as endpoints:
         if config.rollout.endpoints:
             on_wait("checking the endpoints")
             await _check_endpoints(endpoints, worker_key)
-        on_wait("starting the proxy")
-        health = config.proxy.health.model_copy(update={"path": endpoints[0].health_path})
-        record = config.run_dir / "exchanges" if config.output.record else None
-        proxy = config.proxy.model_copy(
-            update={
-                "endpoints": [*config.proxy.endpoints, *(e.url for e in endpoints)],
-                "health": health,
-                "record_dir": config.proxy.record_dir or record,
-            }
-        )
-        async with proxy_process(proxy, config.run_dir) as base_url:
-            on_wait("waiting for the proxy to see a healthy worker")
-            await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30)
-            try:
-                yield base_url, endpoints
-            finally:
-                await _keep_worker_load(base_url, client_key(config.proxy.api_key), config.run_dir)
+        yield endpoints
 
 
-async def _keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
+@contextlib.asynccontextmanager
+async def proxied(
+    config: RunConfig, endpoints: list[WorkerEndpoint], on_wait: Callable[[str], None]
+) -> AsyncIterator[Served]:
+    """A proxy process in front of `endpoints`, ready, with a client of it, inside the block."""
+    on_wait("starting the proxy")
+    health = config.proxy.health.model_copy(update={"path": endpoints[0].health_path})
+    record = config.run_dir / "exchanges" if config.output.record else None
+    proxy = config.proxy.model_copy(
+        update={
+            "endpoints": [*config.proxy.endpoints, *(e.url for e in endpoints)],
+            "health": health,
+            "record_dir": config.proxy.record_dir or record,
+        }
+    )
+    key = client_key(config.proxy.api_key)
+    async with (
+        proxy_process(proxy, config.run_dir) as base_url,
+        AsyncOpenAI(base_url=base_url, api_key=key) as client,
+    ):
+        on_wait("waiting for the proxy to see a healthy worker")
+        await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30)
+        try:
+            yield Served(base_url, key, client, await served_model(config, client), endpoints)
+        finally:
+            await keep_worker_load(base_url, key, config.run_dir)
+
+
+async def keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
     """The proxy's last view of its workers into workers.json, for the report's load plot."""
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:

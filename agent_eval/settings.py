@@ -37,7 +37,11 @@ def load_settings(
     for key, value in flags.items():
         if value is not None:
             _set(data, key.split("."), value)
-    data = apply_overrides(model, data, overrides)
+    return validated(model, apply_overrides(model, data, overrides), path)
+
+
+def validated(model: type[S], data: dict[str, Any], path: Path | None = None) -> S:
+    """`data` as `model`; each problem named by key (and by `path`, the file it came from)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -48,21 +52,30 @@ def apply_overrides(
     model: type[BaseModel], data: dict[str, Any], overrides: list[str]
 ) -> dict[str, Any]:
     """A copy of `data` with each `a.b=value` set; values are read as YAML (3, true, [a, b])."""
-    result = _deep_copy(data)
+    values = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"setting {item!r} is not key=value, like eval.seed=3")
-        path = key.strip().split(".")
-        _check_path(model, path)
-        _set(result, path, yaml.safe_load(raw) if raw.strip() else None)
+        values[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+    return with_values(model, data, values)
+
+
+def with_values(
+    model: type[BaseModel], data: dict[str, Any], values: dict[str, Any]
+) -> dict[str, Any]:
+    """A copy of `data` with each dotted key of `values` set to its value; keys are checked."""
+    result = _deep_copy(data)
+    for key, value in values.items():
+        check_key(model, key)
+        _set(result, key.split("."), value)
     return result
 
 
 def field_of(model: type[BaseModel], key: str) -> Any:
     """The pydantic field a dotted key names in `model` (its description, its default)."""
     path = key.split(".")
-    _check_path(model, path)
+    check_key(model, key)
     current: Any = model
     for part in path[:-1]:
         current = current.model_fields[part].annotation
@@ -84,7 +97,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_path(model: type[BaseModel], path: list[str]) -> None:
+def check_key(model: type[BaseModel], key: str) -> None:
+    """Refuse a dotted key `model` has no setting for, naming the nearest one there is."""
+    path = key.split(".")
     current: type[BaseModel] | None = model
     for depth, part in enumerate(path):
         fields = current.model_fields if current is not None else {}

@@ -5,8 +5,8 @@ Written by `agent-eval tune`, read by it again on resume and by the report.
 The study (Optuna's SQLite storage, so `optuna-dashboard sqlite:///DIR/study.db` opens it)
 keeps in its user attributes the objectives (a list of `{"metric", "direction"}`), the search
 space as space.yaml gave it, and the subset size; each trial keeps its run directory (relative
-to the tune directory) and, when it failed, why. A pruned trial's intermediate values are the
-running objective after that many finished attempts (Optuna's `step`).
+to the tune directory) and, when it failed, why. With one objective, a trial's intermediate
+values are its running objective, Optuna's `step` being the percent of its attempts finished.
 """
 
 from __future__ import annotations

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from openai import AsyncOpenAI
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.errors import PydanticSchemaGenerationError
 
 from agent_eval.agents.trajectory import Trajectory
 from agent_eval.errors import ConfigError
@@ -61,7 +64,9 @@ class AgentRunner(Protocol):
 
 def load_runner(spec: str, **options: Any) -> AgentRunner:
     """A runner by built-in name, `package.module:Class`, or `agent_eval.agents` entry point."""
-    runner = AGENTS.load(spec)(**options)
+    factory = AGENTS.load(spec)
+    _check_options(spec, factory, options)
+    runner = factory(**options)
     if not isinstance(runner, AgentRunner):
         raise ConfigError(f"agent {spec!r} has no `async run(sample, ctx)` method")
     return runner
@@ -82,6 +87,38 @@ def runner_options(spec: str, **options: Any) -> dict[str, Any]:
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and _plain(p.default)
     }
     return {**named, **options}
+
+
+def _check_options(spec: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Refuse an option the runner's constructor does not take, or a value its hint refuses."""
+    try:
+        signature = inspect.signature(factory)
+        hints = typing.get_type_hints(getattr(factory, "__init__", factory))
+    except (TypeError, ValueError, NameError):  # no readable signature: the runner checks
+        return
+    parameters = signature.parameters
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return
+    for name, value in options.items():
+        if name not in parameters:
+            close = difflib.get_close_matches(name, parameters, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"agent {spec!r} takes no option {name!r}; {hint}"
+                f"it takes: {', '.join(parameters) or 'none'}"
+            )
+        if name in hints:
+            _check_value(spec, name, hints[name], value)
+
+
+def _check_value(spec: str, name: str, hint: Any, value: Any) -> None:
+    try:
+        TypeAdapter(hint).validate_python(value, strict=False)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"]
+        raise ConfigError(f"agent {spec!r}: option {name}={value!r} is refused: {reason}") from None
+    except PydanticSchemaGenerationError:  # a type pydantic cannot check: the runner does
+        return
 
 
 def _plain(default: Any) -> bool:

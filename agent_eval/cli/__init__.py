@@ -1,4 +1,4 @@
-"""The `agent-eval` command line: run, serve, workers, report, rescore, watch, view."""
+"""The `agent-eval` command line: run, serve, workers, report, rescore, watch, tune, view."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from agent_eval.cli import report, rescore, run, serve, view, watch
+from agent_eval.cli import report, rescore, run, serve, tune, view, watch
 from agent_eval.cli.common import err_console, show_flags_without_a_value
 from agent_eval.lifecycle import setup_logging
 
@@ -36,6 +36,7 @@ app.command()(run.run)
 app.command()(serve.serve)
 app.command()(view.view)
 app.command("watch")(watch.watch_command)
+app.command("tune")(tune.tune_command)
 workers = typer.Typer(help="Launch inference workers without a proxy.", no_args_is_help=True)
 workers.command("up")(serve.workers_up)
 app.add_typer(workers, name="workers")

@@ -1,0 +1,77 @@
+"""`agent-eval tune`'s search over mock workers: pruning, the Pareto front, best settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from agent_eval.results import RunDirectory
+from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
+from agent_eval.tune.outputs import choose
+from agent_eval.tune.search import Tuner
+from tests.conftest import StartWorkers
+from tests.tune_jobs import Outcomes, tune_job
+
+TURNS = "agent.max_turns: {int: [1, 3]}\n"
+"""The two-step mock needs two model calls: one turn is always wrong, two or three right."""
+
+
+async def test_a_hopeless_trial_is_pruned_marked_so_and_its_run_kept(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.two_step = True
+    worker.behavior.latency = 0.05  # each trial takes a few seconds: room to prune mid-way
+    job = tune_job(tmp_path, [worker], TURNS, trials=5)
+    seen = Outcomes()
+    async with Tuner(job, seen) as tuner:
+        for turns in (2, 2, 3, 2, 1):
+            tuner.study.enqueue_trial({"agent.max_turns": turns})
+        await tuner.search()
+        trials = tuner.study.trials
+    state = optuna_module().trial.TrialState
+    assert [t.state for t in trials] == [state.COMPLETE] * 4 + [state.PRUNED]
+    assert [t.value for t in trials[:4]] == [1.0] * 4
+    hopeless = trials[4]
+    steps = sorted(hopeless.intermediate_values)
+    assert steps and 20 <= steps[-1] < 100 and hopeless.intermediate_values[steps[-1]] == 0.0
+    outcome = seen.outcomes[4]
+    assert outcome.state == "pruned" and outcome.pruned_at == steps[-1]
+    kept = RunDirectory(job.tune_dir / hopeless.user_attrs[RUN_DIR])
+    played = list(kept.records())
+    assert 0 < len(played) < 20 and not any(r.correct for r in played)
+    summary = yaml.safe_load((kept.path / "summary.json").read_text())
+    assert summary["complete"] is False and summary["attempts"] == len(played)
+
+
+async def test_two_objectives_give_the_pareto_front_as_run_configs(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.two_step = True
+    objectives = ("quality.accuracy", "efficiency.calls.model_calls_per_attempt")
+    job = tune_job(tmp_path, [worker], TURNS, trials=6, objectives=objectives, subset=6)
+    async with Tuner(job, Outcomes()) as tuner:
+        for turns in (1, 2, 3):
+            tuner.study.enqueue_trial({"agent.max_turns": turns})
+        await tuner.search()
+        chosen = choose(tuner)
+        trials = tuner.study.trials
+    values = {t.number: tuple(t.values) for t in trials}
+    assert values[0] == (0.0, 1.0) and values[1] == values[2] == (1.0, 2.0)
+
+    def dominated(v: tuple[float, ...]) -> bool:
+        return any(w[0] >= v[0] and w[1] <= v[1] and w != v for w in values.values())
+
+    front = {number for number, v in values.items() if not dominated(v)}
+    assert {c.trial.number for c in chosen} == front
+    assert [c.path.name for c in chosen] == [f"pareto-{i}.yaml" for i in range(1, len(front) + 1)]
+    accuracies = [values[c.trial.number][0] for c in chosen]
+    assert accuracies == sorted(accuracies, reverse=True)  # by the first objective, best first
+    for choice in chosen:
+        written = yaml.safe_load(choice.path.read_text())
+        assert written["agent"]["max_turns"] == choice.trial.params["agent.max_turns"]
+        assert written["dataset"]["subset"] is None and written["output"]["dir"] is None
+        assert "trial" in choice.path.read_text().splitlines()[0]
+    assert all(FAILURE not in t.user_attrs for t in trials)

@@ -422,6 +422,16 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--two-step", action="store_true", help="answer tool requests with a calculator call"
     )
     parser.add_argument(
+        "--wrong-above-temperature",
+        type=float,
+        help="two-step answers are wrong at a request temperature above this",
+    )
+    parser.add_argument(
+        "--needs-tokens",
+        type=int,
+        help="two-step answers fill max_tokens and are wrong when it is below this",
+    )
+    parser.add_argument(
         "--no-responses-api",
         dest="responses_api",
         action="store_false",
@@ -476,6 +486,8 @@ async def _serve(args: argparse.Namespace) -> None:
         chunk_delay=args.chunk_delay,
         stream_chunks=args.stream_chunks,
         two_step=args.two_step,
+        wrong_above_temperature=args.wrong_above_temperature,
+        needs_tokens=args.needs_tokens,
     )
     cache = _cache_config(args)
     async with MockWorker(

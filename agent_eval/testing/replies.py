@@ -59,6 +59,8 @@ class Prompt:
     tokens: int
     tools: bool = False  # the request offers tools
     tool_result: str | None = None  # the tool result the request ends with, if it does
+    temperature: float = 1.0  # the request's; OpenAI's default when it names none
+    max_tokens: int | None = None  # the request's completion budget, if it sets one
 
 
 @dataclass(frozen=True)
@@ -101,25 +103,37 @@ def content_text(content: Any) -> str:
     return ""
 
 
-def _prompt(turns: list[tuple[Any, str]], tools: bool = False) -> Prompt:
+def _temperature(body: JSON) -> float:
+    value = body.get("temperature")
+    return 1.0 if value is None else float(value)
+
+
+def _budget(body: JSON, *keys: str) -> int | None:
+    """The first of `keys` the request sets: its completion token budget."""
+    return next((int(body[key]) for key in keys if body.get(key) is not None), None)
+
+
+def _prompt(turns: list[tuple[Any, str]], body: JSON, *budget_keys: str) -> Prompt:
     """A prompt from (role, text) turns; a last turn of role "tool" is a tool result."""
     users = [text for role, text in turns if role == "user"]
     result = turns[-1][1] if turns and turns[-1][0] == "tool" else None
     tokens = sum(count_tokens(text) for _, text in turns)
-    return Prompt(users[-1] if users else "", tokens, tools, result)
+    tools = bool(body.get("tools"))
+    budget = _budget(body, *budget_keys)
+    return Prompt(users[-1] if users else "", tokens, tools, result, _temperature(body), budget)
 
 
 def chat_prompt(body: JSON) -> Prompt:
     """The prompt of a chat completion request."""
     turns = [(m.get("role"), content_text(m.get("content"))) for m in body.get("messages") or []]
-    return _prompt(turns, bool(body.get("tools")))
+    return _prompt(turns, body, "max_completion_tokens", "max_tokens")
 
 
 def completion_prompt(body: JSON) -> Prompt:
     """The prompt of a text completion request (a string, or a list of strings or token ids)."""
     prompt = body.get("prompt", "")
     text = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
-    return Prompt(text, count_tokens(text))
+    return _prompt([("user", text)], body, "max_tokens")
 
 
 def response_prompt(body: JSON) -> Prompt:
@@ -131,7 +145,7 @@ def response_prompt(body: JSON) -> Prompt:
     instructions = body.get("instructions")
     if isinstance(instructions, str):
         turns.insert(0, ("system", instructions))
-    return _prompt(turns, bool(body.get("tools")))
+    return _prompt(turns, body, "max_output_tokens")
 
 
 def _item_turn(item: JSON) -> tuple[Any, str]:
@@ -141,16 +155,43 @@ def _item_turn(item: JSON) -> tuple[Any, str]:
     return item.get("role"), content_text(item.get("content"))
 
 
-def two_step_reply(prompt: Prompt) -> Reply:
-    """A calculator trajectory in two model calls: `add` the question's numbers, then answer."""
+def two_step_reply(
+    prompt: Prompt, wrong_above_temperature: float | None = None, needs_tokens: int | None = None
+) -> Reply:
+    """A calculator trajectory in two model calls: `add` the question's numbers, then answer.
+
+    The answer is wrong on purpose above `wrong_above_temperature`, or when the request's
+    token budget is below `needs_tokens`; with `needs_tokens` set it fills the budget (a request
+    without one gets the plain answer, right).
+    """
     if not prompt.tools:
         return Reply("No tools offered, so no call.\nAnswer: 42")
-    if prompt.tool_result is None:
+    result = prompt.tool_result
+    if result is None:
         a, b, *_ = [*NUMBER.findall(prompt.last_user), "1", "1"]
         return Reply(
             tool_calls=[ToolCall("add", orjson.dumps({"a": float(a), "b": float(b)}).decode())]
         )
-    return Reply(f"The calculator says {prompt.tool_result}.\nAnswer: {prompt.tool_result}")
+    budget = prompt.max_tokens
+    too_hot = wrong_above_temperature is not None and prompt.temperature > wrong_above_temperature
+    too_short = needs_tokens is not None and budget is not None and budget < needs_tokens
+    answer = _wrong(result) if too_hot or too_short else result
+    text = f"The calculator says {result}.\nAnswer: {answer}"
+    return Reply(_think(text, budget) if needs_tokens is not None and budget is not None else text)
+
+
+def _wrong(result: str) -> str:
+    """The tool's number plus one; a result that is no number (a tool error) is wrong already."""
+    try:
+        return str(float(result) + 1)
+    except ValueError:
+        return result
+
+
+def _think(text: str, budget: int) -> str:
+    """`text` after a line of filler words that brings it to `budget` words, when it is shorter."""
+    filler = budget - count_tokens(text)
+    return " ".join(["hmm"] * filler) + "\n" + text if filler > 0 else text
 
 
 def _chat_usage(reply: Reply, meta: ReplyMeta) -> JSON:

@@ -31,6 +31,10 @@ class Behavior:
     die_mid_stream_after: int | None = None  # abort the connection after N stream chunks
     healthy: bool = True  # health routes answer 503 when False
     two_step: bool = False  # unscripted replies play `two_step_reply`'s calculator trajectory
+    # Two-step answers are wrong above this request temperature (missing: 1.0, OpenAI's default).
+    wrong_above_temperature: float | None = None
+    # Two-step answers fill the request's max tokens and are wrong when it is below this.
+    needs_tokens: int | None = None
 
     def take_error(self) -> int | None:
         """The status this generation request must fail with, if any; counts down `error_count`."""
@@ -178,5 +182,6 @@ class WorkerState:
         if self.script:
             return self.script.popleft()
         if self.behavior.two_step:
-            return two_step_reply(prompt)
+            behavior = self.behavior
+            return two_step_reply(prompt, behavior.wrong_above_temperature, behavior.needs_tokens)
         return Reply(f"mock reply from {self.name}: {prompt.last_user[:60]}")

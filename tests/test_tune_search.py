@@ -75,3 +75,50 @@ async def test_two_objectives_give_the_pareto_front_as_run_configs(
         assert written["dataset"]["subset"] is None and written["output"]["dir"] is None
         assert "trial" in choice.path.read_text().splitlines()[0]
     assert all(FAILURE not in t.user_attrs for t in trials)
+
+
+async def test_the_search_finds_the_low_temperature_the_mock_answers_right_at(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.two_step = True
+    worker.behavior.wrong_above_temperature = 0.5
+    space = "sampling.temperature: {float: [0.0, 1.2]}\n"
+    job = tune_job(tmp_path, [worker], space, trials=20, subset=8)
+    async with Tuner(job, Outcomes()) as tuner:
+        await tuner.search()
+        (best,) = choose(tuner)
+        trials = tuner.study.trials
+    assert len(trials) == 20
+    assert best.trial.value == 1.0 and best.trial.params["sampling.temperature"] <= 0.5
+    assert yaml.safe_load(best.path.read_text())["sampling"]["temperature"] <= 0.5
+    # Every trial on the wrong side scored 0 or was pruned; every one on the right side, 1.
+    for trial in trials:
+        hot = trial.params["sampling.temperature"] > 0.5
+        assert trial.value == (0.0 if hot else 1.0) or (hot and trial.value is None)
+
+
+async def test_workers_proxy_and_scorer_restart_only_when_their_settings_change(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    workers = await start_workers(2)
+    for worker in workers:
+        worker.behavior.two_step = True
+    space = (
+        "sampling.temperature: {float: [0.0, 1.0]}\n"
+        "proxy.policy: {categorical: [round_robin, least_requests]}\n"
+    )
+    job = tune_job(tmp_path, workers, space, trials=4, subset=4, pruner="none")
+    plan = [
+        (0.1, "round_robin"),
+        (0.7, "round_robin"),
+        (0.2, "least_requests"),
+        (0.3, "least_requests"),
+    ]
+    async with Tuner(job, Outcomes()) as tuner:
+        for temperature, policy in plan:
+            tuner.study.enqueue_trial({"sampling.temperature": temperature, "proxy.policy": policy})
+        await tuner.search()
+        starts = dict(tuner.server.starts)
+    assert starts == {"workers": 1, "proxy": 2, "scorer": 1}
+    assert all(w.stats.generation_requests > 0 for w in workers)

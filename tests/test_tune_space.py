@@ -32,7 +32,7 @@ def test_the_shipped_space_loads_and_each_kind_draws_inside_its_range(tmp_path: 
         assert 64 <= drawn["sampling.max_tokens"] <= 1024
         assert isinstance(drawn["sampling.max_tokens"], int)
         assert drawn["proxy.policy"] in ("session", "round_robin")
-    assert space.as_written()["sampling.max_tokens"] == {"int": (64, 1024), "log": True}
+    assert space.as_written()["sampling.max_tokens"] == {"int": [64, 1024], "log": True}
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -54,8 +55,8 @@ class TrialServer:
         self._workers: _Held[list[WorkerEndpoint]] = _Held()
         self._proxy: _Held[Served] = _Held()
         self._scorer: _Held[RewardScorer] = _Held()
-        self.restarts = 0
-        """Times the workers were started after the first: how often a trial changed them."""
+        self.starts: Counter[str] = Counter()
+        """Times the workers, the proxy and the scorer were started."""
 
     async def __aenter__(self) -> TrialServer:
         return self
@@ -79,6 +80,7 @@ class TrialServer:
             context = proxied(serving, self._workers.value, self.on_wait)
             self._proxy.value = await self._proxy.stack.enter_async_context(context)
             self._proxy.key = proxy_key
+            self.starts["proxy"] += 1
         assert self._proxy.value is not None
         return self._proxy.value
 
@@ -89,17 +91,18 @@ class TrialServer:
             await self._scorer.close()
             scorer = await self._scorer.stack.enter_async_context(warm_scorer(config))
             self._scorer.value, self._scorer.key = scorer, key
+            self.starts["scorer"] += 1
         assert self._scorer.value is not None
         return self._scorer.value
 
     async def _start_workers(self, serving: RunConfig, key: str) -> None:
         if self._workers.key is not None:
-            self.restarts += 1
             log.info("a serving setting changed: restarting the workers")
         await self._workers.close()
         context = worker_endpoints(serving, self.on_wait)
         self._workers.value = await self._workers.stack.enter_async_context(context)
         self._workers.key = key
+        self.starts["workers"] += 1
 
 
 def _key(section: Any, names: set[str]) -> str:

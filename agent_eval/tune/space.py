@@ -78,7 +78,7 @@ class Dimension(BaseModel):
 
     def as_written(self) -> dict[str, Any]:
         """The dimension as space.yaml gives it, for the study's record."""
-        return self.model_dump(by_alias=True, exclude_defaults=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
 
 class SearchSpace:

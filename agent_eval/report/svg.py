@@ -1,4 +1,5 @@
-"""Small inline SVG charts for the offline report: bars with intervals, histograms, heatmaps.
+"""Small inline SVG charts for the offline report: bars with intervals, histograms, heatmaps,
+points and lines over two axes.
 
 Every string is escaped here, so callers pass sample ids and labels as they are.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 WIDTH, HEIGHT = 560, 260
@@ -37,24 +38,54 @@ class Group:
 
 
 @dataclass(frozen=True)
-class YScale:
-    """Maps values in [0, top] to pixels of the plot area, 0 at the bottom."""
+class Point:
+    """One point of an x-y chart, with its tooltip."""
+
+    x: float
+    y: float
+    tip: str = ""
+
+
+@dataclass(frozen=True)
+class Series:
+    """Points drawn alike: `marker` "dot", "ring" (hollow) or "" (none); `joined` draws a line
+    through them in order, with `tip` as its tooltip. Named series appear in the legend."""
+
+    name: str
+    points: Sequence[Point]
+    colour: str = SERIES[0]
+    marker: str = "dot"
+    joined: bool = False
+    tip: str = ""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Round ticks from `bottom` to `top`; called, maps a value to a y pixel of the plot area."""
 
     top: float
     step: float
+    bottom: float = 0.0
 
     @classmethod
-    def covering(cls, highest: float, whole: bool = False) -> YScale:
-        """Round ticks from 0 up to at least `highest`; whole numbers only when `whole`."""
-        step = _nice_step(highest)
+    def covering(cls, highest: float, whole: bool = False, lowest: float = 0.0) -> Scale:
+        """Round ticks from `lowest` (rounded down) up to at least `highest`; whole numbers only
+        when `whole`."""
+        step = _nice_step(highest - lowest)
         step = max(step, 1.0) if whole else step
-        return cls(step * max(1, math.ceil(highest / step)), step)
+        bottom = step * math.floor(lowest / step)
+        return cls(bottom + step * max(1, math.ceil((highest - bottom) / step)), step, bottom)
+
+    def fraction(self, value: float) -> float:
+        """Where `value` lies between bottom (0) and top (1)."""
+        return (value - self.bottom) / (self.top - self.bottom)
 
     def __call__(self, value: float) -> float:
-        return TOP + (HEIGHT - TOP - BOTTOM) * (1 - value / self.top)
+        return TOP + (HEIGHT - TOP - BOTTOM) * (1 - self.fraction(value))
 
     def ticks(self) -> list[float]:
-        return [self.step * i for i in range(round(self.top / self.step) + 1)]
+        count = round((self.top - self.bottom) / self.step)
+        return [self.bottom + self.step * i for i in range(count + 1)]
 
 
 def bar_chart(
@@ -62,7 +93,7 @@ def bar_chart(
 ) -> str:
     """Grouped bars with error bars; the y axis runs from 0 to `top` (default: a round max)."""
     values = [v for g in groups for b in g.bars for v in (b.value, b.high) if math.isfinite(v)]
-    y = YScale.covering(top if top is not None else max(values, default=1.0))
+    y = Scale.covering(top if top is not None else max(values, default=1.0))
     slot = (WIDTH - LEFT - RIGHT) / max(len(groups), 1)
     parts = _y_axis(y, y_label)
     for index, group in enumerate(groups):
@@ -79,7 +110,7 @@ def histogram(values: Sequence[float], x_label: str) -> str:
     counts = [0] * bins
     for value in values:
         counts[min(int((value - low) / width), bins - 1)] += 1
-    y = YScale.covering(max(counts), whole=True)
+    y = Scale.covering(max(counts), whole=True)
     slot = (WIDTH - LEFT - RIGHT) / bins
     parts = _y_axis(y, "attempts")
     for index, count in enumerate(counts):
@@ -117,6 +148,21 @@ def heatmap(
     return _svg(WIDTH, height, parts, f"heatmap: {axis_titles[0]} by {axis_titles[1]}")
 
 
+def xy_chart(series: Sequence[Series], axis_labels: tuple[str, str], whole_x: bool = False) -> str:
+    """Points and lines over an x and a y axis, each covering its finite values in round ticks;
+    x ticks are whole numbers when `whole_x` (trial numbers, counts)."""
+    shown = [replace(s, points=[p for p in s.points if _finite(p.x, p.y)]) for s in series]
+    points = [point for one in shown for point in one.points] or [Point(0.0, 0.0)]
+    x = Scale.covering(max(p.x for p in points), whole_x, min(p.x for p in points))
+    y = Scale.covering(max(p.y for p in points), lowest=min(p.y for p in points))
+    parts = _y_axis(y, axis_labels[1]) + _x_axis(x, axis_labels[0])
+    for one in shown:
+        parts += _series(one, x, y)
+    legend = dict.fromkeys((one.name, one.colour) for one in shown if one.name)
+    parts += _legend([name for name, _ in legend], [fill for _, fill in legend])
+    return _svg(WIDTH, HEIGHT, parts, f"chart: {axis_labels[1]} by {axis_labels[0]}")
+
+
 def colour(fraction: float) -> str:
     """The scale's colour at `fraction` (clamped to 0..1), interpolated between its stops."""
     position = min(max(fraction, 0.0), 1.0) * (len(SCALE) - 1)
@@ -126,7 +172,7 @@ def colour(fraction: float) -> str:
     return "#" + "".join(f"{channel:02x}" for channel in mixed)
 
 
-def _group(group: Group, x: float, slot: float, y: YScale) -> list[str]:
+def _group(group: Group, x: float, slot: float, y: Scale) -> list[str]:
     width = slot * 0.7 / max(len(group.bars), 1)
     parts = [_text(x + slot / 2, HEIGHT - BOTTOM + 16, group.label, "middle")]
     for series, bar in enumerate(group.bars):
@@ -135,7 +181,7 @@ def _group(group: Group, x: float, slot: float, y: YScale) -> list[str]:
     return parts
 
 
-def _bar(bar: Bar, x: float, width: float, y: YScale, tip: str, fill: str) -> list[str]:
+def _bar(bar: Bar, x: float, width: float, y: Scale, tip: str, fill: str) -> list[str]:
     centre = x + width / 2
     if not math.isfinite(bar.value):
         return [_text(centre, y(0) - 4, "n/a", "middle")]
@@ -151,14 +197,14 @@ def _bar(bar: Bar, x: float, width: float, y: YScale, tip: str, fill: str) -> li
     return parts
 
 
-def _y_axis(y: YScale, label: str) -> list[str]:
+def _y_axis(y: Scale, label: str) -> list[str]:
     parts = []
     for tick in y.ticks():
         parts.append(_line(LEFT, y(tick), WIDTH - RIGHT, y(tick), "#e6e6e6"))
         parts.append(_text(LEFT - 6, y(tick) + 4, _num(tick), "end"))
-    parts.append(_line(LEFT, TOP, LEFT, y(0), "#333"))
-    parts.append(_line(LEFT, y(0), WIDTH - RIGHT, y(0), "#333"))
-    centre = (TOP + y(0)) / 2
+    parts.append(_line(LEFT, TOP, LEFT, y(y.bottom), "#333"))
+    parts.append(_line(LEFT, y(y.bottom), WIDTH - RIGHT, y(y.bottom), "#333"))
+    centre = (TOP + y(y.bottom)) / 2
     rotated = f'transform="rotate(-90 14 {centre:.1f})"'
     parts.append(_text(14, centre, label, "middle", rotated))
     return parts
@@ -174,11 +220,42 @@ def _x_ticks(low: float, width: float, bins: int, slot: float) -> list[str]:
     ]
 
 
-def _legend(names: Sequence[str]) -> list[str]:
+def _x_axis(x: Scale, label: str) -> list[str]:
+    """Tick labels under the plot at each of `x`'s ticks, and its title below them."""
+    baseline = HEIGHT - BOTTOM
+    parts = [_text(_x_pixel(x, tick), baseline + 16, _num(tick), "middle") for tick in x.ticks()]
+    parts.append(_text((LEFT + WIDTH - RIGHT) / 2, HEIGHT - 6, label, "middle"))
+    return parts
+
+
+def _x_pixel(x: Scale, value: float) -> float:
+    return LEFT + (WIDTH - LEFT - RIGHT) * x.fraction(value)
+
+
+def _series(series: Series, x: Scale, y: Scale) -> list[str]:
+    placed = [(_x_pixel(x, p.x), y(p.y), p.tip) for p in series.points]
+    parts = []
+    if series.joined and placed:
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py, _ in placed)
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{series.colour}" stroke-width="1.5">'
+            f"<title>{escape(series.tip)}</title></polyline>"
+        )
+    if series.marker:
+        fill = "#fff" if series.marker == "ring" else series.colour
+        parts += [
+            f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{fill}" '
+            f'stroke="{series.colour}" stroke-width="1.5"><title>{escape(tip)}</title></circle>'
+            for px, py, tip in placed
+        ]
+    return parts
+
+
+def _legend(names: Sequence[str], fills: Sequence[str] = SERIES) -> list[str]:
     """Series names in a row above the plot, where no bar reaches."""
     parts = []
     for index, name in enumerate(names):
-        x, fill = LEFT + 110 * index, SERIES[index % len(SERIES)]
+        x, fill = LEFT + 110 * index, fills[index % len(fills)]
         parts.append(f'<rect x="{x}" y="4" width="10" height="10" fill="{fill}"/>')
         parts.append(_text(x + 14, 13, _clip(name, 16)))
     return parts
@@ -233,6 +310,10 @@ def _nice_step(span: float, steps: int = 4) -> float:
     raw = span / steps if span > 0 else 0.25
     power = 10.0 ** math.floor(math.log10(raw))
     return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(value) for value in values)
 
 
 def _num(value: float | None) -> str:

@@ -28,6 +28,8 @@ from agent_eval.report.paired import (
 )
 from agent_eval.report.runs import Run, load_run
 from agent_eval.report.table import summary_table
+from agent_eval.report.tuning import Tuned, load_tune, tune_table
+from agent_eval.report.tuning_page import tune_page
 from agent_eval.report.watching import (
     Checkpointed,
     is_watch_directory,
@@ -35,6 +37,7 @@ from agent_eval.report.watching import (
     watch_page,
     watch_table,
 )
+from agent_eval.study_files import is_tune_directory
 
 REPORT, COMPARISON = "report.html", "compare.html"
 
@@ -44,7 +47,7 @@ def report(
     runs: Annotated[
         list[Path] | None,
         typer.Argument(
-            help=f"A run or watch directory; of several (a glob), the latest. "
+            help=f"A run, watch or tune directory; of several (a glob), the latest. "
             f"Default: the latest under {RUNS}/.",
             metavar="RUN_DIR",
             show_default=False,
@@ -82,6 +85,7 @@ def report(
     --compare A B: B - A for each metric, its 95% interval, and whether it exceeds the noise;
     runs over the same samples are also compared attempt by attempt (McNemar, paired bootstrap).
     A watch directory: each checkpoint's probe and decision, and the curve of full scores.
+    A tune directory: its trials, optimisation history, Pareto front and parameter importances.
     """
     if pair is not None and runs:
         fail("give run directories to report, or --compare A B, not both")
@@ -104,9 +108,11 @@ def report(
 
 
 def _one(ctx: typer.Context, path: Path, out: Path | None) -> tuple[str, Path, list[str]]:
-    """A watch directory's curve, or one run's summary and page."""
+    """A watch directory's curve, a tune directory's trials, or one run's summary and page."""
     if is_watch_directory(path):
         return _watched(guarded(ctx, load_watch, path), path, out)
+    if is_tune_directory(path):
+        return _tuned(guarded(ctx, load_tune, path), out)
     return _single(guarded(ctx, load_run, path), out)
 
 
@@ -129,6 +135,13 @@ def _watched(
     console.print(watch_table(entries))
     notes = [] if entries else ["no checkpoint has been handled yet"]
     return watch_page(path, entries), out or path / REPORT, notes
+
+
+def _tuned(tuned: Tuned, out: Path | None) -> tuple[str, Path, list[str]]:
+    """Print the trials; return the tune directory's page and where it goes."""
+    console.print(tune_table(tuned))
+    notes = [*tuned.notes, *([] if tuned.trials else ["no trial has started yet"])]
+    return tune_page(tuned), out or tuned.path / REPORT, notes
 
 
 def _pair(

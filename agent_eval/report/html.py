@@ -57,6 +57,7 @@ figure { display: inline-block; vertical-align: top; margin: 0 1.5rem 1.5rem 0;
 figcaption { font-size: .85rem; color: #555; }
 svg { max-width: 100%; height: auto; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
+.wide { overflow-x: auto; } .wide td { white-space: nowrap; }
 .runs { display: grid; grid-template-columns: 1fr 1fr; gap: 2rem; }
 .notes { color: #8a5a00; } .empty { color: #777; font-style: italic; }
 .better { color: #1a7f37; font-weight: bold; } .worse { color: #c62828; font-weight: bold; }
@@ -69,7 +70,7 @@ def run_page(run: Run) -> str:
     body = [
         f"<h1>{escape(run.title)}</h1>",
         _config_table([run]),
-        _notes(run.notes),
+        notes_list(run.notes),
         "<h2>Headline</h2>",
         _headline(run, "headline"),
         "<h2>Plots</h2>",
@@ -85,7 +86,7 @@ def compare_page(a: Run, b: Run, rows: Sequence[Row], paired: PairedComparison) 
     body = [
         f"<h1>{escape(b.title)} (B) compared with {escape(a.title)} (A)</h1>",
         _config_table([a, b]),
-        _notes(comparison_notes(a, b)),
+        notes_list(comparison_notes(a, b)),
         "<h2>Differences</h2>",
         _comparison(rows),
         _paired(paired),
@@ -319,7 +320,8 @@ def figure(figure_id: str, content: str, caption: str) -> str:
     return f'<figure id="{figure_id}">{content}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
-def _notes(notes: Sequence[str]) -> str:
+def notes_list(notes: Sequence[str]) -> str:
+    """The notes as a list the page shows apart; nothing when there are none."""
     items = "".join(f"<li>{escape(note)}</li>" for note in notes)
     return f'<ul class="notes">{items}</ul>' if notes else ""
 

@@ -15,6 +15,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from agent_eval.errors import ConfigError
 
@@ -45,8 +46,20 @@ def optuna_module() -> ModuleType:
         ) from None
 
 
-def storage_url(tune_dir: Path) -> str:
-    """The SQLAlchemy URL of the study in `tune_dir`."""
+def storage_url(tune_dir: Path, read_only: bool = False) -> str:
+    """The SQLAlchemy URL of the study in `tune_dir`; read-only cannot write (nor make tables).
+
+    A file URI, quoted: a folder named with `?` or `#` stays one path.
+    """
+    from sqlalchemy.engine import URL  # Optuna's own dependency: there whenever Optuna is
+
+    database = f"file:{quote(str((tune_dir / STUDY_FILE).resolve()))}"
+    query = {"mode": "ro" if read_only else "rwc", "uri": "true"}
+    return URL.create("sqlite", database=database, query=query).render_as_string()
+
+
+def display_url(tune_dir: Path) -> str:
+    """The study's address as `optuna-dashboard` takes it on a command line."""
     return f"sqlite:///{(tune_dir / STUDY_FILE).resolve()}"
 
 
@@ -56,11 +69,28 @@ def is_tune_directory(path: Path) -> bool:
 
 
 def load_study(tune_dir: Path) -> optuna.Study:
-    """The study of `tune_dir`; a folder without one is a ConfigError."""
+    """The study of `tune_dir`, opened read-only; what is not one is a ConfigError naming it."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     optuna = optuna_module()
-    if not is_tune_directory(tune_dir):
-        raise ConfigError(f"{tune_dir} holds no {STUDY_FILE}: not a tune directory")
-    return optuna.load_study(study_name=STUDY_NAME, storage=storage_url(tune_dir))
+    study_db = tune_dir / STUDY_FILE
+    if not study_db.is_file():
+        raise ConfigError(
+            f"{tune_dir} holds no {STUDY_FILE}: not a tune directory; pass the folder "
+            "`agent-eval tune` wrote to (its -o)"
+        )
+    try:
+        return optuna.load_study(study_name=STUDY_NAME, storage=storage_url(tune_dir, True))
+    except KeyError:
+        raise ConfigError(
+            f"{study_db} holds no study named {STUDY_NAME}: not written by `agent-eval tune`"
+        ) from None
+    except (SQLAlchemyError, RuntimeError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{study_db} cannot be read as an Optuna study ({reason}); pass the folder "
+            "`agent-eval tune` wrote to"
+        ) from None
 
 
 def objectives_of(study: optuna.Study) -> list[dict[str, Any]]:

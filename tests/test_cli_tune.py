@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent_eval.data import load_dataset
+from agent_eval.data.subset import seeded_subset
 from agent_eval.study_files import CONFIRM_FILE, FAILURE, RUN_DIR, load_study, optuna_module
 from agent_eval.tune.study import CONTINUES, INTERRUPTED
 from tests.conftest import StartWorkers, eventually
@@ -67,7 +69,7 @@ async def test_ctrl_c_then_the_same_command_continues_and_confirm_plays_the_best
     worker.behavior.wrong_above_temperature = 0.5
     worker.behavior.latency = 0.1
     (tmp_path / "space.yaml").write_text(TEMPERATURE)
-    data = write_sums(tmp_path / "sums.jsonl", rows=12)
+    data = write_sums(tmp_path / "sums.jsonl", rows=12, wrong_gold=frozenset(range(7, 13)))
     tune_dir = tmp_path / "tune"
     command = [
         "tune", "--space", "space.yaml", "-d", str(data), "--endpoint", worker.url,
@@ -110,6 +112,12 @@ async def test_ctrl_c_then_the_same_command_continues_and_confirm_plays_the_best
         figures["full"]
         == json.loads((full_run / "summary.json").read_text())["quality"]["accuracy"]["value"]
     )
-    assert "on the whole dataset: accuracy" in out and "winner's curse" in out
+    # Half the golds are off: the subset's accuracy is the share of the right ones it drew.
+    drawn = [item.id for item in seeded_subset(load_dataset(str(data)), 6, 0)]
+    subset_accuracy = sum(int(sample[1:]) < 7 for sample in drawn) / 6
+    assert figures["subset"] == subset_accuracy and figures["full"] == 0.5
+    gap = subset_accuracy - 0.5
+    said = f"{gap:.3f} higher" if gap > 0 else "did not flatter"
+    assert "on the whole dataset: accuracy 0.500" in out and said in out
     assert "agent-eval run --config" in out
     assert not processes_under(tune_dir)

@@ -95,7 +95,7 @@ def quiet_optuna() -> None:
 
 @pytest.fixture
 def one_objective(tmp_path: Path) -> Path:
-    """Five trials for accuracy: trial 1 is best, 2 was pruned after 10 attempts, 3 failed."""
+    """Five trials for accuracy: trial 1 is best, 2 was pruned at 10% of its attempts, 3 failed."""
     trials = [
         trial(0, 0.9, values=[0.6], intermediate={5: 0.5, 10: 0.6}),
         trial(1, 0.2, values=[0.8], intermediate={5: 0.7, 10: 0.8}),
@@ -125,7 +125,7 @@ def circles(html: str, figure_id: str) -> list[str]:
 def test_the_table_lists_every_trial_and_marks_the_best(one_objective: Path) -> None:
     rows = table_lines(load_tune(one_objective))
     assert rows["1 *"].split(" | ")[1:] == ["complete", "0.2", "session", "0.8", "0.0"]
-    assert "0.35 (pruned after 10)" in rows["2"]
+    assert "0.35 (pruned at 10%)" in rows["2"]
     assert "fail (interrupted)" in rows["3"]
     assert not [label for label in rows if "*" in label and label != "1 *"]
 
@@ -142,7 +142,7 @@ def test_the_page_shows_what_was_tuned_and_every_trial(one_objective: Path) -> N
     best = page.row("trials", "1")
     assert best[-3:] == ["0.0", "trial-1", "best"]
     assert best[5] == "0.800 [0.75, 0.85]"  # the subset interval from trial-1/summary.json
-    assert page.row("trials", "2")[4] == "0.35 (pruned after 10)"
+    assert page.row("trials", "2")[4] == "0.35 (pruned at 10%)"
     assert "trial-0" in page.references
 
 
@@ -159,7 +159,7 @@ def test_the_history_has_a_point_per_trial_with_a_value_and_pruned_ones_hollow(
     # one running line per trial that reported, and a ring where pruning cut trial 2
     figure = html[html.index('<figure id="intermediate">') :]
     assert figure[: figure.index("</figure>")].count("<polyline") == 4
-    assert ["trial 2 pruned after 10 attempts" in p for p in circles(html, "intermediate")] == [
+    assert ["trial 2 pruned at 10% of attempts" in p for p in circles(html, "intermediate")] == [
         True
     ]
     assert 'id="pareto' not in html

@@ -20,11 +20,16 @@ from agent_eval.tune.space import SearchSpace
 from agent_eval.tune.study import PrunerName, SamplerName, StudySetup
 
 
-def write_sums(path: Path, rows: int = 20) -> Path:
-    """`What is i plus 2i?`: the two-step mock adds the question's first two numbers, rightly."""
+def write_sums(path: Path, rows: int = 20, wrong_gold: frozenset[int] = frozenset()) -> Path:
+    """`What is i plus 2i?`: the two-step mock adds the question's first two numbers, rightly,
+    save for the rows in `wrong_gold`, whose gold is off by one."""
     lines = [
         orjson.dumps(
-            {"id": f"q{i}", "question": f"What is {i} plus {2 * i}?", "answer": str(3 * i)}
+            {
+                "id": f"q{i}",
+                "question": f"What is {i} plus {2 * i}?",
+                "answer": str(3 * i + (i in wrong_gold)),
+            }
         )
         for i in range(1, rows + 1)
     ]

@@ -96,12 +96,12 @@ def report(
         page, target, notes, document = _pair(*guarded(ctx, _load_pair, pair), out, as_json)
     else:
         chosen = guarded(ctx, choose_run, runs or [])
-        _print_notes(chosen.notes)
+        print_notes(chosen.notes)
         page, target, notes = _one(ctx, chosen.path, out)
     # With --json, stdout holds the JSON alone, so that it parses.
     shown = err_console if as_json else console
-    _print_notes(notes, shown)
-    written = guarded(ctx, _write, target, page)
+    print_notes(notes, shown)
+    written = guarded(ctx, write_page, target, page)
     shown.print(Text(f"Report: {written}\n{written.resolve().as_uri()}"), soft_wrap=True)
     if document is not None:
         typer.echo(json.dumps({**document, "report": str(written)}, indent=2, allow_nan=False))
@@ -112,11 +112,11 @@ def _one(ctx: typer.Context, path: Path, out: Path | None) -> tuple[str, Path, l
     if is_watch_directory(path):
         return _watched(guarded(ctx, load_watch, path), path, out)
     if is_tune_directory(path):
-        return _tuned(guarded(ctx, load_tune, path), out)
+        return tune_report(guarded(ctx, load_tune, path), out)
     return _single(guarded(ctx, load_run, path), out)
 
 
-def _print_notes(notes: list[str], shown: Console = console) -> None:
+def print_notes(notes: list[str], shown: Console = console) -> None:
     for note in notes:
         shown.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
 
@@ -137,7 +137,7 @@ def _watched(
     return watch_page(path, entries), out or path / REPORT, notes
 
 
-def _tuned(tuned: Tuned, out: Path | None) -> tuple[str, Path, list[str]]:
+def tune_report(tuned: Tuned, out: Path | None) -> tuple[str, Path, list[str]]:
     """Print the trials; return the tune directory's page and where it goes."""
     console.print(tune_table(tuned))
     notes = [*tuned.notes, *([] if tuned.trials else ["no trial has started yet"])]
@@ -163,7 +163,7 @@ def _load_pair(paths: tuple[Path, Path]) -> tuple[Run, Run]:
     return load_run(paths[0]), load_run(paths[1])
 
 
-def _write(target: Path, page: str) -> Path:
+def write_page(target: Path, page: str) -> Path:
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -10,9 +10,11 @@ from rich.text import Text
 
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import WHAT, option, overrides_argument, settings_given
+from agent_eval.cli.report import print_notes, tune_report, write_page
 from agent_eval.config import default_run_dir, load_run_config
 from agent_eval.lifecycle import run_until_signalled
-from agent_eval.study_files import storage_url
+from agent_eval.report.tuning import load_tune
+from agent_eval.study_files import display_url
 from agent_eval.tune.checks import check_space
 from agent_eval.tune.console import ConsoleTune
 from agent_eval.tune.objectives import parse_objectives
@@ -95,6 +97,7 @@ def tune_command(
     finished = guarded(ctx, run_until_signalled, _tuned(job, view, confirm_best))
     if finished is None:
         _interrupted(job)
+    _report(ctx, job)
     _finished(job, *finished)
 
 
@@ -116,7 +119,7 @@ def _print_setup(job: Tune) -> None:
     console.print(
         Text(
             f"Tuning {keys} for {goals}: {job.trials} trials, each on {on} of "
-            f"{job.base.dataset_name}. The study: {storage_url(job.tune_dir)}",
+            f"{job.base.dataset_name}. The study: {display_url(job.tune_dir)}",
             style="dim",
         ),
         soft_wrap=True,
@@ -133,6 +136,14 @@ def _interrupted(job: Tune) -> NoReturn:
         soft_wrap=True,
     )
     raise typer.Exit(130)
+
+
+def _report(ctx: typer.Context, job: Tune) -> None:
+    """The trials' table in the terminal, and the tune's page beside its study."""
+    page, target, notes = tune_report(guarded(ctx, load_tune, job.tune_dir), None)
+    print_notes(notes)
+    written = guarded(ctx, write_page, target, page)
+    console.print(Text(f"Report: {written}"), soft_wrap=True)
 
 
 def _finished(job: Tune, chosen: list[Chosen], confirmations: list[Confirmation]) -> None:

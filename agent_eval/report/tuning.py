@@ -13,13 +13,11 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from rich.table import Table
 from rich.text import Text
 
 from agent_eval import study_files
-from agent_eval.errors import ConfigError
 from agent_eval.report.svg import Bar
 from agent_eval.results import SUMMARY
 
@@ -57,7 +55,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class Trial:
-    """One trial as the report shows it; `intermediate` is (finished attempts, running score)."""
+    """One trial as the report shows it; `intermediate`: (% of attempts finished, running score)."""
 
     number: int
     state: str
@@ -123,12 +121,7 @@ class Tuned:
 def load_tune(path: Path) -> Tuned:
     """Read a tune directory; a folder without a readable study is a ConfigError naming it."""
     optuna = study_files.optuna_module()
-    if not study_files.is_tune_directory(path):
-        raise ConfigError(
-            f"{path} holds no {study_files.STUDY_FILE}: not a tune directory; pass the folder "
-            "`agent-eval tune` wrote to (its -o)"
-        )
-    study = _read_only_study(optuna, path)
+    study = study_files.load_study(path)
     notes: list[str] = []
     objectives = _objectives(study, notes)
     trials = tuple(_trial(path, frozen, notes) for frozen in study.get_trials(deepcopy=False))
@@ -209,7 +202,7 @@ def value_text(trial: Trial, index: int) -> str:
         return f"{trial.values[index]:.4g}"
     if trial.state == PRUNED and trial.intermediate:
         step, value = trial.intermediate[-1]
-        return f"{value:.4g} (pruned after {step})"
+        return f"{value:.4g} (pruned at {step}%)"
     return "-"
 
 
@@ -242,31 +235,6 @@ def metric_of(summary: dict[str, Any], metric: str) -> Interval | None:
     if isinstance(found, int | float) and not isinstance(found, bool):
         return Interval(float(found))
     return None
-
-
-def _read_only_study(optuna: Any, path: Path) -> optuna.Study:
-    """The study, opened so that reading it cannot write to study.db (nor create tables)."""
-    from sqlalchemy.engine import URL  # Optuna's own dependency: there whenever Optuna is
-    from sqlalchemy.exc import SQLAlchemyError
-
-    study_db = path / study_files.STUDY_FILE
-    database = f"file:{quote(str(study_db.resolve()))}"
-    url = URL.create("sqlite", database=database, query={"mode": "ro", "uri": "true"})
-    try:
-        return optuna.load_study(
-            study_name=study_files.STUDY_NAME, storage=url.render_as_string(hide_password=False)
-        )
-    except KeyError:
-        raise ConfigError(
-            f"{study_db} holds no study named {study_files.STUDY_NAME}: not written by "
-            "`agent-eval tune`"
-        ) from None
-    except (SQLAlchemyError, RuntimeError) as exc:
-        reason = str(exc).splitlines()[0]
-        raise ConfigError(
-            f"{study_db} cannot be read as an Optuna study ({reason}); pass the folder "
-            "`agent-eval tune` wrote to"
-        ) from None
 
 
 def _objectives(study: optuna.Study, notes: list[str]) -> tuple[Objective, ...]:

@@ -89,7 +89,7 @@ def _trials(tuned: Tuned) -> str:
     mark = "best" if len(tuned.objectives) == 1 else "Pareto front"
     rows = "".join(_trial_row(tuned, trial, names, intervals, mark) for trial in tuned.trials)
     head = "".join(f"<th>{escape(h)}</th>" for h in heads)
-    caption = "Pruned trials show the last running score they reported, after that many attempts."
+    caption = "A pruned trial shows its last running score, at that share of its attempts."
     return (
         f'<section id="trials-section" class="wide"><h2>Trials</h2><table id="trials">'
         f"<caption>{escape(caption)}</caption><tr>{head}</tr>{rows}</table></section>"
@@ -160,7 +160,7 @@ def _best_so_far(complete: Sequence[Trial], index: int, maximize: bool) -> list[
 
 
 def _intermediate_figure(tuned: Tuned) -> str:
-    """One line per trial: the running objective against finished attempts."""
+    """One line per trial: the running objective against the share of its attempts finished."""
     reported = [t for t in tuned.trials if t.intermediate]
     metric = tuned.objectives[0].metric
     if not reported:
@@ -181,13 +181,13 @@ def _intermediate_figure(tuned: Tuned) -> str:
     ]
     cuts = [
         Point(
-            *t.intermediate[-1], f"trial {t.number} pruned after {t.intermediate[-1][0]} attempts"
+            *t.intermediate[-1], f"trial {t.number} pruned at {t.intermediate[-1][0]}% of attempts"
         )
         for t in reported
         if t.state == PRUNED
     ]
     cut = Series("", cuts, STATE_COLOURS[PRUNED], marker="ring")
-    chart = xy_chart([*lines, cut], ("finished attempts", f"running {metric}"), whole_x=True)
+    chart = xy_chart([*lines, cut], ("% of attempts finished", f"running {metric}"), whole_x=True)
     caption = (
         f"Running {metric} of each trial as its attempts finished; a ring marks where a pruned "
         f"trial was stopped ({len(cuts)} of {len(reported)})."

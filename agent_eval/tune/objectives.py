@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics.summary import DIRECTIONS, summarize
+from agent_eval.report.tuning import metric_of
 
 Direction = Literal["maximize", "minimize"]
 DEFAULT_OBJECTIVE = "quality.accuracy:max"
@@ -36,14 +38,10 @@ class Objective:
     def arrow(self) -> str:
         return "↑" if self.direction == "maximize" else "↓"
 
-    def value(self, summary: Mapping[str, Any]) -> float | None:
+    def value(self, summary: dict[str, Any]) -> float | None:
         """The metric in a summary.json mapping; None when the run has no figure for it."""
-        found: Any = summary
-        for part in self.metric.split("."):
-            found = found.get(part) if isinstance(found, Mapping) else None
-        if isinstance(found, Mapping):
-            found = found.get("value")  # an estimate: its point value
-        return None if found is None else float(found)
+        found = metric_of(summary, self.metric)
+        return None if found is None or math.isnan(found.value) else found.value
 
     def better(self, a: float, b: float) -> bool:
         """Whether `a` beats `b`."""

@@ -138,11 +138,13 @@ def confirmation_line(confirmation: Confirmation, job: Tune) -> str:
     if subset is None or job.setup.subset is None:
         return line
     gap = subset.accuracy.value - full.accuracy.value
-    how = "higher" if gap >= 0 else "lower"
-    return (
-        f"{line}; on the {job.setup.subset}-sample subset {_estimate(subset)}, {abs(gap):.3f} "
-        f"{how}: a winner picked on a subset is flattered by it (the winner's curse)"
-    )
+    on_subset = f"{line}; on the {job.setup.subset}-sample subset {_estimate(subset)}"
+    if gap > 0:
+        return (
+            f"{on_subset}, {gap:.3f} higher: a winner picked on a subset is flattered by it "
+            "(the winner's curse)"
+        )
+    return f"{on_subset}: the subset did not flatter it this time"
 
 
 def _estimate(summary: Summary) -> str:

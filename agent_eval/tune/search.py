@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,8 +209,7 @@ class Tuner:
 
 def objective_value(objective: Objective, summary: Summary) -> float | None:
     """The objective's figure in a summary; None for one the run lacks."""
-    value = objective.value(summary.to_dict())
-    return None if value is None or math.isnan(value) else value
+    return objective.value(summary.to_dict())
 
 
 def _no_values(

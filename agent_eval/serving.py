@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from openai import AsyncOpenAI
@@ -24,6 +25,9 @@ from agent_eval.proxy.upstream import bearer
 from agent_eval.results import save_worker_snapshot
 
 log = logging.getLogger(__name__)
+
+LOAD_COUNTERS = ("served", "failures", "prompt_tokens", "cached_tokens")
+"""The counters of GET /workers that only grow while the proxy runs."""
 
 
 @dataclass(frozen=True)
@@ -88,15 +92,44 @@ async def proxied(
             await keep_worker_load(base_url, key, config.run_dir)
 
 
-async def keep_worker_load(base_url: str, key: str, run_dir: Path) -> None:
-    """The proxy's last view of its workers into workers.json, for the report's load plot."""
+async def keep_worker_load(
+    base_url: str, key: str, run_dir: Path, since: list[dict[str, Any]] | None = None
+) -> None:
+    """The proxy's last view of its workers into workers.json, for the report's load plot.
+
+    `since`, an earlier view of the same proxy: count only what its workers did after it.
+    """
+    workers = await worker_load(base_url, key)
+    if workers is not None:
+        counted = workers if since is None else load_since(since, workers)
+        await asyncio.to_thread(save_worker_snapshot, run_dir, counted)
+
+
+async def worker_load(base_url: str, key: str) -> list[dict[str, Any]] | None:
+    """The proxy's GET /workers now; None (and why, logged) when it cannot be read."""
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
-            workers = await fetch_workers(http, base_url, key)
+            return await fetch_workers(http, base_url, key)
     except (aiohttp.ClientError, TimeoutError, KeyError, ValueError, TypeError) as exc:
         log.warning("could not read the proxy's worker load for the report (%s)", exc)
-        return
-    await asyncio.to_thread(save_worker_snapshot, run_dir, workers)
+        return None
+
+
+def load_since(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each worker of `after` with its counters less those `before` had: one run's share."""
+    earlier = {worker["url"]: worker for worker in before}
+    return [_less(worker, earlier.get(worker["url"], {})) for worker in after]
+
+
+def _less(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    counted = dict(after)
+    for name in LOAD_COUNTERS:
+        if isinstance(after.get(name), int):
+            counted[name] = after[name] - (before.get(name) or 0)
+    cached, prompt = counted.get("cached_tokens"), counted.get("prompt_tokens")
+    if "cache_hit_rate" in counted:
+        counted["cache_hit_rate"] = cached / prompt if cached is not None and prompt else None
+    return counted
 
 
 async def _check_endpoints(endpoints: list[WorkerEndpoint], key: SecretStr | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -122,3 +123,9 @@ async def test_workers_proxy_and_scorer_restart_only_when_their_settings_change(
         starts = dict(tuner.server.starts)
     assert starts == {"workers": 1, "proxy": 2, "scorer": 1}
     assert all(w.stats.generation_requests > 0 for w in workers)
+    # Trials that share a proxy each count their own load, not the proxy's running total.
+    for trial in range(4):
+        run_dir = job.tune_dir / f"trial-{trial}"
+        load = json.loads((run_dir / "workers.json").read_text())["workers"]
+        calls = sum(r.model_calls for r in RunDirectory(run_dir).records())
+        assert sum(w["served"] for w in load) == calls == 8

@@ -22,7 +22,7 @@ from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.evaluation import Plan, RunObserver, plan, play_served, save_run_files
 from agent_eval.metrics import Summary, summarize
 from agent_eval.results import SUMMARY, RunDirectory
-from agent_eval.serving import keep_worker_load
+from agent_eval.serving import keep_worker_load, worker_load
 from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.objectives import Objective
 from agent_eval.tune.pruning import TrialWatch
@@ -187,6 +187,8 @@ class Tuner:
         await save_run_files(config)
         served = await self.server.serve(config)
         scorer = await self.server.scorer(config)
+        # The proxy may have served earlier trials: this run's load is what it adds.
+        before = await worker_load(served.base_url, served.api_key)
         playing = asyncio.create_task(play_served(checked, served, scorer, watch))
         try:
             summary = await watch.play(playing)
@@ -194,7 +196,7 @@ class Tuner:
             if watch.pruned_at is None or _from_outside():
                 raise
             summary = await asyncio.to_thread(_pruned_summary, config, watch.elapsed)
-        await keep_worker_load(served.base_url, served.api_key, config.run_dir)
+        await keep_worker_load(served.base_url, served.api_key, config.run_dir, before)
         return summary
 
     async def _failed(self, trial: optuna.Trial, params: dict[str, Any], why: str) -> TrialOutcome:

@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from openai import AsyncOpenAI
 
+from agent_eval.engine import Progress
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
@@ -26,6 +27,19 @@ StartProxy = Callable[..., Awaitable[str]]
 
 # Fast probes so tests wait on health changes for fractions of a second, not the default 5 s.
 FAST_HEALTH = {"interval": 0.05, "timeout": 1.0, "failure_threshold": 1, "success_threshold": 1}
+
+
+class QuietObserver:
+    """A run observer that shows nothing."""
+
+    def waiting(self, reason: str) -> None:
+        pass
+
+    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
+        pass
+
+    def on_progress(self, progress: Progress) -> None:
+        pass
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from agent_eval.study_files import CONFIRM_FILE, FAILURE, RUN_DIR, load_study, o
 from agent_eval.tune.study import CONTINUES, INTERRUPTED
 from tests.conftest import StartWorkers, eventually
 from tests.test_cli_run import agent_eval, finish, lines
-from tests.tune_jobs import write_sums
+from tests.tune_jobs import two_step_workers, write_sums
 
 TEMPERATURE = "sampling.temperature: {float: [0.0, 1.2]}\n"
 
@@ -64,10 +64,7 @@ async def test_a_mistake_is_refused_before_anything_starts(
 async def test_ctrl_c_then_the_same_command_continues_and_confirm_plays_the_best_in_full(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    (worker,) = await start_workers(1)
-    worker.behavior.two_step = True
-    worker.behavior.wrong_above_temperature = 0.5
-    worker.behavior.latency = 0.1
+    (worker,) = await two_step_workers(start_workers, wrong_above_temperature=0.5, latency=0.1)
     (tmp_path / "space.yaml").write_text(TEMPERATURE)
     data = write_sums(tmp_path / "sums.jsonl", rows=12, wrong_gold=frozenset(range(7, 13)))
     tune_dir = tmp_path / "tune"

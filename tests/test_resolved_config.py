@@ -11,22 +11,8 @@ import yaml
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
 from agent_eval.config import CONFIG_FILE, load_run_config
-from agent_eval.engine import Progress
 from agent_eval.evaluation import evaluate, plan, resolved_config
-from tests.conftest import StartWorkers
-
-
-class QuietObserver:
-    """A run observer that shows nothing."""
-
-    def waiting(self, reason: str) -> None:
-        pass
-
-    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
-        pass
-
-    def on_progress(self, progress: Progress) -> None:
-        pass
+from tests.conftest import QuietObserver, StartWorkers
 
 
 async def run_and_read(path: Path | None, run_dir: Path, overrides: list[str]) -> dict[str, Any]:

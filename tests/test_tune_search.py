@@ -12,7 +12,7 @@ from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.outputs import choose
 from agent_eval.tune.search import Tuner
 from tests.conftest import StartWorkers
-from tests.tune_jobs import Outcomes, tune_job
+from tests.tune_jobs import Outcomes, tune_job, two_step_workers
 
 TURNS = "agent.max_turns: {int: [1, 3]}\n"
 """The two-step mock needs two model calls: one turn is always wrong, two or three right."""
@@ -21,9 +21,8 @@ TURNS = "agent.max_turns: {int: [1, 3]}\n"
 async def test_a_hopeless_trial_is_pruned_marked_so_and_its_run_kept(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    (worker,) = await start_workers(1)
-    worker.behavior.two_step = True
-    worker.behavior.latency = 0.05  # each trial takes a few seconds: room to prune mid-way
+    # Each trial takes a few seconds: room to prune it mid-way.
+    (worker,) = await two_step_workers(start_workers, latency=0.05)
     job = tune_job(tmp_path, [worker], TURNS, trials=5)
     seen = Outcomes()
     async with Tuner(job, seen) as tuner:
@@ -49,8 +48,7 @@ async def test_a_hopeless_trial_is_pruned_marked_so_and_its_run_kept(
 async def test_two_objectives_give_the_pareto_front_as_run_configs(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    (worker,) = await start_workers(1)
-    worker.behavior.two_step = True
+    (worker,) = await two_step_workers(start_workers)
     objectives = ("quality.accuracy", "efficiency.calls.model_calls_per_attempt")
     job = tune_job(tmp_path, [worker], TURNS, trials=6, objectives=objectives, subset=6)
     async with Tuner(job, Outcomes()) as tuner:
@@ -81,9 +79,7 @@ async def test_two_objectives_give_the_pareto_front_as_run_configs(
 async def test_the_search_finds_the_low_temperature_the_mock_answers_right_at(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    (worker,) = await start_workers(1)
-    worker.behavior.two_step = True
-    worker.behavior.wrong_above_temperature = 0.5
+    (worker,) = await two_step_workers(start_workers, wrong_above_temperature=0.5)
     space = "sampling.temperature: {float: [0.0, 1.2]}\n"
     job = tune_job(tmp_path, [worker], space, trials=20, subset=8)
     async with Tuner(job, Outcomes()) as tuner:
@@ -102,9 +98,7 @@ async def test_the_search_finds_the_low_temperature_the_mock_answers_right_at(
 async def test_workers_proxy_and_scorer_restart_only_when_their_settings_change(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    workers = await start_workers(2)
-    for worker in workers:
-        worker.behavior.two_step = True
+    workers = await two_step_workers(start_workers, 2)
     space = (
         "sampling.temperature: {float: [0.0, 1.0]}\n"
         "proxy.policy: {categorical: [round_robin, least_requests]}\n"

@@ -1,5 +1,5 @@
-"""Tune jobs over mock workers for the tests: a dataset the two-step mock answers, and a quiet
-observer that keeps each trial's outcome."""
+"""Tune jobs over mock workers for the tests: a dataset the two-step mock answers, workers
+that play it, and an observer that keeps each trial's outcome."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any
 import orjson
 
 from agent_eval.config import load_run_config
-from agent_eval.engine import Progress
 from agent_eval.evaluation import RunObserver
+from agent_eval.metrics.objectives import parse_objectives
 from agent_eval.testing.mock_worker import MockWorker
-from agent_eval.tune.objectives import parse_objectives
 from agent_eval.tune.search import TrialOutcome, Tune
 from agent_eval.tune.space import SearchSpace
 from agent_eval.tune.study import PrunerName, SamplerName, StudySetup
+from tests.conftest import QuietObserver, StartWorkers
 
 
 def write_sums(path: Path, rows: int = 20, wrong_gold: frozenset[int] = frozenset()) -> Path:
@@ -37,17 +37,14 @@ def write_sums(path: Path, rows: int = 20, wrong_gold: frozenset[int] = frozense
     return path
 
 
-class Quiet:
-    """A RunObserver that shows nothing."""
-
-    def waiting(self, reason: str) -> None:
-        pass
-
-    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
-        pass
-
-    def on_progress(self, progress: Progress) -> None:
-        pass
+async def two_step_workers(
+    start_workers: StartWorkers, n: int = 1, **behavior: Any
+) -> list[MockWorker]:
+    """`n` mock workers playing the calculator in two steps, with more `behavior` knobs set."""
+    workers = await start_workers(n)
+    for worker in workers:
+        worker.behavior.update({"two_step": True, **behavior})
+    return workers
 
 
 class Outcomes:
@@ -60,7 +57,7 @@ class Outcomes:
     @contextlib.asynccontextmanager
     async def run_view(self, title: str, total: int) -> AsyncIterator[RunObserver]:
         self.titles.append(title)
-        yield Quiet()
+        yield QuietObserver()
 
     def trial_done(self, outcome: TrialOutcome) -> None:
         self.outcomes.append(outcome)

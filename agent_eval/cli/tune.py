@@ -13,11 +13,11 @@ from agent_eval.cli.options import WHAT, option, overrides_argument, settings_gi
 from agent_eval.cli.report import print_notes, tune_report, write_page
 from agent_eval.config import default_run_dir, load_run_config
 from agent_eval.lifecycle import run_until_signalled
+from agent_eval.metrics.objectives import parse_objectives
 from agent_eval.report.tuning import load_tune
 from agent_eval.study_files import display_url
 from agent_eval.tune.checks import check_space
 from agent_eval.tune.console import ConsoleTune
-from agent_eval.tune.objectives import parse_objectives
 from agent_eval.tune.outputs import Chosen, Confirmation, choose, confirm, confirmation_line
 from agent_eval.tune.search import Tune, Tuner
 from agent_eval.tune.space import SearchSpace

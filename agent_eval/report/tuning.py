@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval import study_files
+from agent_eval.metrics.objectives import Direction, Objective, figure
 from agent_eval.report.svg import Bar
 from agent_eval.results import SUMMARY
 
@@ -26,18 +27,6 @@ if TYPE_CHECKING:
 
 ACCURACY = "quality.accuracy"
 COMPLETE, PRUNED = "complete", "pruned"
-
-
-@dataclass(frozen=True)
-class Objective:
-    """A metric of summary.json (a dotted path) and which way the study pushed it."""
-
-    metric: str
-    direction: str
-
-    @property
-    def maximize(self) -> bool:
-        return self.direction == "maximize"
 
 
 @dataclass(frozen=True)
@@ -219,11 +208,7 @@ def running_value(trial: Trial) -> float | None:
 
 def metric_of(summary: dict[str, Any], metric: str) -> Interval | None:
     """The metric at a dotted path of summary.json: an estimate with its interval, or a number."""
-    found: Any = summary
-    for key in metric.split("."):
-        if not isinstance(found, dict) or key not in found:
-            return None
-        found = found[key]
+    found = figure(summary, metric)
     if isinstance(found, dict) and "value" in found:
         n = found.get("n")
         return Interval(
@@ -248,7 +233,11 @@ def _objectives(study: optuna.Study, notes: list[str]) -> tuple[Objective, ...]:
             "they are shown as objective 1, 2, ..."
         )
         names = [f"objective {index + 1}" for index in range(len(directions))]
-    return tuple(Objective(str(n), d) for n, d in zip(names, directions, strict=True))
+    return tuple(Objective(str(n), _direction(d)) for n, d in zip(names, directions, strict=True))
+
+
+def _direction(name: str) -> Direction:
+    return "maximize" if name == "maximize" else "minimize"
 
 
 def _trial(path: Path, frozen: optuna.trial.FrozenTrial, notes: list[str]) -> Trial:

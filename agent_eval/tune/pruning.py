@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from agent_eval.engine import Progress
 from agent_eval.evaluation import RunObserver
 from agent_eval.metrics import Summary, summarize
+from agent_eval.metrics.objectives import Objective
 from agent_eval.results import RunDirectory
-from agent_eval.tune.objectives import Objective
 from agent_eval.tune.study import StudyThread
 
 if TYPE_CHECKING:

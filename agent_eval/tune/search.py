@@ -21,10 +21,10 @@ from agent_eval.config import RunConfig
 from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.evaluation import Plan, RunObserver, plan, play_served, save_run_files
 from agent_eval.metrics import Summary, summarize
+from agent_eval.metrics.objectives import Objective
 from agent_eval.results import SUMMARY, RunDirectory
 from agent_eval.serving import keep_worker_load, worker_load
 from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
-from agent_eval.tune.objectives import Objective
 from agent_eval.tune.pruning import TrialWatch
 from agent_eval.tune.server import TrialServer
 from agent_eval.tune.study import (

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agent_eval.errors import ConfigError
+from agent_eval.metrics.objectives import Objective
 from agent_eval.study_files import (
     FAILURE,
     OBJECTIVES,
@@ -26,7 +27,6 @@ from agent_eval.study_files import (
     optuna_module,
     storage_url,
 )
-from agent_eval.tune.objectives import Objective
 from agent_eval.tune.space import SearchSpace
 
 if TYPE_CHECKING:

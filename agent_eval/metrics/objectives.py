@@ -1,4 +1,4 @@
-"""What a tune optimises: metrics of summary.json by dotted path, each to maximise or minimise."""
+"""Objectives: metrics of summary.json by dotted path, each to maximise or minimise (tune)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics.summary import DIRECTIONS, summarize
-from agent_eval.report.tuning import metric_of
 
 Direction = Literal["maximize", "minimize"]
 DEFAULT_OBJECTIVE = "quality.accuracy:max"
@@ -35,13 +34,21 @@ class Objective:
     direction: Direction
 
     @property
+    def maximize(self) -> bool:
+        return self.direction == "maximize"
+
+    @property
     def arrow(self) -> str:
         return "↑" if self.direction == "maximize" else "↓"
 
-    def value(self, summary: dict[str, Any]) -> float | None:
+    def value(self, summary: Mapping[str, Any]) -> float | None:
         """The metric in a summary.json mapping; None when the run has no figure for it."""
-        found = metric_of(summary, self.metric)
-        return None if found is None or math.isnan(found.value) else found.value
+        found = figure(summary, self.metric)
+        if isinstance(found, Mapping):
+            found = found.get("value")  # an estimate: its point value
+        if not isinstance(found, int | float) or isinstance(found, bool):
+            return None
+        return None if math.isnan(found) else float(found)
 
     def better(self, a: float, b: float) -> bool:
         """Whether `a` beats `b`."""
@@ -49,6 +56,16 @@ class Objective:
 
     def as_record(self) -> dict[str, str]:
         return {"metric": self.metric, "direction": self.direction}
+
+
+def figure(summary: Mapping[str, Any], metric: str) -> Any:
+    """What a summary.json mapping holds at a dotted path: a number, an estimate, or None."""
+    found: Any = summary
+    for key in metric.split("."):
+        if not isinstance(found, Mapping) or key not in found:
+            return None
+        found = found[key]
+    return found
 
 
 def parse_objectives(specs: Sequence[str], ks: Sequence[int]) -> list[Objective]:

@@ -17,8 +17,8 @@ from rich.console import Console
 
 from agent_eval import study_files
 from agent_eval.errors import ConfigError
-from agent_eval.report.tuning import Tuned, load_tune, tune_table
-from agent_eval.report.tuning_page import tune_page
+from agent_eval.report.tuning import ConfirmedScore, Interval, Tuned, load_tune, tune_table
+from agent_eval.report.tuning_page import curse_sentence, tune_page
 from tests.test_report import EVIL, Page, report
 
 ACCURACY, TOKENS, LATENCY = (
@@ -238,7 +238,7 @@ def test_a_confirmation_shows_both_intervals_and_how_optimistic_the_subset_was(
     assert (score.full.low, score.full.high) == pytest.approx((0.72, 0.76))
     html = tune_page(tuned)
     assert "0.810, 0.070 higher than the full one (0.740)" in html
-    assert "a winner picked on a subset is optimistic" in html
+    assert "the subset flattered the winner" in html
     chart = html[html.index('<figure id="confirm-1-0">') :]
     chart = chart[: chart.index("</figure>")]
     assert "0.81 [0.75, 0.85]" in chart and "0.74 [0.72, 0.76]" in chart  # bars with whiskers
@@ -300,3 +300,20 @@ def test_a_study_of_failed_trials_only_gives_a_page_of_notes(tmp_path: Path) -> 
     assert "No trial reported a running score." in text
     assert "two complete trials or more; there are 0" in text
     assert "Each trial ran on the whole dataset." in text
+
+
+@pytest.mark.parametrize(
+    ("maximize", "subset", "full", "said"),
+    [
+        (True, 0.81, 0.74, "0.070 higher than the full one (0.740): the subset flattered"),
+        (True, 0.21, 0.35, "0.140 lower than the full one (0.350): the subset did not flatter"),
+        (False, 120.0, 150.0, "30.000 lower than the full one (150.000): the subset flattered"),
+        (False, 150.0, 120.0, "higher than the full one (120.000): the subset did not flatter"),
+        (True, 0.5, 0.5, "the same as the full one (0.500): the subset did not flatter"),
+    ],
+)
+def test_the_winners_curse_sentence_follows_the_direction(
+    maximize: bool, subset: float, full: float, said: str
+) -> None:
+    score = ConfirmedScore("m", maximize, Interval(subset), Interval(full))
+    assert said in curse_sentence(score)

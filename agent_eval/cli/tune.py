@@ -14,7 +14,8 @@ from agent_eval.cli.report import print_notes, tune_report, write_page
 from agent_eval.config import default_run_dir, load_run_config
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics.objectives import parse_objectives
-from agent_eval.report.tuning import load_tune
+from agent_eval.report.tuning import Tuned, load_tune
+from agent_eval.report.tuning_page import curse_sentence
 from agent_eval.study_files import display_url
 from agent_eval.tune.checks import check_space
 from agent_eval.tune.console import ConsoleTune
@@ -97,8 +98,8 @@ def tune_command(
     finished = guarded(ctx, run_until_signalled, _tuned(job, view, confirm_best))
     if finished is None:
         _interrupted(job)
-    _report(ctx, job)
-    _finished(job, *finished)
+    chosen, confirmations = finished
+    _finished(job, chosen, confirmations, _report(ctx, job))
 
 
 async def _tuned(
@@ -138,21 +139,28 @@ def _interrupted(job: Tune) -> NoReturn:
     raise typer.Exit(130)
 
 
-def _report(ctx: typer.Context, job: Tune) -> None:
+def _report(ctx: typer.Context, job: Tune) -> Tuned:
     """The trials' table in the terminal, and the tune's page beside its study."""
-    page, target, notes = tune_report(guarded(ctx, load_tune, job.tune_dir), None)
+    tuned = guarded(ctx, load_tune, job.tune_dir)
+    page, target, notes = tune_report(tuned, None)
     print_notes(notes)
     written = guarded(ctx, write_page, target, page)
     console.print(Text(f"Report: {written}"), soft_wrap=True)
+    return tuned
 
 
-def _finished(job: Tune, chosen: list[Chosen], confirmations: list[Confirmation]) -> None:
+def _finished(
+    job: Tune, chosen: list[Chosen], confirmations: list[Confirmation], tuned: Tuned
+) -> None:
     if not chosen:
         fail(f"no trial finished with a score; their runs and reasons are in {job.tune_dir}")
     for choice in chosen:
         console.print(Text(f"trial {choice.trial.number}: {choice.path}"), soft_wrap=True)
     for confirmation in confirmations:
         console.print(Text(confirmation_line(confirmation, job)), soft_wrap=True)
+    for confirmed in tuned.confirmations:
+        for score in confirmed.scores:
+            console.print(Text(curse_sentence(score)), soft_wrap=True)
     console.print(
         Text(f"Play the best on the whole dataset: agent-eval run --config {chosen[0].path}"),
         soft_wrap=True,

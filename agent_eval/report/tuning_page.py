@@ -305,10 +305,18 @@ def curse_sentence(score: ConfirmedScore) -> str:
         how = "the same as the full one"
     else:
         how = f"{abs(difference):.3f} {'higher' if difference > 0 else 'lower'} than the full one"
+    subset, full = score.subset.value, score.full.value
+    said = f"On the subset, {score.metric} was {subset:.3f}, {how} ({full:.3f})"
+    better = difference > 0 if score.maximize is not False else difference < 0
+    if difference != 0 and better:
+        return (
+            f"{said}: the subset flattered the winner, as it tends to, since the winner was "
+            "picked partly for its luck on those samples (the winner's curse); report the "
+            "full-dataset score."
+        )
     return (
-        f"On the subset, {score.metric} was {score.subset.value:.3f}, {how} "
-        f"({score.full.value:.3f}): a winner picked on a subset is optimistic, since it was "
-        "picked partly for its luck on those samples; the full-dataset score is the one to report."
+        f"{said}: the subset did not flatter the winner this time, though a winner picked on a "
+        "subset tends to be (the winner's curse); report the full-dataset score."
     )
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
+from agent_eval.errors import ConfigError
 from agent_eval.results import RunDirectory
 from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.outputs import choose
@@ -123,3 +125,35 @@ async def test_workers_proxy_and_scorer_restart_only_when_their_settings_change(
         load = json.loads((run_dir / "workers.json").read_text())["workers"]
         calls = sum(r.model_calls for r in RunDirectory(run_dir).records())
         assert sum(w["served"] for w in load) == calls == 8
+
+
+async def test_a_second_tune_on_the_same_directory_is_refused_while_the_first_runs(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await two_step_workers(start_workers)
+    job = tune_job(tmp_path, [worker], TURNS, trials=1)
+    async with Tuner(job, Outcomes()):
+        with pytest.raises(ConfigError, match="another agent-eval tune is running"):
+            async with Tuner(job, Outcomes()):
+                pass
+    async with Tuner(job, Outcomes()) as again:  # free once the first has stopped
+        assert again.study.trials == []
+
+
+async def test_a_failing_trial_is_recorded_with_its_reason_and_three_in_a_row_stop_the_tune(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await two_step_workers(start_workers)
+    space = "reward.function: {categorical: [math, 'no_such_module:score']}\n"
+    job = tune_job(tmp_path, [worker], space, trials=6, subset=2)
+    bad, good = {"reward.function": "no_such_module:score"}, {"reward.function": "math"}
+    async with Tuner(job, Outcomes()) as tuner:
+        for params in (bad, good, bad, bad, bad, good):
+            tuner.study.enqueue_trial(params)
+        with pytest.raises(ConfigError, match="3 trials in a row failed, the last because"):
+            await tuner.search()
+        trials = tuner.study.trials
+    state = optuna_module().trial.TrialState
+    assert [t.state for t in trials[:5]] == [state.FAIL, state.COMPLETE, *[state.FAIL] * 3]
+    assert "no_such_module" in trials[0].user_attrs[FAILURE]
+    assert trials[1].value == 1.0

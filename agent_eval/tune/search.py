@@ -33,6 +33,7 @@ from agent_eval.tune.study import (
     StudySetup,
     StudyThread,
     finished_trials,
+    hold_tune_dir,
     open_study,
     take_up_interrupted,
 )
@@ -99,7 +100,13 @@ class Tuner:
         self._study: optuna.Study | None = None
 
     async def __aenter__(self) -> Tuner:
-        self._study = await self.thread.call(open_study, self.job.setup)
+        self._lock = hold_tune_dir(self.job.tune_dir)
+        try:
+            self._study = await self.thread.call(open_study, self.job.setup)
+        except BaseException:
+            self._lock.close()
+            self.thread.close()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -107,6 +114,7 @@ class Tuner:
             await self.server.__aexit__(*exc)
         finally:
             self.thread.close()
+            self._lock.close()
 
     @property
     def study(self) -> optuna.Study:
@@ -152,6 +160,13 @@ class Tuner:
             raise
         except AgentEvalError as exc:
             return await self._failed(trial, params, str(exc))
+        except BaseExceptionGroup as group:
+            # The engine's concurrent work reports a mistake (a bad row, a reward) in a group.
+            mistakes, others = group.split(AgentEvalError)
+            if mistakes is None or others is not None:
+                raise
+            reasons = "; ".join(dict.fromkeys(str(exc) for exc in mistakes.exceptions))
+            return await self._failed(trial, params, reasons)
         seconds = time.monotonic() - started
         values = self._values(summary)
         if watch.pruned_at is not None:

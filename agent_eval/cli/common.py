@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperOption
 
-from agent_eval.errors import AgentEvalError
+from agent_eval.errors import AgentEvalError, mistakes_only
 
 console = Console()
 err_console = Console(stderr=True)
@@ -58,20 +58,12 @@ def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
         fail(str(exc))
     except BaseExceptionGroup as group:
         # Concurrent work (the engine's task group) reports a mistake inside a group.
-        mistakes, others = group.split(AgentEvalError)
-        if ctx.obj or mistakes is None or others is not None:
+        message = mistakes_only(group)
+        if ctx.obj or message is None:
             raise
-        fail("; ".join(dict.fromkeys(str(exc) for exc in _leaves(mistakes))))
+        fail(message)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
-
-
-def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
-    return [
-        leaf
-        for exc in group.exceptions
-        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    ]
 
 
 def fail(message: str) -> NoReturn:

@@ -16,7 +16,7 @@ from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics.objectives import parse_objectives
 from agent_eval.report.tuning import Tuned, load_tune
 from agent_eval.report.tuning_page import curse_sentence
-from agent_eval.study_files import display_url
+from agent_eval.study_files import display_url, optuna_module
 from agent_eval.tune.checks import check_space
 from agent_eval.tune.console import ConsoleTune
 from agent_eval.tune.outputs import Chosen, Confirmation, choose, confirm, confirmation_line
@@ -86,6 +86,7 @@ def tune_command(
     Writes best.yaml (pareto-N.yaml for several objectives): run configs for `run --config`.
     Ctrl-C, then the same command again, continues the study.
     """
+    guarded(ctx, optuna_module)  # without the [tune] extra, say so before anything else
     base = guarded(ctx, load_run_config, config, settings_given(ctx), overrides or [], True)
     searched = guarded(ctx, SearchSpace.load, space)
     objectives = guarded(ctx, parse_objectives, objective or [], base.eval.k_values())

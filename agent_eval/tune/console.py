@@ -14,6 +14,7 @@ from agent_eval.metrics.objectives import Objective
 from agent_eval.progress import RunView
 from agent_eval.progress.stats import duration_text
 from agent_eval.tune.search import TrialOutcome
+from agent_eval.tune.trials import settings_text
 
 STATE_STYLES = {"complete": "green", "pruned": "yellow", "failed": "red"}
 
@@ -46,8 +47,7 @@ class ConsoleTune:
         for objective, value in zip(self.objectives, outcome.values, strict=False):
             shown = "-" if value is None else f"{value:.4g}"
             parts.append(f"  {objective.metric} {shown} {objective.arrow}")
-        settings = ", ".join(f"{key}={_shown(value)}" for key, value in outcome.params.items())
-        parts.append(f"  {settings}")
+        parts.append(f"  {settings_text(outcome.params)}")
         if outcome.failure:
             parts.append((f"  {outcome.failure}", "red"))
         else:
@@ -65,9 +65,3 @@ class ConsoleTune:
             return False
         self._best = value
         return True
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return repr(value) if isinstance(value, str) else str(value)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.config import RunConfig
-from agent_eval.errors import AgentEvalError, ConfigError
+from agent_eval.errors import AgentEvalError, ConfigError, mistakes_only
 from agent_eval.evaluation import Plan, RunObserver, plan, play_served, save_run_files
 from agent_eval.metrics import Summary, summarize
 from agent_eval.metrics.objectives import Objective
@@ -37,7 +37,7 @@ from agent_eval.tune.study import (
     open_study,
     take_up_interrupted,
 )
-from agent_eval.tune.trials import trial_config
+from agent_eval.tune.trials import settings_text, trial_config
 
 if TYPE_CHECKING:
     import optuna
@@ -162,26 +162,28 @@ class Tuner:
             return await self._failed(trial, params, str(exc))
         except BaseExceptionGroup as group:
             # The engine's concurrent work reports a mistake (a bad row, a reward) in a group.
-            mistakes, others = group.split(AgentEvalError)
-            if mistakes is None or others is not None:
+            if (message := mistakes_only(group)) is None:
                 raise
-            reasons = "; ".join(dict.fromkeys(str(exc) for exc in mistakes.exceptions))
-            return await self._failed(trial, params, reasons)
-        seconds = time.monotonic() - started
-        values = self._values(summary)
-        if watch.pruned_at is not None:
-            await self.thread.call(
-                self.study.tell, trial, state=optuna_module().trial.TrialState.PRUNED
-            )
-            return TrialOutcome(
-                trial.number, params, "pruned", values, watch.pruned_at, None, seconds
-            )
-        if (why := _no_values(summary, self.job.objectives, values)) is not None:
-            return await self._failed(trial, params, why)
-        await self.thread.call(
-            self.study.tell, trial, [value for value in values if value is not None]
-        )
-        return TrialOutcome(trial.number, params, "complete", values, seconds=seconds)
+            return await self._failed(trial, params, message)
+        outcome = TrialOutcome(
+            trial.number, params, "complete", self._values(summary), watch.pruned_at,
+            seconds=time.monotonic() - started,
+        )  # fmt: skip
+        return await self._told(trial, outcome, summary)
+
+    async def _told(
+        self, trial: optuna.Trial, outcome: TrialOutcome, summary: Summary
+    ) -> TrialOutcome:
+        """Tell the study how a played trial ended: pruned, its values, or why it has none."""
+        state = optuna_module().trial.TrialState
+        if outcome.pruned_at is not None:
+            await self.thread.call(self.study.tell, trial, state=state.PRUNED)
+            return dataclasses.replace(outcome, state="pruned")
+        if (why := _no_values(summary, self.job.objectives, outcome.values)) is not None:
+            return await self._failed(trial, outcome.params, why)
+        values = [value for value in outcome.values if value is not None]
+        await self.thread.call(self.study.tell, trial, values)
+        return outcome
 
     async def _watched(
         self, trial: optuna.Trial | None, config: RunConfig, title: str
@@ -259,10 +261,4 @@ def _pruned_summary(config: RunConfig, wall_time: float) -> Summary:
 
 
 def _title(number: int, params: dict[str, Any]) -> str:
-    return f"trial {number}: " + ", ".join(
-        f"{key}={_shown(value)}" for key, value in params.items()
-    )
-
-
-def _shown(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"trial {number}: {settings_text(params)}"

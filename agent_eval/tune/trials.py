@@ -32,6 +32,15 @@ def write_config(config: RunConfig, target: Path, header: str) -> None:
     target.write_text(comment + yaml.safe_dump(settings, sort_keys=False))
 
 
+def settings_text(params: Mapping[str, Any]) -> str:
+    """`sampling.temperature=0.31, proxy.policy='session'`: a trial's settings in one line."""
+    return ", ".join(f"{key}={_shown(value)}" for key, value in params.items())
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else repr(value)
+
+
 def _with(base: RunConfig, values: Mapping[str, Any]) -> RunConfig:
     data = base.model_dump(exclude_unset=True)
     return validated(RunConfig, with_values(RunConfig, data, dict(values)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from agent_eval import study_files
 from agent_eval.errors import ConfigError
 from agent_eval.report.tuning import ConfirmedScore, Interval, Tuned, load_tune, tune_table
 from agent_eval.report.tuning_page import curse_sentence, tune_page
-from tests.test_report import EVIL, Page, report
+from tests.test_report import EVIL, Page, report, runs_of_one_agent
 
 ACCURACY, TOKENS, LATENCY = (
     "quality.accuracy",
@@ -317,3 +318,16 @@ def test_the_winners_curse_sentence_follows_the_direction(
 ) -> None:
     score = ConfirmedScore("m", maximize, Interval(subset), Interval(full))
     assert said in curse_sentence(score)
+
+
+def test_without_a_folder_named_the_latest_tune_under_runs_is_reported(
+    one_objective: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = one_objective.parent / "runs"
+    (older,) = runs_of_one_agent(runs, 1)
+    tune = one_objective.rename(runs / "tune-math_calculator")
+    os.utime(tune / study_files.STUDY_FILE, (1_900_000_000,) * 2)  # after the run's last attempt
+    monkeypatch.chdir(one_objective.parent)
+    result = report()
+    assert result.exit_code == 0, result.output
+    assert (tune / "report.html").is_file() and not (older / "report.html").exists()

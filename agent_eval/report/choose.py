@@ -13,6 +13,7 @@ from pathlib import Path
 from agent_eval.errors import ConfigError
 from agent_eval.report.watching import is_watch_directory
 from agent_eval.results import DECISIONS, SAMPLES
+from agent_eval.study_files import STUDY_FILE, is_tune_directory
 
 RUNS = Path("runs")
 """Where `agent-eval run` puts its run directories by default."""
@@ -48,10 +49,15 @@ def _children(root: Path) -> list[Path]:
 
 
 def _last_written(path: Path) -> float | None:
-    """When the run last recorded an attempt (or a watch a decision); None if it is no run."""
+    """When the run last recorded an attempt (a watch a decision, a tune a trial's score);
+    None if it is no run."""
     # samples.jsonl changes only while the run plays; the folder's own time changes when a
     # report is written into it, which must not make an old run the latest.
-    record = path / DECISIONS if is_watch_directory(path) else path / SAMPLES
+    record = path / SAMPLES
+    if is_watch_directory(path):
+        record = path / DECISIONS
+    elif is_tune_directory(path):
+        record = path / STUDY_FILE  # written as each trial reports and ends
     try:
         return record.stat().st_mtime
     except OSError:

@@ -16,7 +16,7 @@ from openai import AsyncOpenAI
 
 from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
-from agent_eval.data import Item, Session
+from agent_eval.data import Item, Sample, Session
 from agent_eval.failures import FailureClass
 from agent_eval.metrics import Summary, is_tool_error, summarize
 from agent_eval.metrics.performance import throughput, token_summary
@@ -259,6 +259,8 @@ def attempt_record(
         tool_errors=sum(is_tool_error(call.result) for call in trajectory.tool_calls),
         error=recorded["error"],
         trajectory=recorded,
+        variant_of=item.variant_of if isinstance(item, Sample) else None,
+        perturbation=item.perturbation if isinstance(item, Sample) else None,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from operator import itemgetter
 from typing import Any
 
@@ -45,6 +45,9 @@ class AttemptRecord:
     error: dict[str, Any] | None
     """The trajectory's error, repeated at the top level for readers of the file."""
     trajectory: dict[str, Any]
+    variant_of: str | None = None
+    """The original sample's id when this one is a perturbed variant of it."""
+    perturbation: str | None = None
 
     def to_line(self) -> bytes:
         """The record as one samples.jsonl line, newline included."""
@@ -69,8 +72,9 @@ class AttemptRecord:
                 f"reads schema {SCHEMA} and older): upgrade agent-eval to the one that wrote it"
             )
         try:
-            # Keys this version does not know are left out, as a reader by key would.
-            return cls(*_VALUES(data))
+            # Keys this version does not know are left out, as a reader by key would; keys
+            # added since (with a default) may be missing from older lines.
+            return cls(*_VALUES({**_ADDED, **data}))
         except KeyError as exc:
             raise ConfigError(
                 f"{where} is not an attempt record (it lacks {exc}); was it written by agent-eval?"
@@ -105,6 +109,8 @@ class AttemptRecord:
             tool_calls=self.tool_calls,
             tool_errors=self.tool_errors,
             scored=self.scored,
+            variant_of=self.variant_of,
+            perturbation=self.perturbation,
             **_call_telemetry(self.trajectory),
         )
 
@@ -125,3 +131,4 @@ def _call_telemetry(trajectory: dict[str, Any]) -> dict[str, Any]:
 
 # The line's values in the order __init__ takes them; a missing key is a KeyError naming it.
 _VALUES = itemgetter(*(f.name for f in fields(AttemptRecord) if f.init))
+_ADDED = {f.name: f.default for f in fields(AttemptRecord) if f.init and f.default is not MISSING}

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
         "usage",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
-    {"record", "scoring"},
+    {"record", "scoring", "perturb"},
     {"results", "schedulers", "testing", "study_files"},
     {"launch", "engine"},
     {"config"},

@@ -16,6 +16,8 @@ from agent_eval.results import RunDirectory
 from agent_eval.scoring import Scored
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.
+ADDED = ("variant_of", "perturbation")
+"""Keys written since OLD_LINE's version, each with a default a line without it reads as."""
 OLD_LINE = (
     b'{"sample_id":"q1","attempt":0,"seed":7,"session_id":"q1-0","reward":1.0,"correct":true,'
     b'"answer":"42","turn_rewards":null,"turn_answers":null,"challenge_turns":null,'
@@ -45,7 +47,9 @@ def test_a_record_round_trips_through_its_line() -> None:
 def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:
     data = json.loads(session_record().to_line())
     assert data.pop("schema") == SCHEMA == 1
-    assert data.keys() == json.loads(OLD_LINE).keys()
+    # Keys added since keep schema 1: a reader by key that does not know them leaves them out.
+    assert data.keys() == {*json.loads(OLD_LINE).keys(), *ADDED}
+    assert all(data[key] is None for key in ADDED)
     assert data["error"] is None and data["trajectory"]["error"] is None
 
 
@@ -53,7 +57,9 @@ def test_a_line_without_a_schema_is_read_as_version_1() -> None:
     record = AttemptRecord.from_line(OLD_LINE, "here")
     assert (record.schema, record.sample_id, record.error_kind) == (1, "q1", "timeout")
     assert record.score().error_kind == "timeout" and record.score().correct
-    assert json.loads(record.to_line()) == {"schema": 1, **json.loads(OLD_LINE)}
+    assert (record.variant_of, record.perturbation) == (None, None)  # added since, defaulted
+    rewritten = {"schema": 1, **json.loads(OLD_LINE), **dict.fromkeys(ADDED)}
+    assert json.loads(record.to_line()) == rewritten
 
 
 @pytest.mark.parametrize(

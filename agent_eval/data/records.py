@@ -15,6 +15,10 @@ class Sample:
     answer: str | None
     messages: list[dict[str, Any]] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    variant_of: str | None = None
+    """The id of the sample this one perturbs (`dataset.perturb`); None for an original."""
+    perturbation: str | None = None
+    """The perturbation that made this variant: numbers, names, distractor, or a plug-in's."""
 
 
 @dataclass(frozen=True)

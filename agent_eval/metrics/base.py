@@ -42,6 +42,10 @@ class AttemptScore:
     """Prompt tokens of those same calls: what the cache hit rate divides by."""
     ttft_s: tuple[float, ...] = ()
     """Seconds to first token of each streamed model call."""
+    variant_of: str | None = None
+    """The original sample's id when this sample is a perturbed variant of it."""
+    perturbation: str | None = None
+    """The kind of that perturbation (numbers, names, distractor, a plug-in's)."""
 
 
 @dataclass(frozen=True)

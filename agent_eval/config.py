@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from agent_eval.agents.base import Sampling
 from agent_eval.data.loaders import DATASETS
 from agent_eval.launch import LaunchConfig
+from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.settings import Section, load_settings
 
@@ -31,6 +32,26 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "eval": {"n_samples": 4},
     "sampling": {"temperature": 0.3, "max_tokens": 64},
 }
+
+
+def _listed(value: Any) -> Any:
+    """`numbers,names` (a flag or key=value) as the list a YAML file gives."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+def _known_perturbations(names: list[str]) -> list[str]:
+    for name in names:
+        PERTURBATIONS.check(name)
+    if len(set(names)) != len(names):
+        raise ValueError(f"a perturbation is named twice in {names}")
+    return names
+
+
+PerturbationNames = Annotated[
+    list[str], BeforeValidator(_listed), AfterValidator(_known_perturbations)
+]
 
 
 class AgentSection(Section):
@@ -59,6 +80,10 @@ class DatasetSection(Section):
     name: str | None = Field(None, description=f"{', '.join(DATASETS)} or a .jsonl/.parquet path.")
     path: Path | None = Field(None, description="Local file for a named dataset (e.g. gsm8k).")
     limit: int | None = Field(None, ge=0, description="Use only the first N samples.")
+    perturb: PerturbationNames = Field(
+        default_factory=list,
+        description="Also play each sample's variants: numbers, names, distractor, mod:function.",
+    )
     subset: int | None = Field(
         None, ge=1, description="Play N samples drawn at random, the same for the same eval.seed."
     )

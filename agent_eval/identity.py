@@ -32,6 +32,7 @@ IDENTITY = (
     "dataset.path",
     "dataset.limit",
     "dataset.subset",
+    "dataset.perturb",
     "agent",
     "sampling",
     "reward.function",

@@ -15,6 +15,7 @@ from agent_eval.config import RunConfig
 from agent_eval.data import Item, load_dataset
 from agent_eval.data.subset import seeded_subset
 from agent_eval.engine import EngineConfig
+from agent_eval.perturb.expand import perturbed
 from agent_eval.rewards import RewardScorer
 from agent_eval.rewards.scorer import default_workers
 
@@ -25,6 +26,8 @@ def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]
     items = load_dataset(config.dataset_name, dataset.path, dataset.limit)
     if dataset.subset is not None:
         items = seeded_subset(items, dataset.subset, config.eval.seed)
+    if dataset.perturb:
+        items = perturbed(items, dataset.perturb, config.eval.seed)
     return items if limit is None else itertools.islice(items, limit)
 
 

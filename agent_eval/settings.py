@@ -150,8 +150,13 @@ def _explain(model: type[BaseModel], exc: ValidationError, path: Path | None) ->
             # Flags and overrides are checked as they are set: only a file brings unknown keys.
             problems.append(f"unknown setting {key!r} in {path}{_nearest(model, error['loc'])}")
         else:
-            problems.append(f"{key}: {error['msg']} (got {error['input']!r})")
+            problems.append(f"{key}: {validation_message(error)} (got {error['input']!r})")
     return "; ".join(problems)
+
+
+def validation_message(error: Any) -> str:
+    """A pydantic error's message, without the `Value error, ` our own validators' get."""
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _nearest(model: type[BaseModel], loc: tuple[Any, ...]) -> str:

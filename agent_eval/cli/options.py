@@ -46,6 +46,7 @@ FLAGS: dict[str, Flag] = {
     "dataset": _flag("dataset.name", WHAT, "--dataset", "-d"),
     "data_file": _flag("dataset.path", WHAT, "--data-file"),
     "limit": _flag("dataset.limit", WHAT, "--limit"),
+    "perturb": _flag("dataset.perturb", WHAT, "--perturb"),
     "backend": _flag("rollout.backend", WHERE, "--backend", "-b"),
     "model": _flag("model.path", WHERE, "--model", "-m"),
     "scheduler": _flag("scheduler.type", WHERE, "--scheduler"),

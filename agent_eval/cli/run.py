@@ -49,6 +49,7 @@ def run(
     dataset: Annotated[str | None, option("dataset")] = None,
     data_file: Annotated[Path | None, option("data_file")] = None,
     limit: Annotated[int | None, option("limit")] = None,
+    perturb: Annotated[str | None, option("perturb")] = None,
     n_samples: Annotated[int | None, option("n_samples")] = None,
     concurrency: Annotated[int | None, option("concurrency")] = None,
     processes: Annotated[int | None, option("processes")] = None,

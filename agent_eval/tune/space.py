@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agent_eval.config import RunConfig
 from agent_eval.errors import ConfigError
-from agent_eval.settings import check_key, read_yaml
+from agent_eval.settings import check_key, read_yaml, validation_message
 
 if TYPE_CHECKING:
     import optuna
@@ -145,5 +145,5 @@ def _problem(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"])
     if error["type"] == "extra_forbidden":
         return f"unknown field {where!r} (known: float, int, categorical, log, step)"
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = validation_message(error)
     return f"{where}: {message}" if where else message

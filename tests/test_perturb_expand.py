@@ -1,0 +1,80 @@
+"""`dataset.perturb`: each sample followed by its variants, seeded, linked to their original."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from agent_eval.config import load_run_config
+from agent_eval.data import DataError, Sample, Session, Turn
+from agent_eval.errors import ConfigError
+from agent_eval.identity import identity
+from agent_eval.perturb import Variant
+from agent_eval.perturb.expand import perturbed
+from agent_eval.run_parts import dataset_items
+
+SHOUT = "tests.test_perturb_expand:shout"
+DRAW = "tests.test_perturb_expand:draw"
+
+
+def shout(sample: Sample, rng: random.Random) -> Variant | None:
+    """A plug-in perturbation: the question in capitals; none for a question without letters."""
+    question = sample.question or ""
+    return Variant(question.upper(), sample.answer or "") if question.isalpha() else None
+
+
+def draw(sample: Sample, rng: random.Random) -> Variant:
+    """A plug-in that uses its random source: a drawn number after the question."""
+    return Variant(f"{sample.question} {rng.randint(0, 10**9)}", sample.answer or "")
+
+
+SAMPLES = [Sample("a", "one", "1"), Sample("b", "2 + 2", "4"), Sample("c", "three", "3")]
+
+
+def test_each_sample_comes_first_then_its_variants_named_and_linked_to_it() -> None:
+    played = list(perturbed(SAMPLES, [SHOUT, DRAW], seed=0))
+    assert [s.id for s in played] == [
+        "a", f"a~{SHOUT}", f"a~{DRAW}", "b", f"b~{DRAW}", "c", f"c~{SHOUT}", f"c~{DRAW}"
+    ]  # fmt: skip
+    variant = played[1]
+    assert (variant.question, variant.answer) == ("ONE", "1")
+    assert (variant.variant_of, variant.perturbation) == ("a", SHOUT)
+    assert all(s.variant_of is None and s.perturbation is None for s in played if "~" not in s.id)
+
+
+def test_variants_are_the_same_for_a_seed_and_differ_between_seeds() -> None:
+    def questions(seed: int) -> list[str | None]:
+        return [s.question for s in perturbed(SAMPLES, [DRAW], seed) if s.variant_of]
+
+    assert questions(3) == questions(3)
+    assert questions(3) != questions(4)
+    # Each sample's source is its own: another sample before it changes nothing.
+    alone = [s.question for s in perturbed(SAMPLES[2:], [DRAW], 3) if s.variant_of]
+    assert alone == questions(3)[2:]
+
+
+def test_sessions_are_refused_by_name() -> None:
+    session = Session("chat-1", [Turn("hi", "hello")])
+    with pytest.raises(DataError, match="'chat-1' is a multi-turn session"):
+        list(perturbed([session], [SHOUT], 0))
+
+
+def test_the_run_config_takes_perturbations_as_a_list_or_commas_and_checks_them() -> None:
+    flagged = load_run_config(None, {"dataset.perturb": "numbers, names"}, [])
+    assert flagged.dataset.perturb == ["numbers", "names"]
+    assert identity(flagged)["dataset.perturb"] == ["numbers", "names"]
+    with pytest.raises(ConfigError, match="did you mean 'distractor'"):
+        load_run_config(None, {}, ["dataset.perturb=[distracter]"])
+    with pytest.raises(ConfigError, match="named twice"):
+        load_run_config(None, {}, ["dataset.perturb=names,names"])
+
+
+def test_a_subset_draws_originals_and_brings_their_variants() -> None:
+    config = load_run_config(
+        None, {}, ["dataset.name=word_problems", "dataset.subset=3", f"dataset.perturb={DRAW}"]
+    )
+    items = list(dataset_items(config))
+    originals = [s for s in items if s.variant_of is None]
+    assert len(originals) == 3 and len(items) == 6
+    assert [s.variant_of for s in items if s.variant_of] == [s.id for s in originals]

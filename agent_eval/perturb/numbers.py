@@ -1,0 +1,420 @@
+"""`numbers`: a GSM8K problem with new numbers, its gold recomputed by replaying the solution.
+
+GSM-Symbolic's variation without hand-written templates: the question's numbers that the
+reference solution's calculator annotations (`<<48/2=24>>`) use get new values of a similar
+size, and every annotation is evaluated again, in order, with them. A problem whose solution
+does not replay, or whose numbers cannot be told apart, gets no variant rather than a wrong gold.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from agent_eval.data import Sample
+from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
+from agent_eval.perturb.base import Variant
+from agent_eval.perturb.number_text import (
+    Mention,
+    decimal_places,
+    mentions,
+    plain,
+    rewritten,
+    worked,
+    written,
+)
+from agent_eval.rewards import gsm8k_gold
+
+logger = logging.getLogger(__name__)
+
+_ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
+_OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+_DRAWS = 40
+"""Draws tried before giving up on a problem whose results keep coming out unreasonable."""
+
+# Numbers a solution brings itself, cued by a word of the question ("half" divides by 2).
+# A question number equal to one of them stays as it is: the solution's use of that value
+# might be either.
+_CUES: dict[str, tuple[int, ...]] = {
+    r"half|halves|twice|double|both|pairs?|couples?|twins?|each other": (2,),
+    r"triple|thrice|thirds?": (3,),
+    r"quarters?|fourths?": (4, 25),
+    r"fifths?": (5,),
+    r"sixths?|sevenths?|eighths?|ninths?|tenths?": (6, 7, 8, 9, 10),
+    r"dozens?": (12,),
+    r"weeks?|weekly": (7, 52),
+    r"days?|daily|nights?": (24, 7, 30, 365),
+    r"hours?|minutes?|seconds?|hourly": (60, 24),
+    r"months?|monthly|years?|yearly|annual": (12, 52, 365, 30),
+    r"decades?": (10,),
+    r"centur(?:y|ies)|percent|%|cents?|dollars?|\$": (100,),
+    r"feet|foot|inch(?:es)?": (12,),
+    r"yards?": (3,),
+    r"pounds?|ounces?|oz|lbs?": (16,),
+    r"gallons?|quarts?": (4,),
+    r"dimes?": (10,),
+    r"nickels?": (5,),
+    r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),
+}
+_CUE = {value for values in _CUES.values() for value in values}
+
+
+class _Unreplayable(Exception):
+    """Why a problem gets no variant: its solution cannot be replayed faithfully."""
+
+
+@dataclass(frozen=True)
+class _Annotation:
+    start: int
+    end: int
+    expression: str
+    result: Fraction
+    operands: list[re.Match[str]]
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where an operand's value comes from: a question number (or its percent), an earlier
+    annotation's result (by index), or the solution itself."""
+
+    kind: Literal["question", "percent", "result", "constant"]
+    key: Fraction
+
+
+@dataclass(frozen=True)
+class _Step:
+    """An annotation replayed with new values: its expression, operands and result."""
+
+    expression: str
+    operands: list[Fraction]
+    result: Fraction
+
+
+@dataclass(frozen=True)
+class _Plan:
+    question: list[Mention]
+    """The question's numbers to vary, each value once or more."""
+    annotations: list[_Annotation]
+    sources: list[list[_Source]]
+    final: int
+    """The annotation whose result is the gold."""
+    ordered: list[Fraction]
+    """Every value the question writes, smallest first: the new ones keep this order, so that
+    "increased from 47 to 52" stays an increase."""
+
+
+def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
+    """`sample` with new numbers and the gold its replayed solution gives; None if it won't."""
+    if not sample.question or not sample.answer or "####" not in sample.answer:
+        return None
+    try:
+        plan = _plan(sample.question, sample.answer)
+    except _Unreplayable as exc:
+        logger.debug("%s: no numbers variant: %s", sample.id, exc)
+        return None
+    for _ in range(_DRAWS):
+        values = {mention.value: _nearby(mention, rng) for mention in plan.question}
+        replayed = _replayed(plan, values)
+        if replayed is not None:
+            question = _rewrite_question(sample.question, plan.question, values)
+            return Variant(question, _rewrite_answer(sample.answer, plan, values, replayed))
+    logger.debug("%s: no numbers variant: no reasonable draw in %d", sample.id, _DRAWS)
+    return None
+
+
+def _plan(question: str, answer: str) -> _Plan:
+    annotations = _annotations(answer)
+    final = _final(annotations, answer)
+    written_in_question = mentions(question)
+    variables = _variables(question, written_in_question, annotations)
+    sources = _sources(annotations, variables, written_in_question)
+    used = {s.key for row in sources for s in row if s.kind in ("question", "percent")}
+    if not used:
+        raise _Unreplayable("the solution uses none of the question's numbers that may vary")
+    varied = [m for m in written_in_question if m.value in used]
+    ordered = sorted({m.value for m in written_in_question})
+    return _Plan(varied, annotations, sources, final, ordered)
+
+
+def _annotations(answer: str) -> list[_Annotation]:
+    """The solution's annotations, each checked to reproduce the result it writes."""
+    annotations = []
+    for match in _ANNOTATION.finditer(answer):
+        expression, result = match.group("expression"), match.group("result")
+        try:
+            value = evaluate(expression)
+            claimed = Fraction(result.strip().replace(",", ""))
+        except (ArithmeticSyntaxError, ValueError, ZeroDivisionError) as exc:
+            raise _Unreplayable(f"annotation <<{match.group(0)}>> is not arithmetic") from exc
+        if value != claimed:
+            raise _Unreplayable(f"annotation {match.group(0)} does not reproduce its result")
+        operands = list(_OPERAND.finditer(expression))
+        annotations.append(_Annotation(*match.span(), expression, value, operands))
+    if not annotations:
+        raise _Unreplayable("no calculator annotations")
+    return annotations
+
+
+def _final(annotations: list[_Annotation], answer: str) -> int:
+    gold = gsm8k_gold(answer)
+    try:
+        value = Fraction(gold)
+    except ValueError as exc:
+        raise _Unreplayable(f"the final answer {gold!r} is not a number") from exc
+    matching = [i for i, annotation in enumerate(annotations) if annotation.result == value]
+    if not matching:
+        raise _Unreplayable("the final answer is no annotation's result")
+    return matching[-1]
+
+
+def _variables(
+    question: str, written_in_question: list[Mention], annotations: list[_Annotation]
+) -> set[Fraction]:
+    """The question's values that may vary: not 0 or 1, not a value a cue word of the question
+    may bring, not naming a group ("the three"), and written as often as one annotation uses
+    it at most (then each mention is a use: "3 sprints 3 times" for 3*3)."""
+    cued = {v for pattern, values in _CUES.items() for v in values if _cues(pattern, question)}
+    counts = Counter(mention.value for mention in written_in_question)
+    referring = {mention.value for mention in written_in_question if mention.referring}
+    # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
+    stray = Counter(Fraction(d) for d in _OPERAND.findall(question.replace(",", "")))
+    stray.subtract(Counter(m.value for m in written_in_question if not m.word))
+    percents = {m.value / 100: m.value for m in written_in_question if m.percent}
+    uses: Counter[Fraction] = Counter()
+    for annotation in annotations:
+        used = Counter(percents.get(v, v) for v in _values(annotation.operands))
+        uses |= used
+    return {
+        value
+        for value, count in counts.items()
+        if value > 1
+        and uses[value] == count
+        and stray[value] <= 0
+        and value not in cued | referring
+    }
+
+
+def _cues(pattern: str, question: str) -> bool:
+    return re.search(rf"(?<![a-z])(?:{pattern})(?![a-z])", question, re.IGNORECASE) is not None
+
+
+def _values(operands: list[re.Match[str]]) -> list[Fraction]:
+    return [Fraction(operand.group(0)) for operand in operands]
+
+
+def _sources(
+    annotations: list[_Annotation], variables: set[Fraction], written_in_question: list[Mention]
+) -> list[list[_Source]]:
+    percents = {m.value / 100: m.value for m in written_in_question if m.percent}
+    fixed = {m.value for m in written_in_question} - variables
+    sources: list[list[_Source]] = []
+    for index, annotation in enumerate(annotations):
+        earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
+        row = [
+            _source(v, variables, percents, earlier, fixed) for v in _values(annotation.operands)
+        ]
+        sources.append(row)
+    return sources
+
+
+def _source(
+    value: Fraction,
+    variables: set[Fraction],
+    percents: dict[Fraction, Fraction],
+    earlier: dict[Fraction, Fraction],
+    fixed: set[Fraction],
+) -> _Source:
+    in_question = value in variables or percents.get(value) in variables
+    if in_question and value in earlier:
+        raise _Unreplayable(f"{value} is both a number of the question and an earlier result")
+    if value in earlier:
+        return _Source("result", earlier[value])
+    if value in variables:
+        return _Source("question", value)
+    if in_question:
+        return _Source("percent", percents[value])
+    if value not in fixed and value not in _CUE and not _small(value):
+        raise _Unreplayable(f"{value} comes from neither the question nor an earlier result")
+    return _Source("constant", value)
+
+
+def _small(value: Fraction) -> bool:
+    """A constant a solution brings itself without a cue: a small count or simple fraction."""
+    return (value <= 10 and (value * 4).denominator == 1) or value in (
+        Fraction(1, 10),
+        Fraction(1, 100),
+    )
+
+
+def _nearby(mention: Mention, rng: random.Random) -> Fraction:
+    """A new value of a similar size, written as the old one is: as many digits, as many
+    trailing zeros, as many decimals; never 1 in place of a plural count."""
+    scaled = int(mention.value * 10**mention.places)
+    zeros = len(str(scaled)) - len(str(scaled).rstrip("0"))
+    base = scaled // 10**zeros
+    digits = len(str(base))
+    low = max(10 ** (digits - 1), math.ceil(base / 2))
+    high = min(10**digits - 1, max(2 * base, base + 3))
+    excluded = {base, 1} if scaled == base else {base}
+    new = rng.randint(low, high)
+    while new in excluded:  # the range always holds at least two other values
+        new = rng.randint(low, high)
+    return Fraction(new * 10**zeros, 10**mention.places)
+
+
+def _replayed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
+    """Each annotation's expression with the new values and its new result; None when a draw
+    gives something a problem would not (a negative count, a fraction of a whole)."""
+    if any(m.percent and m.value <= 100 < values[m.value] for m in plan.question):
+        return None
+    new = [values.get(value, value) for value in plan.ordered]
+    if any(low >= high for low, high in itertools.pairwise(new)):
+        return None
+    replayed: list[_Step] = []
+    for annotation, sources in zip(plan.annotations, plan.sources, strict=True):
+        operands = [_operand(source, values, replayed) for source in sources]
+        expression = _substituted(annotation, operands)
+        try:
+            result = evaluate(expression)
+        except ZeroDivisionError:
+            return None
+        if not _reasonable(annotation.result, result):
+            return None
+        replayed.append(_Step(expression, operands, result))
+    return replayed
+
+
+def _operand(source: _Source, values: dict[Fraction, Fraction], replayed: list[_Step]) -> Fraction:
+    if source.kind == "question":
+        return values[source.key]
+    if source.kind == "percent":
+        return values[source.key] / 100
+    if source.kind == "result":
+        return replayed[int(source.key)].result
+    return source.key
+
+
+def _substituted(annotation: _Annotation, values: Iterable[Fraction]) -> str:
+    text, cursor = "", 0
+    for operand, value in zip(annotation.operands, values, strict=True):
+        number = plain(value)
+        text += annotation.expression[cursor : operand.start()]
+        text += f"({number})" if value < 0 else number
+        cursor = operand.end()
+    return text + annotation.expression[cursor:]
+
+
+def _reasonable(old: Fraction, new: Fraction) -> bool:
+    places = decimal_places(new)
+    if places is None or places > max(decimal_places(old) or 0, 2):
+        return False
+    if old.denominator == 1 and new.denominator != 1:
+        return False
+    return not (old >= 0 > new or (old != 0 and new == 0))
+
+
+def _rewrite_question(
+    question: str, varied: list[Mention], values: dict[Fraction, Fraction]
+) -> str:
+    for mention in reversed(varied):
+        number = rewritten(mention, question, values[mention.value])
+        question = question[: mention.start] + number + question[mention.end :]
+    return question
+
+
+def _rewrite_answer(
+    answer: str,
+    plan: _Plan,
+    values: dict[Fraction, Fraction],
+    replayed: list[_Step],
+) -> str:
+    """The solution with its annotations replayed, its prose numbers following them where
+    they can be told apart, and the new gold after `####`."""
+    body = answer.rpartition("####")[0]
+    everywhere = _Renaming(_global_pairs(plan, values, replayed))
+    text, cursor = "", 0
+    for index, annotation in enumerate(plan.annotations):
+        text += _rewrite_prose(body, cursor, annotation.start, plan, replayed, everywhere)
+        step = replayed[index]
+        text += f"<<{step.expression}={plain(step.result)}>>"
+        cursor = annotation.end
+    text += _rewrite_prose(body, cursor, len(body), plan, replayed, everywhere)
+    return f"{text}#### {plain(replayed[plan.final].result)}"
+
+
+def _rewrite_prose(
+    body: str,
+    start: int,
+    end: int,
+    plan: _Plan,
+    replayed: list[_Step],
+    everywhere: _Renaming,
+) -> str:
+    """The prose between two annotations, its numbers renamed as its own line's annotations
+    rename them first, as the whole solution does next, else left as they are."""
+    line_start = body.rfind("\n", 0, start) + 1
+    line_end = body.find("\n", end)
+    line_end = len(body) if line_end < 0 else line_end
+    on_line = [
+        i for i, a in enumerate(plan.annotations) if line_start <= a.start and a.end <= line_end
+    ]
+    here = _Renaming(pair for i in on_line for pair in _annotation_pairs(plan, i, replayed))
+    piece = body[start:end]
+    after = [i for i, a in enumerate(plan.annotations) if a.end == start]
+    for mention in reversed(worked(piece)):
+        if after and mention.start == 0:
+            # The number an annotation is written right before is its result: ">>9 eggs".
+            new: Fraction | None = replayed[after[0]].result
+        else:
+            renaming = here if mention.value in here else everywhere
+            new = renaming.get(mention.value)
+        new = mention.value if new is None else new
+        piece = (
+            piece[: mention.start]
+            + written(new, mention.places, mention.commas)
+            + piece[mention.end :]
+        )
+    return piece
+
+
+def _annotation_pairs(
+    plan: _Plan, index: int, replayed: list[_Step]
+) -> list[tuple[Fraction, Fraction]]:
+    annotation, step = plan.annotations[index], replayed[index]
+    pairs = list(zip(_values(annotation.operands), step.operands, strict=True))
+    return [*pairs, (annotation.result, step.result)]
+
+
+def _global_pairs(
+    plan: _Plan, values: dict[Fraction, Fraction], replayed: list[_Step]
+) -> list[tuple[Fraction, Fraction]]:
+    pairs = [
+        pair for i in range(len(plan.annotations)) for pair in _annotation_pairs(plan, i, replayed)
+    ]
+    pairs += [(old, new) for old, new in values.items()]
+    pairs += [(m.value / 100, values[m.value] / 100) for m in plan.question if m.percent]
+    return pairs
+
+
+class _Renaming:
+    """Old value to new, for the values every pair agrees on; the rest stay as written."""
+
+    def __init__(self, pairs: Iterable[tuple[Fraction, Fraction]]) -> None:
+        self._new: dict[Fraction, Fraction | None] = {}
+        for old, new in pairs:
+            self._new[old] = new if self._new.get(old, new) == new else None
+
+    def get(self, old: Fraction) -> Fraction | None:
+        """The new value of `old`; None when unknown or when the pairs disagree on it."""
+        return self._new.get(old)
+
+    def __contains__(self, old: Fraction) -> bool:
+        return old in self._new

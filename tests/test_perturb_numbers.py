@@ -1,0 +1,237 @@
+"""`numbers` variants: every gold is what the variant's own rewritten annotations replay to."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from agent_eval.data import Sample
+from agent_eval.perturb.numbers import new_numbers
+from agent_eval.scoring import gold_answer
+
+WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
+TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
+ANNOTATION = re.compile(r"<<([^<>=]*)=([^<>=]*)>>")
+TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+|\*\*|[-+*/()])")
+QUESTION_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+
+JANET = Sample(
+    "gsm8k-0",
+    "Janet\u2019s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes "
+    "muffins for her friends every day with four. She sells the remainder at the farmers' market "
+    "daily for $2 per fresh duck egg. How much in dollars does she make every day at the farmers' "
+    "market?",
+    "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18 "
+    "every day at the farmer\u2019s market.\n#### 18",
+)
+
+
+def gsm8k() -> list[Sample]:
+    if not GSM8K.exists():
+        pytest.skip(f"the GSM8K test set is not at {GSM8K}")
+    rows = [json.loads(line) for line in GSM8K.read_text().splitlines()]
+    return [Sample(f"gsm8k-{i}", row["question"], row["answer"]) for i, row in enumerate(rows)]
+
+
+def value(text: str) -> Fraction:
+    """A recursive-descent evaluator of its own, so the check shares no code with the replay."""
+    tokens = [t for t in TOKEN.findall(text)]
+    assert "".join(tokens) == re.sub(r"\s", "", text), f"unexpected characters in {text!r}"
+    position = 0
+
+    def take() -> str:
+        nonlocal position
+        position += 1
+        return tokens[position - 1]
+
+    def peek() -> str | None:
+        return tokens[position] if position < len(tokens) else None
+
+    def atom() -> Fraction:
+        token = take()
+        if token == "(":
+            inner = total()
+            assert take() == ")"
+            return inner
+        if token in "+-":
+            return atom() if token == "+" else -atom()
+        return Fraction(token)
+
+    def power() -> Fraction:
+        base = atom()
+        return base ** int(power()) if peek() == "**" and take() else base
+
+    def product() -> Fraction:
+        result = power()
+        while peek() in ("*", "/"):
+            result = result * power() if take() == "*" else result / power()
+        return result
+
+    def total() -> Fraction:
+        result = product()
+        while peek() in ("+", "-"):
+            result = result + product() if take() == "+" else result - product()
+        return result
+
+    result = total()
+    assert peek() is None, f"trailing tokens in {text!r}"
+    return result
+
+
+def steps(answer: str) -> list[tuple[str, Fraction]]:
+    return [
+        (expr, Fraction(result.replace(",", ""))) for expr, result in ANNOTATION.findall(answer)
+    ]
+
+
+def operands(expression: str) -> list[Fraction]:
+    return [Fraction(n) for n in re.findall(r"\d+(?:\.\d+)?|\.\d+", expression)]
+
+
+def question_values(question: str) -> set[Fraction]:
+    """The numbers a question writes in digits, and those it writes as words up to twenty."""
+    digits = {Fraction(n.replace(",", "")) for n in QUESTION_NUMBER.findall(question)}
+    words = {
+        Fraction(WORDS.index(w) if w in WORDS else 20 + 10 * TENS.index(w))
+        for w in re.findall(r"[a-z]+", question.lower())
+        if w in WORDS or w in TENS
+    }
+    compounds = re.findall(rf"\b({'|'.join(TENS)})-({'|'.join(WORDS[1:10])})\b", question.lower())
+    return (
+        digits | words | {Fraction(10 * TENS.index(t) + 20 + WORDS.index(u)) for t, u in compounds}
+    )
+
+
+def check_variant(original: Sample, variant_question: str, variant_answer: str) -> None:
+    """The variant's annotations replay, its gold is the same step's result as the original's,
+    and it writes new numbers in its question."""
+    assert original.answer is not None and original.question is not None
+    old_steps, new_steps = steps(original.answer), steps(variant_answer)
+    assert len(new_steps) == len(old_steps)
+    for expression, result in new_steps:
+        assert value(expression) == result, f"{original.id}: {expression} is not {result}"
+    given = question_values(variant_question)
+    for index, ((old, _), (new, _)) in enumerate(zip(old_steps, new_steps, strict=True)):
+        earlier = {result for _, result in new_steps[:index]}
+        for was, now in zip(operands(old), operands(new), strict=True):
+            # Each operand is the solution's own constant, a question number, or a result.
+            known = {was} | given | {n / 100 for n in given} | earlier
+            assert now in known, f"{original.id}: {now} in {new} comes from nowhere"
+    old_gold = Fraction(gold_answer(original.answer) or "")
+    final = max(i for i, (_, result) in enumerate(old_steps) if result == old_gold)
+    assert Fraction(gold_answer(variant_answer) or "") == new_steps[final][1], original.id
+    assert question_values(original.question) - question_values(variant_question), original.id
+
+
+def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixture) -> None:
+    samples = gsm8k()
+    caplog.set_level(logging.DEBUG, logger="agent_eval.perturb.numbers")
+    replayed = 0
+    for sample in samples:
+        variant = new_numbers(sample, random.Random(sample.id))
+        if variant is not None:
+            check_variant(sample, variant.question, variant.answer)
+            replayed += 1
+    reasons = Counter(
+        re.sub(r"[\d/.-]+", "N", r.getMessage().split(": ", 2)[-1]) for r in caplog.records
+    )
+    logging.getLogger(__name__).info(
+        "%d of %d replay; the rest: %s", replayed, len(samples), reasons
+    )
+    assert replayed + sum(reasons.values()) == len(samples)
+    assert replayed >= 750, reasons.most_common(5)
+
+
+def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
+    samples = gsm8k()[:120]
+    first = [new_numbers(s, random.Random(7)) for s in samples]
+    assert first == [new_numbers(s, random.Random(7)) for s in samples]
+    other = [new_numbers(s, random.Random(8)) for s in samples]
+    pairs = [(a, b) for a, b in zip(first, other, strict=True) if a and b]
+    assert len(pairs) > 50
+    assert sum(a.question != b.question for a, b in pairs) > 0.6 * len(pairs)
+
+
+def test_janets_ducks_get_their_gold_recomputed() -> None:
+    variant = new_numbers(JANET, random.Random(0))
+    assert variant is not None
+    eggs, eaten, baked, price = (
+        int(n) if n.isdigit() else WORDS.index(n.lower())
+        for n in re.search(
+            r"lay (\d+) eggs.*eats (\w+) for.*with (\w+)\..*for \$(\d+) per", variant.question
+        ).groups()  # type: ignore[union-attr]
+    )
+    assert (eggs, eaten, baked, price) != (16, 3, 4, 2)
+    assert gold_answer(variant.answer) == str((eggs - eaten - baked) * price)
+    assert f"<<{eggs}-{eaten}-{baked}={eggs - eaten - baked}>>" in variant.answer
+
+
+def test_a_solution_that_does_not_replay_gets_no_variant() -> None:
+    wrong = Sample("x", "Tom has 5 apples and buys 7 more. How many?", "5+7=<<5+7=13>>13\n#### 13")
+    unannotated = Sample("y", "Tom has 5 apples and buys 7 more. How many?", "5+7=12\n#### 12")
+    other_final = Sample(
+        "z", "Tom has 5 apples and buys 7 more. How many?", "<<5+7=12>>12\n#### 11"
+    )
+    for sample in (wrong, unannotated, other_final):
+        assert new_numbers(sample, random.Random(0)) is None
+
+
+def test_numbers_keep_their_form_in_the_question() -> None:
+    sample = Sample(
+        "x",
+        "A house costs $80,000 and rises by 25% after repairs of $12.50 a day for 14 days. "
+        "What is it worth?",
+        "80000*25/100=<<80000*25/100=20000>>20000\n12.50*14=<<12.50*14=175>>175\n"
+        "80000+20000+175=<<80000+20000+175=100175>>100175\n#### 100175",
+    )
+    variant = new_numbers(sample, random.Random(3))
+    assert variant is not None
+    found = re.search(
+        r"\$(\d{2},000) and rises by (\d+)% after repairs of \$(\d+\.\d\d) a day for (\d+) days",
+        variant.question,
+    )
+    assert found is not None, variant.question
+    check_variant(sample, variant.question, variant.answer)
+
+
+def test_the_gold_is_the_step_the_final_answer_names_not_the_last() -> None:
+    checked = Sample(
+        "x",
+        "Tom has 5 apples and buys 7 more. How many apples does he have?",
+        "5+7=<<5+7=12>>12 apples\nCheck: 12-7=<<12-7=5>>5\n#### 12",
+    )
+    variant = new_numbers(checked, random.Random(0))
+    assert variant is not None
+    bought = [int(n) for n in re.findall(r"\d+", variant.question)]
+    assert gold_answer(variant.answer) == str(sum(bought))
+    check_variant(checked, variant.question, variant.answer)

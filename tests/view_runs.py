@@ -78,6 +78,15 @@ def record(sample: str, attempt: int, correct: bool, answer: str | None = None) 
     return line
 
 
+def variant(
+    original: str, kind: str, attempt: int, correct: bool, answer: str | None = None
+) -> dict[str, Any]:
+    """An attempt at the `kind` variant of sample `original`, as a run with --perturb writes it."""
+    line = record(f"{original}~{kind}", attempt, correct, answer)
+    line.update(variant_of=original, perturbation=kind)
+    return line
+
+
 def write_run(
     path: Path,
     records: list[dict[str, Any]],

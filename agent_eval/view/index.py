@@ -37,6 +37,8 @@ NUMERIC: dict[str, Any] = {
 }
 RANGED = ("model_calls", "tool_calls", "tokens", "latency_s")
 """The columns a filter can bound by a minimum and a maximum."""
+ORIGINAL = "original"
+"""The perturbation filter's name for samples that perturb none."""
 SORTABLE = ("row", "sample_id", "attempt", "reward", "correct", "error_kind", "workers", *RANGED)
 
 
@@ -51,6 +53,8 @@ class Filter:
     """Column of RANGED -> (minimum, maximum), both inclusive, None for no bound."""
     text: str | None = None
     """Case-insensitive substring of the sample's question or the attempt's answer."""
+    perturbation: str | None = None
+    """ORIGINAL (attempts at the originals) or a perturbation kind (attempts at its variants)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,9 @@ class Row:
     tool_calls: int
     tokens: int
     latency_s: float
+    variant_of: str | None
+    """The original sample's id when this sample is a perturbed variant of it."""
+    perturbation: str | None
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,22 @@ class Page:
 
     total: int
     rows: list[Row]
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Each attempt's sample (by code), attempt index and outcome; what each sample perturbs."""
+
+    sample: np.ndarray
+    attempt: np.ndarray
+    correct: np.ndarray
+    scored: np.ndarray
+    samples: list[str]
+    """Sample id by code."""
+    origins: list[str | None]
+    """By sample code: the original's id for a variant, None for an original."""
+    kinds: list[str | None]
+    """By sample code: the variant's perturbation, None for an original."""
 
 
 @dataclass
@@ -159,6 +182,11 @@ class RunIndex:
         self._samples = _Codes()
         self._kinds = _Codes([""])  # code 0: no error
         self._worker_names = _Codes()
+        self._perturbations = _Codes([""])  # code 0: an original
+        self._origins: list[str | None] = []
+        """The original's id per sample code; None for an original."""
+        self._sample_kinds: list[int] = []
+        """The perturbation's code per sample code."""
         self._questions: list[str] = []
         """Lowercase question per sample code: attempts of a sample share it."""
         self._answers: list[str] = []
@@ -176,6 +204,11 @@ class RunIndex:
     def workers(self) -> list[str]:
         """The workers seen so far."""
         return list(self._worker_names.names)
+
+    @property
+    def perturbations(self) -> list[str]:
+        """The perturbation kinds of the variants seen so far."""
+        return self._perturbations.names[1:]
 
     def refresh(self) -> int:
         """Index the complete lines appended since the last read; returns how many were added."""
@@ -247,6 +280,11 @@ class RunIndex:
         sample = self._samples(data["sample_id"])
         if sample == len(self._questions):
             self._questions.append("")
+            origin = data.get("variant_of")
+            self._origins.append(origin)
+            self._sample_kinds.append(
+                self._perturbations(data.get("perturbation") or "") if origin else 0
+            )
         if not self._questions[sample]:
             # An attempt stopped before its first message leaves the question to a later one.
             self._questions[sample] = question(trajectory).lower()
@@ -348,6 +386,8 @@ class RunIndex:
                 mask &= column <= high
         if where.text:
             mask &= self._matches(where.text.lower())
+        if where.perturbation is not None:
+            mask &= self._perturbed(where.perturbation)
         return mask
 
     def _outcome(self, outcome: str) -> np.ndarray:
@@ -361,6 +401,13 @@ class RunIndex:
             return unscored
         code = self._kinds.code.get(outcome)
         return self._columns["error"] == code if code else np.zeros(len(self), np.bool_)
+
+    def _perturbed(self, perturbation: str) -> np.ndarray:
+        """The attempts at originals (ORIGINAL), or at variants of this perturbation kind."""
+        code = 0 if perturbation == ORIGINAL else self._perturbations.code.get(perturbation, -1)
+        kinds = np.array(self._sample_kinds, np.int32)
+        result: np.ndarray = kinds[self._columns["sample"]] == code
+        return result
 
     def _on_worker(self, worker: str) -> np.ndarray:
         """The attempts with a model call on this worker."""
@@ -401,12 +448,13 @@ class RunIndex:
         """The columns of one attempt."""
         column = {name: values[index] for name, values in self._columns.items()}
         kind = self._kinds.names[int(column["error"])]
+        sample = int(column["sample"])
         # Worker pairs are appended in row order, so a row's pairs are one sorted run.
         start, stop = np.searchsorted(self._worker_rows, [index, index + 1])
         codes = self._worker_codes[start:stop]
         return Row(
             index=index,
-            sample_id=self._samples.names[int(column["sample"])],
+            sample_id=self._samples.names[sample],
             attempt=int(column["attempt"]),
             correct=bool(column["correct"]),
             unscored=bool(column["unscored"]),
@@ -417,6 +465,38 @@ class RunIndex:
             tool_calls=int(column["tool_calls"]),
             tokens=int(column["tokens"]),
             latency_s=float(column["latency_s"]),
+            variant_of=self._origins[sample],
+            perturbation=self._perturbations.names[self._sample_kinds[sample]] or None,
+        )
+
+    def origin(self, sample_id: str) -> tuple[str | None, str | None]:
+        """The original a sample perturbs and the perturbation; (None, None) for an original."""
+        code = self._samples.code.get(sample_id)
+        if code is None:
+            return None, None
+        return self._origins[code], self._perturbations.names[self._sample_kinds[code]] or None
+
+    def variants_of(self, sample_id: str) -> list[tuple[str, str]]:
+        """The variants of an original seen so far, as (sample id, perturbation)."""
+        return [
+            (name, self._perturbations.names[kind])
+            for name, origin, kind in zip(
+                self._samples.names, self._origins, self._sample_kinds, strict=True
+            )
+            if origin == sample_id
+        ]
+
+    def outcomes(self) -> Outcomes:
+        """A snapshot of every attempt's outcome and of what each sample perturbs."""
+        names = self._perturbations.names
+        return Outcomes(
+            sample=self._columns["sample"],
+            attempt=self._columns["attempt"],
+            correct=self._columns["correct"],
+            scored=~self._columns["unscored"],
+            samples=list(self._samples.names),
+            origins=list(self._origins),
+            kinds=[names[kind] or None for kind in self._sample_kinds],
         )
 
 

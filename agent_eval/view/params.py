@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from agent_eval.view.index import RANGED, SORTABLE, Filter
+from agent_eval.view.index import ORIGINAL, RANGED, SORTABLE, Filter
 from agent_eval.view.refused import ParameterError
 
 MAX_LIMIT = 1000
 BOUNDS = {f"{side}_{name}": name for name in RANGED for side in ("min", "max")}
-KNOWN = {"outcome", "worker", "q", "sort", "desc", "offset", "limit", *BOUNDS}
+KNOWN = {"outcome", "worker", "q", "perturbation", "sort", "desc", "offset", "limit", *BOUNDS}
+WINDOW = {"offset", "limit"}
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,14 @@ class Query:
     limit: int = 50
 
 
-def parse_query(params: Mapping[str, str]) -> Query:
-    """The query the parameters ask for; an unknown or malformed one is a ParameterError."""
-    for name in params:
-        if name not in KNOWN:
-            raise ParameterError(name, f"unknown parameter; use one of {', '.join(sorted(KNOWN))}")
+def parse_query(params: Mapping[str, str], perturbations: Collection[str]) -> Query:
+    """The query the parameters ask for, over a run with variants of these `perturbations`;
+    an unknown or malformed parameter is a ParameterError."""
+    _known(params, KNOWN)
+    perturbation = params.get("perturbation")
+    if perturbation and perturbation != ORIGINAL and perturbation not in perturbations:
+        kinds = ", ".join([ORIGINAL, *perturbations])
+        raise ParameterError("perturbation", f"no {perturbation!r} variants here; use {kinds}")
     sort = params.get("sort") or "row"
     if sort not in SORTABLE:
         raise ParameterError("sort", f"sort by one of {', '.join(SORTABLE)}")
@@ -39,6 +43,18 @@ def parse_query(params: Mapping[str, str]) -> Query:
         offset=_integer(params, "offset", 0, 0, None),
         limit=_integer(params, "limit", 50, 1, MAX_LIMIT),
     )
+
+
+def parse_window(params: Mapping[str, str], limit: int) -> tuple[int, int]:
+    """The offset and limit (`limit` unless given) of a list; any other parameter is refused."""
+    _known(params, WINDOW)
+    return _integer(params, "offset", 0, 0, None), _integer(params, "limit", limit, 1, MAX_LIMIT)
+
+
+def _known(params: Mapping[str, str], known: set[str]) -> None:
+    for name in params:
+        if name not in known:
+            raise ParameterError(name, f"unknown parameter; use one of {', '.join(sorted(known))}")
 
 
 def _filter(params: Mapping[str, str]) -> Filter:
@@ -53,6 +69,7 @@ def _filter(params: Mapping[str, str]) -> Filter:
         worker=params.get("worker") or None,
         ranges=ranges,
         text=params.get("q") or None,
+        perturbation=params.get("perturbation") or None,
     )
 
 

@@ -28,8 +28,9 @@ from agent_eval.view.listing import (
     run_row,
     worker_rows,
 )
-from agent_eval.view.params import parse_query
+from agent_eval.view.params import parse_query, parse_window
 from agent_eval.view.refused import Refused
+from agent_eval.view.robustness import robustness_body, sample_links
 from agent_eval.view.runs import RunDir, read_summary
 from agent_eval.view.samples import sample_body
 from agent_eval.view.sessions import sessions_page
@@ -44,6 +45,8 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+BROKEN_SHOWN = 20
+"""Broken pairs a robustness answer lists unless asked for another number."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -90,6 +93,7 @@ def create_app(roots: list[Path]) -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/headline", _headline)
     app.router.add_get("/api/runs/{id:.+}/errors", _errors)
     app.router.add_get("/api/runs/{id:.+}/workers", _workers)
+    app.router.add_get("/api/runs/{id:.+}/robustness", _robustness)
     app.router.add_get("/api/runs/{id:.+}/figures", _figures)
     app.router.add_get("/api/runs/{id:.+}/figures/{name}.svg", _figure)
     return app
@@ -162,13 +166,14 @@ async def _summary(request: web.Request) -> web.Response:
             "summary": summary,
             "errors": errors_by_kind(index),
             "workers": attempts_by_worker(index),
+            "perturbations": index.perturbations,
         }
     )
 
 
 async def _rows(request: web.Request) -> web.Response:
     _run, index = await _found(request)
-    query = parse_query(request.query)
+    query = parse_query(request.query, index.perturbations)
     page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
     return _json({"total": page.total, "rows": [dataclasses.asdict(row) for row in page.rows]})
 
@@ -180,7 +185,16 @@ async def _sample(request: web.Request) -> web.Response:
     if not found:
         raise _not_found(f"sample {sample_id!r} in this run")
     records = await asyncio.to_thread(lambda: [index.record(i) for i in found])
-    return _json(await asyncio.to_thread(sample_body, run.path, sample_id, records))
+    body = await asyncio.to_thread(sample_body, run.path, sample_id, records)
+    return _json({**body, **sample_links(index, sample_id)})
+
+
+async def _robustness(request: web.Request) -> web.Response:
+    """Accuracy on the originals and per perturbation, and a page of the samples that break."""
+    run, index = await _found(request)
+    offset, limit = parse_window(request.query, BROKEN_SHOWN)
+    summary = read_summary(run)
+    return _json(await asyncio.to_thread(robustness_body, index, summary, offset, limit))
 
 
 async def _record(request: web.Request) -> web.Response:
@@ -193,7 +207,7 @@ async def _record(request: web.Request) -> web.Response:
 
 async def _sessions(request: web.Request) -> web.Response:
     _run, index = await _found(request)
-    query = parse_query(request.query)
+    query = parse_query(request.query, index.perturbations)
     page = await asyncio.to_thread(sessions_page, index, query)
     return _json(dataclasses.asdict(page))
 

@@ -1,9 +1,10 @@
-// A run's page: its headline by dimension, errors by kind, per-worker load, the report's plots,
-// then its attempts, filtered, sorted and paged on the server. Each part of the page is
+// A run's page: its headline by dimension, robustness (a run with perturbed variants), errors by
+// kind, per-worker load, the report's plots, then its attempts, filtered, sorted and paged on the server. Each part of the page is
 // { node, update(summary) }, updated together when the page opens and while the run is running.
 import {
   api, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
 } from "./common.js";
+import { robustnessPart } from "./robustness.js";
 import { sessionsPart } from "./sessions.js";
 
 const PAGE = 50;
@@ -110,6 +111,8 @@ function setOptions(box, options, value) {
 const outcomes = (kinds) => [["", "all"], ["correct", "correct"], ["wrong", "wrong"],
   ["unscored", "unscored"], ...kinds.map((k) => [k, k])];
 const workerOptions = (workers) => [["", "all workers"], ...workers.map((w) => [w, w])];
+const perturbationOptions = (kinds) => [["", "all samples"], ["original", "originals"],
+  ...kinds.map((k) => [k, k + " variants"])];
 
 function rangeInputs(state, changed) {
   return RANGES.map(([key, label]) => el("label", { class: "range" }, label + " ",
@@ -124,6 +127,8 @@ function rangeInputs(state, changed) {
 function samplesPart(id, state) {
   const outcomeBox = select("filter-outcome", outcomes([]), state.outcome);
   const workerBox = select("filter-worker", workerOptions([]), state.worker);
+  const perturbationBox = select("filter-perturbation", perturbationOptions([]), state.perturbation);
+  perturbationBox.hidden = true; // shown once the run has variants
   const search = el("input", { id: "search", type: "search", placeholder: "search question or answer" });
   search.value = state.q;
   const count = el("span", { id: "row-count" });
@@ -135,13 +140,17 @@ function samplesPart(id, state) {
   const changed = () => { state.offset = 0; state.refresh(); };
   outcomeBox.addEventListener("change", () => { state.outcome = outcomeBox.value; changed(); });
   workerBox.addEventListener("change", () => { state.worker = workerBox.value; changed(); });
+  perturbationBox.addEventListener("change", () => { state.perturbation = perturbationBox.value; changed(); });
   search.addEventListener("change", () => { state.q = search.value; changed(); });
   const node = section("samples", "Attempts",
-    el("div", { class: "controls" }, outcomeBox, workerBox, search, count, pager),
+    el("div", { class: "controls" }, outcomeBox, workerBox, perturbationBox, search, count, pager),
     el("div", { class: "controls ranges" }, ...rangeInputs(state, changed)), holder);
   const update = async (summary) => {
     setOptions(outcomeBox, outcomes(Object.keys(summary.errors)), state.outcome);
     setOptions(workerBox, workerOptions(Object.keys(summary.workers)), state.worker);
+    setOptions(perturbationBox, perturbationOptions(summary.perturbations), state.perturbation);
+    state.kinds = summary.perturbations.length > 0;
+    perturbationBox.hidden = !state.kinds;
     await refresh();
   };
   // Shows only the attempts where `key` (outcome or worker) is `value`, as its menu would.
@@ -155,11 +164,11 @@ function samplesPart(id, state) {
 }
 
 export async function runView(id) {
-  const state = states[id] ||= { outcome: "", worker: "", q: "", ranges: {}, sort: "row",
-    desc: false, offset: 0, asked: 0 };
+  const state = states[id] ||= { outcome: "", worker: "", perturbation: "", q: "", ranges: {},
+    sort: "row", desc: false, offset: 0, asked: 0, kinds: false };
   const body = await api(runPath(id) + "/summary");
   const samples = samplesPart(id, state);
-  const parts = [headlinePart(id), sessionsPart(id), errorsPart(id, samples.choose),
+  const parts = [headlinePart(id), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
     workersPart(id, samples.choose), figuresPart(id), samples];
   show(el("h1", { text: id }), ...parts.map((part) => part.node));
   const update = (summary) => Promise.all(parts.map((part) => part.update(summary)));
@@ -175,7 +184,7 @@ export async function runView(id) {
 async function loadRows(id, state, holder, count, pager) {
   const params = new URLSearchParams({ sort: state.sort, desc: state.desc ? "1" : "0",
     offset: state.offset, limit: PAGE });
-  for (const key of ["outcome", "worker", "q"]) if (state[key]) params.set(key, state[key]);
+  for (const key of ["outcome", "worker", "perturbation", "q"]) if (state[key]) params.set(key, state[key]);
   for (const [key, value] of Object.entries(state.ranges)) if (value !== "") params.set(key, value);
   // A poll's answer can come after the user changed the filter: only the latest is shown.
   const asked = ++state.asked;
@@ -184,8 +193,11 @@ async function loadRows(id, state, holder, count, pager) {
   const headers = COLUMNS.map(([key, label]) => el("th", { "data-sort": key,
     text: label + (state.sort === key ? (state.desc ? " ▼" : " ▲") : ""),
     onclick: () => { state.desc = state.sort === key ? !state.desc : false; state.sort = key; state.refresh(); } }));
+  // A run with variants gets a kind column after the sample's.
+  if (state.kinds) headers.splice(1, 0, el("th", { text: "kind" }));
+  const kind = (r) => (state.kinds ? [el("td", { class: "kind", text: r.perturbation ?? "original" })] : []);
   const rows = page.rows.map((r) => el("tr", { "data-index": r.index, class: outcome(r) },
-    el("td", {}, el("a", { href: sampleHref(id, r.sample_id, r.attempt), text: r.sample_id })),
+    el("td", {}, el("a", { href: sampleHref(id, r.sample_id, r.attempt), text: r.sample_id })), ...kind(r),
     el("td", { text: r.attempt }), el("td", { text: outcome(r) }), el("td", { text: num(r.reward) }),
     el("td", { text: r.error_kind ?? "" }), el("td", { text: r.model_calls }),
     el("td", { text: r.tool_calls }), el("td", { text: r.tokens }),

@@ -1,6 +1,8 @@
-// A sample's page: the question once, then every attempt side by side, each with its answer
-// against the gold, its agreement with the others and its whole trajectory (a session's by turn).
+// A sample's page: the question once, the original it perturbs or its variants, then every
+// attempt side by side, each with its answer against the gold, its agreement with the others
+// and its whole trajectory (a session's by turn).
 import { api, content, el, num, runHref, runPath, show, table } from "./common.js";
+import { variantLinks } from "./robustness.js";
 
 // The tool calls a message makes, in each shape runners write: a Responses-API item, a bare
 // {name, arguments} some SDKs dump, or chat-completions `tool_calls` on an assistant message.
@@ -133,6 +135,7 @@ export async function sampleView(id, sampleId, focus) {
   const body = await api(runPath(id) + "/samples/" + encodeURIComponent(sampleId));
   show(el("p", {}, el("a", { href: runHref(id), text: "← " + id })),
     el("h1", { text: sampleId }),
+    ...variantLinks(id, body),
     el("pre", { id: "question", text: body.question ?? "" }),
     ...(body.gold_note ? [el("p", { id: "gold-note", class: "note", text: "no gold answer: " + body.gold_note })] : []),
     el("div", { id: "attempts", class: "attempts" }, ...body.attempts.map((r, n) => attempt(body, r, n))));

@@ -227,7 +227,7 @@ async def test_sessions_are_scored_per_turn(
     # Every session answers right but its last turn; 3- and 4-turn sessions, 6 of each.
     assert data["quality"]["turn_accuracy"] == [1.0, 1.0, 0.5, 0.0]
     # One challenge each, right after an answer; it is the last turn, unanswered, in 6 of 12.
-    assert data["stability"]["flip_rate"] == 0.5
+    assert data["robustness"]["flip_rate"] == 0.5
     assert data["efficiency"]["calls"]["tool_error_rate"] is None
 
 

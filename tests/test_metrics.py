@@ -378,13 +378,13 @@ def test_empty_run_summarises_to_valid_json_with_nulls() -> None:
         ("value", "stderr", "low", "high"), None
     ) | {"n": 0}
     assert data["quality"]["pass_at_k"] == {"1": None, "5": None} and data["samples"] == 0
-    assert data["stability"]["flip_rate"] is None
+    assert data["robustness"]["flip_rate"] is None
     assert data["efficiency"]["calls"]["tool_error_rate"] is None
 
 
 def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     data = summarize([attempt("a", 0, True, "1")], 1.0).to_dict()
-    groups = ("quality", "stability", "efficiency")
+    groups = ("quality", "stability", "robustness", "efficiency")
     size = ["samples", "attempts", "scored", "unscored", "unscored_by_kind", "sessions"]
     assert list(data) == [*size, "complete", *groups, "higher_is_better"]
     assert list(data["higher_is_better"]) == list(groups)
@@ -393,7 +393,7 @@ def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     grouped = [name for group in groups for name in data[group]]
     fields = [field.name for field in dataclasses.fields(Summary)]
     assert sorted([*size, "complete", *grouped]) == sorted(fields)
-    assert data["higher_is_better"]["stability"]["flip_rate"] is False
+    assert data["higher_is_better"]["robustness"]["flip_rate"] is False
 
 
 def test_unscored_attempts_cost_but_do_not_count() -> None:

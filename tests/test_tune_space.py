@@ -103,6 +103,19 @@ def test_objectives_take_summary_metrics_with_their_directions() -> None:
     assert "quality.pass_at_k.4" not in set(metric_paths((1,)))
 
 
+def test_robustness_objectives_take_their_group_directions_and_by_kind_is_no_objective() -> None:
+    parsed = parse_objectives(
+        ["robustness.original_accuracy", "robustness.robust_accuracy", "robustness.flip_rate"],
+        (1,),
+    )
+    assert [objective.direction for objective in parsed] == ["maximize", "maximize", "minimize"]
+    # A kind's drop, broke count or p-value is better low, not high as the group's by_kind says.
+    for leaf in ("accuracy", "drop", "skipped", "broke", "mcnemar_p"):
+        with pytest.raises(ConfigError, match="is not a metric"):
+            parse_objectives([f"robustness.by_kind.numbers.{leaf}"], (1,))
+    assert "stability.flip_rate" not in set(metric_paths((1,)))
+
+
 @pytest.mark.parametrize(
     ("specs", "message"),
     [

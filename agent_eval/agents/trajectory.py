@@ -81,3 +81,17 @@ class Trajectory:
         recorded = asdict(self)
         recorded["error"] = self.error.to_dict() if self.error is not None else None
         return recorded
+
+
+def question(recorded: dict[str, Any]) -> str:
+    """The first user message's text of a recorded trajectory (Trajectory.to_dict()); its
+    content is a string or a list of parts. Empty when the attempt stopped before it."""
+    for message in recorded.get("messages") or ():
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "\n".join(
+                part.get("text", "") for part in content or () if isinstance(part, dict)
+            )
+    return ""

@@ -1,8 +1,9 @@
 """Metrics of an evaluation run: small pure functions that declare their direction.
 
 Every metric returns NaN (null in JSON) for empty input instead of raising. `summarize` is the
-one aggregation entry point; `accuracy_difference` compares two runs, and `paired_differences`
-two runs over the same samples, attempt by attempt.
+one aggregation entry point; `accuracy_difference` compares two runs, `paired_differences`
+two runs over the same samples, attempt by attempt, and `by_kind` perturbed variants with
+their originals.
 """
 
 from agent_eval.metrics.accuracy import (
@@ -42,6 +43,14 @@ from agent_eval.metrics.performance import (
     throughput,
     token_summary,
 )
+from agent_eval.metrics.robustness import (
+    Drop,
+    KindRobustness,
+    RobustnessTally,
+    by_kind,
+    original_accuracy,
+    robust_accuracy,
+)
 from agent_eval.metrics.sampling import (
     consistency,
     flip_rate,
@@ -72,11 +81,14 @@ __all__ = [
     "AttemptScore",
     "CallSummary",
     "Difference",
+    "Drop",
     "ErrorSummary",
     "Estimate",
+    "KindRobustness",
     "LatencySummary",
     "Pair",
     "PairedDifferences",
+    "RobustnessTally",
     "RunTally",
     "SampleTally",
     "SessionTally",
@@ -85,6 +97,7 @@ __all__ = [
     "TokenSummary",
     "accuracy",
     "accuracy_difference",
+    "by_kind",
     "cache_hit_rate",
     "call_summary",
     "consistency",
@@ -103,12 +116,14 @@ __all__ = [
     "mean_turn_reward",
     "metric",
     "normalize_answer",
+    "original_accuracy",
     "paired_differences",
     "pass_at_k",
     "pass_hat_k",
     "percentile",
     "require_k",
     "reward_variance",
+    "robust_accuracy",
     "session_success",
     "summarize",
     "summarize_tally",

@@ -24,6 +24,12 @@ from agent_eval.metrics.performance import (
     throughput,
     token_summary,
 )
+from agent_eval.metrics.robustness import (
+    KindRobustness,
+    by_kind,
+    original_accuracy,
+    robust_accuracy,
+)
 from agent_eval.metrics.sampling import (
     consistency,
     flip_rate,
@@ -40,12 +46,16 @@ from agent_eval.metrics.tally import RunTally, SampleTally
 
 @dataclass(frozen=True)
 class Summary:
-    """Every metric of one run; NaN marks a metric the run has no data for."""
+    """Every metric of one run; NaN marks a metric the run has no data for.
+
+    Quality and stability are over the original samples; robustness sets the perturbed variants
+    against them; efficiency counts every attempt.
+    """
 
     samples: int
-    """Samples with at least one scored attempt."""
+    """Original samples with at least one scored attempt."""
     attempts: int
-    """Every attempt played, scored or not."""
+    """Every attempt played, scored or not, variants included."""
     scored: int
     unscored: int
     """Attempts the infrastructure stopped, left out of every quality and stability metric."""
@@ -59,9 +69,11 @@ class Summary:
     mean_turn_reward: float
     session_success: float
     pass_hat_k: dict[int, float]
-    flip_rate: float
     consistency: float
     reward_variance: float
+    original_accuracy: Estimate
+    """The accuracy the variants are set against: quality's, over the originals."""
+    flip_rate: float
     latency_s: LatencySummary
     tokens: TokenSummary
     throughput: Throughput
@@ -73,6 +85,11 @@ class Summary:
     """Prompt tokens served from the workers' prefix caches; NaN when no worker reported them."""
     ttft_s: LatencySummary = field(default_factory=lambda: latency_summary(()))
     """Time to first token of the streamed model calls; n is 0 when no call streamed."""
+    robust_accuracy: Estimate = field(default_factory=lambda: accuracy(0, 0))
+    """Share of (original, attempt) units right on the original and every variant; n 0 without
+    variants."""
+    by_kind: dict[str, KindRobustness] = field(default_factory=dict)
+    """Each perturbation kind's accuracy and drop against the originals; empty without variants."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
@@ -89,6 +106,10 @@ class Summary:
         flat = {name: value for name, value in data.items() if name not in DIRECTIONS}
         for group in DIRECTIONS:
             flat.update(data.get(group) or {})
+        # Written before the robustness group (flip_rate then sat in stability): no run had
+        # variants, so its originals' accuracy is its accuracy.
+        if "robustness" not in data and "accuracy" in flat:
+            flat.setdefault("original_accuracy", flat["accuracy"])
         try:
             summary: Summary = _typed(cls, flat)
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -128,9 +149,14 @@ _GROUPS: dict[str, dict[str, Callable[..., Any]]] = {
     },
     "stability": {
         "pass_hat_k": mean_pass_hat_k,
-        "flip_rate": flip_rate,
         "consistency": consistency,
         "reward_variance": reward_variance,
+    },
+    "robustness": {
+        "original_accuracy": original_accuracy,
+        "robust_accuracy": robust_accuracy,
+        "by_kind": by_kind,
+        "flip_rate": flip_rate,
     },
     "efficiency": {
         "latency_s": latency_summary,
@@ -177,17 +203,20 @@ def summarize_tally(
         unscored=sum(tally.unscored.values()),
         unscored_by_kind=dict(tally.unscored.most_common()),
         sessions=tally.sessions.sessions,
-        accuracy=accuracy(tally.correct, tally.scored, confidence),
-        mean_reward=mean_reward(tally.reward_sum, tally.scored),
+        accuracy=accuracy(tally.correct, tally.original_scored, confidence),
+        mean_reward=mean_reward(tally.reward_sum, tally.original_scored),
         pass_at_k={k: mean_pass_at_k(_counts(_with_k(samples, k)), k) for k in ks},
         maj_at_k={k: maj_at_k(_with_k(samples, k), k) for k in ks},
         turn_accuracy=turn_accuracy(tally.sessions),
         mean_turn_reward=mean_turn_reward(tally.sessions),
         session_success=session_success(tally.sessions),
         pass_hat_k={k: mean_pass_hat_k(_counts(_with_k(samples, k)), k) for k in ks},
-        flip_rate=flip_rate(tally.sessions),
         consistency=consistency(samples),
         reward_variance=reward_variance(samples),
+        original_accuracy=original_accuracy(tally.robustness, confidence),
+        robust_accuracy=robust_accuracy(tally.robustness, confidence),
+        by_kind=by_kind(tally.robustness, confidence),
+        flip_rate=flip_rate(tally.sessions),
         latency_s=latency_summary(tally.latencies),
         tokens=tokens,
         throughput=throughput(tally.attempts, tokens, wall_time_s),

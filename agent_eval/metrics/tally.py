@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agent_eval.metrics.base import AttemptScore, normalize_answer
+from agent_eval.metrics.robustness import RobustnessTally
 
 Vote = tuple[int, str | None, bool]
 """(attempt, normalised answer, correct) of one attempt."""
@@ -110,14 +111,20 @@ class SessionTally:
 
 @dataclass
 class RunTally:
-    """Everything the summary needs, kept while the records stream past once."""
+    """Everything the summary needs, kept while the records stream past once.
+
+    Quality and stability count the original samples only; a perturbed variant counts toward
+    robustness and, since it costs the same, toward efficiency.
+    """
 
     keep: int = 1
     samples: dict[str, SampleTally] = field(default_factory=dict)
     attempts: int = 0
     """Every attempt, scored or not: what the run spent its time and tokens on."""
     scored: int = 0
-    """The attempts every quality and stability metric counts."""
+    """Every attempt the infrastructure did not stop, variants included."""
+    original_scored: int = 0
+    """The scored attempts at original samples: the ones quality and stability count."""
     unscored: Counter[str] = field(default_factory=Counter)
     """Attempts the infrastructure stopped, by error kind."""
     correct: int = 0
@@ -134,6 +141,7 @@ class RunTally:
     cache_prompt_tokens: int = 0
     ttfts: list[float] = field(default_factory=list)
     """Seconds to first token of every streamed model call."""
+    robustness: RobustnessTally = field(default_factory=RobustnessTally)
 
     def add(self, score: AttemptScore) -> None:
         """Count one attempt: its cost always, its result only when it is scored."""
@@ -149,10 +157,14 @@ class RunTally:
         self.ttfts += score.ttft_s
         if score.error_kind is not None:
             self.errors[score.error_kind] += 1
+        self.robustness.add(score)
         if not score.scored:
             self.unscored[score.error_kind or "unknown"] += 1
             return
         self.scored += 1
+        if score.variant_of is not None:
+            return
+        self.original_scored += 1
         self.samples.setdefault(score.sample_id, SampleTally(keep=self.keep)).add(score)
         self.correct += bool(score.correct)
         self.reward_sum += score.reward

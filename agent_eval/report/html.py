@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from agent_eval import __version__
 from agent_eval.metrics import AttemptScore, Estimate
+from agent_eval.report.breaks import Break, breaks, questions
 from agent_eval.report.compare import (
     HEADERS,
     Row,
@@ -34,6 +35,7 @@ from agent_eval.results import WORKERS
 
 MAX_SESSIONS = 100  # heatmap rows; a taller picture is scrolled past, not read
 MAX_UNSOLVED = 20
+MAX_BREAKS = 50
 NO_WORKERS = (
     f"no worker data: {WORKERS} is missing (runs made before it was saved, or by other tools)"
 )
@@ -60,13 +62,15 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .wide { overflow-x: auto; } .wide td { white-space: nowrap; }
 .runs { display: grid; grid-template-columns: 1fr 1fr; gap: 2rem; }
 .notes { color: #8a5a00; } .empty { color: #777; font-style: italic; }
+.breaks td { vertical-align: top; max-width: 320px; }
 .better { color: #1a7f37; font-weight: bold; } .worse { color: #c62828; font-weight: bold; }
 footer { margin-top: 3rem; color: #999; font-size: .8rem; }
 """
 
 
 def run_page(run: Run) -> str:
-    """One run: config, notes, headline numbers, plots, and the samples it never solved."""
+    """One run: config, notes, headline numbers, plots, the samples it never solved and those a
+    perturbation broke."""
     body = [
         f"<h1>{escape(run.title)}</h1>",
         _config_table([run]),
@@ -76,6 +80,7 @@ def run_page(run: Run) -> str:
         "<h2>Plots</h2>",
         *_figures(run, ""),
         _unsolved(run),
+        _broken(run),
     ]
     return page(f"agent-eval report: {run.title}", body)
 
@@ -120,7 +125,7 @@ def plots(run: Run) -> list[Plot]:
         Plot(
             "accuracy",
             bar_chart(_quality_groups([run]), "rate", top=1.0),
-            f"Accuracy over {summary.scored} scored attempts and pass@k over {summary.samples} "
+            f"Accuracy over {summary.accuracy.n} scored attempts and pass@k over {summary.samples} "
             "samples, with 95% Wilson intervals (for pass@k over samples: conservative).",
         ),
         Plot(
@@ -139,6 +144,8 @@ def plots(run: Run) -> list[Plot]:
     ]
     if summary.sessions:
         found.append(_turn_rewards(run))
+    if summary.by_kind:
+        found.append(_robustness(run))
     return found
 
 
@@ -175,6 +182,25 @@ def _workers(run: Run) -> Plot:
         for worker in run.workers
     )
     return Plot("workers", chart, f"Requests per worker, as the proxy counted them: {states}.")
+
+
+def _robustness(run: Run) -> Plot:
+    """Accuracy on the originals, then on each perturbation kind's variants."""
+    summary = run.summary
+    groups = [Group("originals", [_bar(summary.original_accuracy)])]
+    groups += [Group(kind, [_bar(figures.accuracy)]) for kind, figures in summary.by_kind.items()]
+    drops = "; ".join(
+        f"{kind}: drop {figures.drop.value:+.3f} [{figures.drop.low:+.2f}, "
+        f"{figures.drop.high:+.2f}], McNemar p {figures.mcnemar_p:.3g} over {figures.pairs} pairs"
+        for kind, figures in summary.by_kind.items()
+        if figures.pairs
+    )
+    caption = (
+        "Accuracy on the original samples and on each kind of perturbed variant, with 95% "
+        "Wilson intervals. The drop is original minus variant accuracy over the attempts both "
+        f"scored at the same index, with a 95% bootstrap interval over samples. {drops}."
+    )
+    return Plot("robustness", bar_chart(groups, "accuracy", top=1.0), caption)
 
 
 def _turn_rewards(run: Run) -> Plot:
@@ -220,6 +246,41 @@ def _unsolved(run: Run) -> str:
     head = "<tr><th>sample</th><th>answers given</th></tr>"
     table = f'<table id="never-solved">{more}{head}{rows}</table>'
     return f'<section id="unsolved">{heading}{table}</section>'
+
+
+def _broken(run: Run) -> str:
+    """The attempts right on the original and wrong on a variant, the two side by side."""
+    if not run.summary.by_kind:
+        return ""
+    found = sorted(
+        breaks(run.scores),
+        key=lambda b: (natural_key(b.original.sample_id), b.variant.sample_id, b.variant.attempt),
+    )
+    heading = (
+        f"<h2>Broken by a perturbation: {len(found)} attempts right on the original and "
+        "wrong on its variant</h2>"
+    )
+    if not found:
+        return f'<section id="breaks">{heading}</section>'
+    shown = found[:MAX_BREAKS]
+    wanted = {(s.sample_id, s.attempt) for b in shown for s in (b.original, b.variant)}
+    asked = questions(run.path, wanted)
+    rows = "".join(_break_row(b, asked) for b in shown)
+    more = f"<caption>the first {MAX_BREAKS}</caption>" if len(found) > MAX_BREAKS else ""
+    head = (
+        "<tr><th>attempt</th><th>original</th><th>its question</th><th>answer</th>"
+        "<th>variant</th><th>its question</th><th>answer</th></tr>"
+    )
+    table = f'<table id="broken" class="breaks">{more}{head}{rows}</table>'
+    return f'<section id="breaks">{heading}{table}</section>'
+
+
+def _break_row(broken: Break, asked: dict[tuple[str, int], str]) -> str:
+    cells = [str(broken.variant.attempt)]
+    for side in (broken.original, broken.variant):
+        question = asked.get((side.sample_id, side.attempt), "")
+        cells += [side.sample_id, question or "(not recorded)", _answer(side)]
+    return "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>"
 
 
 def _headline(run: Run, table_id: str) -> str:

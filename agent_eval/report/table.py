@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.metrics import Estimate, Summary
+from agent_eval.metrics import Drop, Estimate, KindRobustness, Summary
 from agent_eval.metrics.performance import ATTEMPTS_PER_S, TOKENS_PER_S
 
 Row = tuple[str, str | None]
@@ -17,7 +17,8 @@ Row = tuple[str, str | None]
 
 
 def summary_table(summary: Summary, title: str | None = None) -> Table:
-    """Quality, Stability and Efficiency sections of one run; metrics without data are left out."""
+    """Quality, Stability, Robustness and Efficiency sections of one run; metrics without data
+    are left out."""
     caption = summary_caption(summary)
     table = Table(title=title, caption=caption, box=box.SIMPLE, show_header=False)
     table.add_column("metric")
@@ -46,6 +47,7 @@ def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]
     sections = [
         ("Quality", _quality(summary)),
         ("Stability", _stability(summary)),
+        ("Robustness", _robustness(summary)),
         ("Efficiency", _efficiency(summary)),
     ]
     shown = [(name, [(k, v) for k, v in rows if v is not None]) for name, rows in sections]
@@ -56,7 +58,7 @@ def _quality(summary: Summary) -> list[Row]:
     turns = len(summary.turn_accuracy)
     accuracy = _estimate(summary.accuracy)
     if accuracy is not None and summary.unscored:
-        accuracy += f" over {summary.scored:,} scored"
+        accuracy += f" over {summary.accuracy.n:,} scored"
     return [
         ("accuracy", accuracy),
         *_by_k("pass@", summary.pass_at_k),
@@ -69,9 +71,30 @@ def _quality(summary: Summary) -> list[Row]:
 def _stability(summary: Summary) -> list[Row]:
     return [
         *_by_k("pass^", summary.pass_hat_k),
-        ("flip rate when challenged", _number(summary.flip_rate)),
         ("consistency", _number(summary.consistency)),
         ("reward variance", _number(summary.reward_variance)),
+    ]
+
+
+def _robustness(summary: Summary) -> list[Row]:
+    # Without variants the originals' accuracy is quality's: shown again it would say nothing.
+    perturbed = bool(summary.by_kind)
+    return [
+        ("accuracy on originals", _estimate(summary.original_accuracy) if perturbed else None),
+        *[row for kind, figures in summary.by_kind.items() for row in _kind(kind, figures)],
+        ("robust accuracy", _estimate(summary.robust_accuracy)),
+        ("flip rate when challenged", _number(summary.flip_rate)),
+    ]
+
+
+def _kind(kind: str, figures: KindRobustness) -> list[Row]:
+    drop = _drop(figures.drop)
+    skipped = f" ({figures.skipped:,} originals without one)" if figures.skipped else ""
+    return [
+        (f"accuracy on {kind}", _estimate(figures.accuracy)),
+        (f"drop on {kind}", drop and f"{drop} p={figures.mcnemar_p:.3g}"),
+        (f"{kind} broke / fixed", f"{figures.broke:,} / {figures.fixed:,} of {figures.pairs:,}"),
+        (f"{kind} variants", f"{figures.variants:,}{skipped}"),
     ]
 
 
@@ -117,6 +140,13 @@ def _estimate(estimate: Estimate) -> str | None:
         return None
     value, stderr, low, high = estimate.value, estimate.stderr, estimate.low, estimate.high
     return f"{value:.3f} ± {stderr:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def _drop(drop: Drop) -> str | None:
+    # Signed, since a variant can be easier than its original; the brackets are the interval.
+    if math.isnan(drop.value):
+        return None
+    return f"{drop.value:+.3f} [{drop.low:+.2f}, {drop.high:+.2f}]"
 
 
 def _by_k(prefix: str, by_k: dict[int, float]) -> list[Row]:

@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent_eval.record import AttemptRecord
+from agent_eval.report.paired import paired_comparison
+from agent_eval.report.runs import load_run
 from tests.test_report import EVIL, Page, make_run, record, report, table_row
 
 QUESTIONS = {
@@ -107,3 +109,21 @@ def test_a_run_without_variants_has_no_robustness_plot_or_broken_samples(tmp_pat
     page = Page((run / "report.html").read_text())
     assert "robustness" not in page.figures and "broken" not in page.rows
     assert "Robustness" not in result.output and "accuracy on originals" not in result.output
+
+
+def test_two_perturbed_runs_are_paired_on_their_originals_as_quality_counts(
+    tmp_path: Path,
+) -> None:
+    a = load_run(perturbed_run(tmp_path / "a"))
+    flipped = {sample_id: (not x, not y) for sample_id, (x, y) in OUTCOMES.items()}
+    records = [
+        asked(sample_id, attempt, correct, QUESTIONS[sample_id])
+        for sample_id, pair in flipped.items()
+        for attempt, correct in enumerate(pair)
+    ]
+    b = load_run(make_run(tmp_path / "b", records, n_samples=2))
+    comparison = paired_comparison(a, b)
+    assert len(comparison.pairing.pairs) == 6 and comparison.pairing.unmatched == 0
+    assert comparison.pairing.a_only == [("g1", 0), ("g1", 1), ("g2", 0)]
+    accuracy = comparison.rows[0]
+    assert (accuracy.a, accuracy.b) == (a.summary.accuracy.value, b.summary.accuracy.value)

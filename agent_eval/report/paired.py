@@ -92,13 +92,15 @@ class PairedComparison:
 
 
 def pair_runs(a: Run, b: Run) -> Pairing:
-    """Match the runs' attempts; a pair counts only when both sides are scored."""
-    by_key = {(s.sample_id, s.attempt): s for s in b.scores}
+    """Match the runs' attempts at original samples, as quality counts them; a pair counts only
+    when both sides are scored."""
+    scores_a, scores_b = _originals(a), _originals(b)
+    by_key = {(s.sample_id, s.attempt): s for s in scores_b}
     samples: defaultdict[str, list[Pair]] = defaultdict(list)
     a_only: list[Key] = []
     b_only: list[Key] = []
     matched = unscored = 0
-    for first in a.scores:
+    for first in scores_a:
         key = (first.sample_id, first.attempt)
         second = by_key.get(key)
         if second is None:
@@ -111,7 +113,7 @@ def pair_runs(a: Run, b: Run) -> Pairing:
         samples[first.sample_id].append(pair)
         if first.correct != second.correct:
             (a_only if first.correct else b_only).append(key)
-    unmatched = len(a.scores) + len(b.scores) - 2 * matched
+    unmatched = len(scores_a) + len(scores_b) - 2 * matched
     return Pairing(list(samples.values()), a_only, b_only, unscored, unmatched)
 
 
@@ -211,7 +213,12 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _scored(run: Run) -> list[AttemptScore]:
-    return [score for score in run.scores if score.scored]
+    return [score for score in _originals(run) if score.scored]
+
+
+def _originals(run: Run) -> list[AttemptScore]:
+    """The attempts at original samples: perturbed variants are robustness's, not quality's."""
+    return [score for score in run.scores if score.variant_of is None]
 
 
 def _accuracy(correct: Sequence[bool]) -> Estimate:

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
+from agent_eval.agents.trajectory import question
 from agent_eval.errors import ConfigError
 from agent_eval.failures import FailureClass, recorded_class
 
@@ -124,19 +125,6 @@ class _Codes:
             found = self.code[name] = len(self.names)
             self.names.append(name)
         return found
-
-
-def question(trajectory: dict[str, Any]) -> str:
-    """The first user message's text; its content is a string or a list of parts."""
-    for message in trajectory.get("messages") or ():
-        if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            return "\n".join(
-                part.get("text", "") for part in content or () if isinstance(part, dict)
-            )
-    return ""
 
 
 @contextmanager

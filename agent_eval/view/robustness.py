@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from agent_eval.agents.trajectory import question
 from agent_eval.metrics import mcnemar_exact, wilson_interval
 from agent_eval.results import SAMPLES, SUMMARY
-from agent_eval.view.index import Outcomes, RunIndex, question
+from agent_eval.view.index import Outcomes, RunIndex
 
 
 @dataclass(frozen=True)

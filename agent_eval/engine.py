@@ -60,6 +60,8 @@ class Progress:
     errors: Counter[str] = field(default_factory=Counter)
     unscored: Counter[str] = field(default_factory=Counter)
     """This run's attempts the infrastructure stopped, by kind."""
+    variants_judged: int = 0
+    """This run's scored attempts at perturbed variants: played, but not in the accuracy."""
 
 
 class RecordSink(Protocol):
@@ -136,7 +138,11 @@ class Engine:
         progress = self.progress
         progress.done += 1
         progress.played += 1
-        progress.correct += int(record.correct)
+        # The live accuracy is the summary's: over the originals, not their perturbed variants.
+        if record.variant_of is None:
+            progress.correct += int(record.correct)
+        elif record.scored:
+            progress.variants_judged += 1
         progress.tokens += record.prompt_tokens + record.completion_tokens
         progress.completion_tokens += record.completion_tokens
         if record.error_kind is not None:

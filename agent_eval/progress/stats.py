@@ -47,6 +47,7 @@ class _Counts:
     tokens: int
     errors: Mapping[str, int]
     unscored: Mapping[str, int]
+    variants_judged: int
 
 
 class RunStats:
@@ -86,6 +87,7 @@ class RunStats:
             progress.tokens,
             dict(progress.errors),
             dict(progress.unscored),
+            progress.variants_judged,
         )
         self._latest = counts
 
@@ -105,7 +107,7 @@ class RunStats:
         return Snapshot(
             done=latest.done,
             total=latest.total,
-            accuracy=accuracy(latest.correct, attempts - sum(latest.unscored.values())),
+            accuracy=accuracy(latest.correct, _judged_originals(latest)),
             attempts_per_s=attempts_per_s,
             tokens_per_s=tokens_per_s,
             errors=latest.errors,
@@ -169,3 +171,8 @@ def duration_text(seconds: float | None) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def _judged_originals(counts: _Counts) -> int:
+    """This process's scored attempts at original samples: what the live accuracy divides by."""
+    return counts.played - sum(counts.unscored.values()) - counts.variants_judged

@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
-from agent_eval.metrics import wilson_interval
+from agent_eval.metrics import summarize, wilson_interval
+from agent_eval.record import AttemptRecord
 from tests.view_runs import append, get_json, record, variant, write_run
 
 ROBUST = "/api/runs/runs/perturbed/robustness"
@@ -74,7 +76,7 @@ NUMBERS = {
 }
 WRITTEN = {
     "original_accuracy": estimate(4, 7),
-    "robust_accuracy": estimate(2, 7),
+    "robust_accuracy": estimate(2, 6),
     "by_kind": {"numbers": NUMBERS},
     "flip_rate": 0.25,
 }
@@ -100,8 +102,13 @@ async def test_accuracy_per_kind_is_counted_from_the_attempts(
     body = await get_json(client, ROBUST)
     assert body["source"] == "samples.jsonl"
     assert body["original_accuracy"] == estimate(4, 7)
-    # Units with a scored pair: p1/0 p1/1 p2/0 p2/1 p3/0 p3/1 p4/0; robust: p2/0 and p4/0.
-    assert body["robust_accuracy"] == estimate(2, 7)
+    # Units whose original and every variant it has are scored at that index: p1/0 p1/1 p2/0
+    # p3/0 p3/1 p4/0 (p2/1's distractor and p4/1's original are not); right: p2/0 and p4/0.
+    assert body["robust_accuracy"] == estimate(2, 6)
+    # The same figure summary.json will hold once the run ends.
+    scores = [AttemptRecord.from_line(orjson.dumps(line), "test").score() for line in perturbed()]
+    summarized = summarize(scores, 1.0).to_dict()["robustness"]["robust_accuracy"]
+    assert (summarized["value"], summarized["n"]) == (2 / 6, 6)
     assert body["flip_rate"] is None
     assert body["kinds"] == [
         {
@@ -166,7 +173,7 @@ async def test_a_summarys_robustness_group_is_read_when_present(
 ) -> None:
     body = await get_json(client, "/api/runs/runs/written/robustness")
     assert body["source"] == "summary.json"
-    assert (body["original_accuracy"], body["robust_accuracy"]) == (estimate(4, 7), estimate(2, 7))
+    assert (body["original_accuracy"], body["robust_accuracy"]) == (estimate(4, 7), estimate(2, 6))
     assert body["flip_rate"] == 0.25
     assert body["kinds"] == [{"kind": "numbers", **NUMBERS}]
     assert body["broken"]["total"] == 3  # only the attempts list them

@@ -111,7 +111,7 @@ def _counted(outcomes: Outcomes, pairs: list[Pair]) -> dict[str, Any]:
     return {
         "source": SAMPLES,
         "original_accuracy": _estimate(right[""], scored[""]),
-        "robust_accuracy": _robust(outcomes, pairs),
+        "robust_accuracy": _robust(outcomes),
         "flip_rate": None,
         "kinds": kinds,
     }
@@ -135,14 +135,28 @@ def _paired(outcomes: Outcomes, pairs: list[Pair]) -> dict[str, Any]:
     }
 
 
-def _robust(outcomes: Outcomes, pairs: list[Pair]) -> dict[str, Any]:
-    """Over (original, attempt index) units with a scored variant attempt: right on the original
-    and on every variant's attempt of that index."""
-    units: dict[int, bool] = {}  # by the original attempt's row: one per (original, index)
-    for pair in pairs:
-        held = bool(outcomes.correct[pair.original] and outcomes.correct[pair.variant])
-        units[pair.original] = units.get(pair.original, True) and held
-    return _estimate(sum(units.values()), len(units))
+def _robust(outcomes: Outcomes) -> dict[str, Any]:
+    """Over (original, attempt index) units whose original has variants, each of them scored
+    at that index (as summary.json counts): right on the original and on every variant."""
+    at = {
+        (code, attempt): row
+        for row, (code, attempt) in enumerate(
+            zip(outcomes.sample.tolist(), outcomes.attempt.tolist(), strict=True)
+        )
+    }
+    variants: defaultdict[str, list[int]] = defaultdict(list)
+    for code, origin in enumerate(outcomes.origins):
+        if origin is not None:
+            variants[origin].append(code)
+    right = units = 0
+    for (code, attempt), row in at.items():
+        own = variants.get(outcomes.samples[code], []) if outcomes.origins[code] is None else []
+        unit = [row, *(at.get((variant, attempt)) for variant in own)]
+        if not own or any(r is None or not outcomes.scored[r] for r in unit):
+            continue
+        units += 1
+        right += all(outcomes.correct[r] for r in unit)
+    return _estimate(right, units)
 
 
 def _estimate(right: int, n: int) -> dict[str, Any]:

@@ -123,9 +123,9 @@ def _bootstrap(
 
 
 def _percentile_interval(value: float, draws: list[float], confidence: float) -> Difference:
-    """`value` with the draws' central `confidence` range; NaN without draws."""
+    """`value` with the draws' central `confidence` range; NaN bounds without draws."""
     if not draws or math.isnan(value):
-        return Difference(NAN, NAN, NAN, significant=False)
+        return Difference(value, NAN, NAN, significant=False)
     ordered, tail = sorted(draws), (1 - confidence) / 2
     low = ordered[math.floor(tail * (len(ordered) - 1))]
     high = ordered[math.ceil((1 - tail) * (len(ordered) - 1))]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.base import NAN, AttemptScore, Estimate, metric
-from agent_eval.metrics.paired import Pair, paired_differences
+from agent_eval.metrics.paired import RESAMPLES, Pair, paired_differences
 
 
 @dataclass
@@ -115,23 +115,28 @@ def robust_accuracy(tally: RobustnessTally, confidence: float = 0.95) -> Estimat
 
 
 @metric(higher_is_better=True)
-def by_kind(tally: RobustnessTally, confidence: float = 0.95) -> dict[str, KindRobustness]:
-    """Each perturbation kind's figures, by kind name in sorted order."""
+def by_kind(
+    tally: RobustnessTally, confidence: float = 0.95, resamples: int = RESAMPLES
+) -> dict[str, KindRobustness]:
+    """Each perturbation kind's figures, by kind name in sorted order.
+
+    `resamples=0` leaves out the drop's bootstrap interval (its bounds are NaN): a live view
+    that asks every second cannot pay for it."""
     kinds: defaultdict[str, list[VariantOutcomes]] = defaultdict(list)
     for variant in tally.variants.values():
         kinds[variant.kind].append(variant)
-    return {kind: _kind(tally, kinds[kind], confidence) for kind in sorted(kinds)}
+    return {kind: _kind(tally, kinds[kind], confidence, resamples) for kind in sorted(kinds)}
 
 
 def _kind(
-    tally: RobustnessTally, variants: list[VariantOutcomes], confidence: float
+    tally: RobustnessTally, variants: list[VariantOutcomes], confidence: float, resamples: int
 ) -> KindRobustness:
     right = sum(variant.right.bit_count() for variant in variants)
     scored = sum(variant.scored.bit_count() for variant in variants)
     perturbed = {variant.original for variant in variants}
     # The variant as A and its original as B: paired_differences' B - A is then the drop.
     groups = [_pairs(tally.originals.get(v.original, Outcomes()), v) for v in variants]
-    paired = paired_differences(groups, confidence=confidence)
+    paired = paired_differences(groups, resamples, confidence)
     return KindRobustness(
         accuracy=accuracy(right, scored, confidence),
         variants=len(variants),

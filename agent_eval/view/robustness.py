@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 
 from agent_eval.agents.trajectory import question
-from agent_eval.metrics import mcnemar_exact, wilson_interval
+from agent_eval.metrics import json_ready
+from agent_eval.metrics.robustness import Outcomes as SampleOutcomes
+from agent_eval.metrics.robustness import (
+    RobustnessTally,
+    VariantOutcomes,
+    by_kind,
+    original_accuracy,
+    robust_accuracy,
+)
 from agent_eval.results import SAMPLES, SUMMARY
 from agent_eval.view.index import Outcomes, RunIndex
 
@@ -35,7 +43,7 @@ def robustness_body(
     outcomes = index.outcomes()
     pairs = scored_pairs(outcomes)
     written = (summary or {}).get("robustness")
-    figures = _written(written) if isinstance(written, dict) else _counted(outcomes, pairs)
+    figures = _written(written) if isinstance(written, dict) else _counted(outcomes)
     broken = [p for p in pairs if outcomes.correct[p.original] and not outcomes.correct[p.variant]]
     return {
         **figures,
@@ -80,88 +88,46 @@ def _written(group: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _counted(outcomes: Outcomes, pairs: list[Pair]) -> dict[str, Any]:
-    """The figures of the robustness group counted from the attempts: every one but the drop's
-    interval, which takes summary.json's bootstrap."""
-    sample_kinds = [kind or "" for kind in outcomes.kinds]
-    attempt_kinds = [sample_kinds[code] for code in outcomes.sample.tolist()]
-    right: defaultdict[str, int] = defaultdict(int)
-    scored: defaultdict[str, int] = defaultdict(int)
-    for kind, correct, counted in zip(
-        attempt_kinds, outcomes.correct.tolist(), outcomes.scored.tolist(), strict=True
-    ):
-        scored[kind] += counted
-        right[kind] += counted and correct
-    originals = {
-        name for name, origin in zip(outcomes.samples, outcomes.origins, strict=True) if not origin
-    }
-    kinds = []
-    for kind in dict.fromkeys(kind for kind in sample_kinds if kind):
-        perturbed = {o for o, k in zip(outcomes.origins, sample_kinds, strict=True) if k == kind}
-        of_kind = [pair for pair in pairs if pair.kind == kind]
-        kinds.append(
-            {
-                "kind": kind,
-                "accuracy": _estimate(right[kind], scored[kind]),
-                "variants": len(perturbed),
-                "skipped": len(originals - perturbed),
-                **_paired(outcomes, of_kind),
-            }
-        )
-    return {
-        "source": SAMPLES,
-        "original_accuracy": _estimate(right[""], scored[""]),
-        "robust_accuracy": _robust(outcomes),
-        "flip_rate": None,
-        "kinds": kinds,
-    }
-
-
-def _paired(outcomes: Outcomes, pairs: list[Pair]) -> dict[str, Any]:
-    """A kind's pairs: how many, how many broke and were fixed, the drop and McNemar's p."""
-    broke = sum(
-        bool(outcomes.correct[p.original] and not outcomes.correct[p.variant]) for p in pairs
+def _counted(outcomes: Outcomes) -> dict[str, Any]:
+    """The figures of the robustness group as the metrics count them from the attempts so
+    far: every one but the drop's interval, which takes summary.json's bootstrap."""
+    tally = _tally(outcomes)
+    kinds = by_kind(tally, resamples=0)
+    appearing = dict.fromkeys(kind for kind in outcomes.kinds if kind)
+    return json_ready(
+        {
+            "source": SAMPLES,
+            "original_accuracy": dataclasses.asdict(original_accuracy(tally)),
+            "robust_accuracy": dataclasses.asdict(robust_accuracy(tally)),
+            "flip_rate": None,
+            "kinds": [{"kind": kind, **dataclasses.asdict(kinds[kind])} for kind in appearing],
+        }
     )
-    fixed = sum(
-        bool(outcomes.correct[p.variant] and not outcomes.correct[p.original]) for p in pairs
+
+
+def _tally(outcomes: Outcomes) -> RobustnessTally:
+    """The metrics' robustness tally of the attempts so far: each sample's as bit masks."""
+    scored: defaultdict[int, int] = defaultdict(int)
+    right: defaultdict[int, int] = defaultdict(int)
+    rows = zip(
+        outcomes.sample.tolist(),
+        outcomes.attempt.tolist(),
+        outcomes.correct.tolist(),
+        outcomes.scored.tolist(),
+        strict=True,
     )
-    drop = {"value": (broke - fixed) / len(pairs), "low": None, "high": None} if pairs else None
-    return {
-        "pairs": len(pairs),
-        "broke": broke,
-        "fixed": fixed,
-        "drop": drop,
-        "mcnemar_p": mcnemar_exact(broke, fixed) if pairs else None,
-    }
-
-
-def _robust(outcomes: Outcomes) -> dict[str, Any]:
-    """Over (original, attempt index) units whose original has variants, each of them scored
-    at that index (as summary.json counts): right on the original and on every variant."""
-    at = {
-        (code, attempt): row
-        for row, (code, attempt) in enumerate(
-            zip(outcomes.sample.tolist(), outcomes.attempt.tolist(), strict=True)
-        )
-    }
-    variants: defaultdict[str, list[int]] = defaultdict(list)
-    for code, origin in enumerate(outcomes.origins):
-        if origin is not None:
-            variants[origin].append(code)
-    right = units = 0
-    for (code, attempt), row in at.items():
-        own = variants.get(outcomes.samples[code], []) if outcomes.origins[code] is None else []
-        unit = [row, *(at.get((variant, attempt)) for variant in own)]
-        if not own or any(r is None or not outcomes.scored[r] for r in unit):
-            continue
-        units += 1
-        right += all(outcomes.correct[r] for r in unit)
-    return _estimate(right, units)
-
-
-def _estimate(right: int, n: int) -> dict[str, Any]:
-    """Accuracy with its Wilson interval, as summary.json writes an Estimate."""
-    return dataclasses.asdict(wilson_interval(right, n))
+    for code, attempt, correct, counted in rows:
+        if counted:
+            scored[code] |= 1 << attempt
+            right[code] |= (1 << attempt) if correct else 0
+    tally = RobustnessTally()
+    for code, name in enumerate(outcomes.samples):
+        origin, kind = outcomes.origins[code], outcomes.kinds[code]
+        if origin is None:
+            tally.originals[name] = SampleOutcomes(scored[code], right[code])
+        else:
+            tally.variants[name] = VariantOutcomes(scored[code], right[code], origin, kind or "")
+    return tally
 
 
 def _shown(index: RunIndex, pair: Pair) -> dict[str, Any]:

@@ -125,29 +125,11 @@ def load_tune(path: Path) -> Tuned:
         space=space if isinstance(space, dict) else {},
         subset=subset if isinstance(subset, int) else None,
         trials=trials,
-        best=pareto_front(trials, objectives),
+        best=frozenset(trial.number for trial in study.best_trials),
         importances=_importances(optuna, study, objectives, trials),
         confirmations=_confirmations(path, objectives, trials, notes),
         notes=tuple(notes),
     )
-
-
-def pareto_front(trials: tuple[Trial, ...], objectives: tuple[Objective, ...]) -> frozenset[int]:
-    """The complete trials no other complete trial beats on one objective without losing on any."""
-    signs = [1.0 if objective.maximize else -1.0 for objective in objectives]
-    scored = [
-        (trial.number, tuple(sign * value for sign, value in zip(signs, trial.values, strict=True)))
-        for trial in trials
-        if trial.state == COMPLETE and trial.values and len(trial.values) == len(signs)
-    ]
-    return frozenset(
-        number for number, own in scored if not any(_dominates(other, own) for _, other in scored)
-    )
-
-
-def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    """Whether `a` is at least as good as `b` everywhere and better somewhere (higher is better)."""
-    return a != b and all(x >= y for x, y in zip(a, b, strict=True))
 
 
 def tune_table(tuned: Tuned) -> Table:

@@ -68,8 +68,9 @@ def is_tune_directory(path: Path) -> bool:
     return (path / STUDY_FILE).is_file()
 
 
-def load_study(tune_dir: Path) -> optuna.Study:
-    """The study of `tune_dir`, opened read-only; what is not one is a ConfigError naming it."""
+def load_study(tune_dir: Path, read_only: bool = True, **how: Any) -> optuna.Study:
+    """The study of `tune_dir` (read-only unless told, with `how`'s sampler and pruner); what
+    is not one is a ConfigError naming it."""
     from sqlalchemy.exc import SQLAlchemyError
 
     optuna = optuna_module()
@@ -80,7 +81,8 @@ def load_study(tune_dir: Path) -> optuna.Study:
             "`agent-eval tune` wrote to (its -o)"
         )
     try:
-        return optuna.load_study(study_name=STUDY_NAME, storage=storage_url(tune_dir, True))
+        storage = storage_url(tune_dir, read_only)
+        return optuna.load_study(study_name=STUDY_NAME, storage=storage, **how)
     except KeyError:
         raise ConfigError(
             f"{study_db} holds no study named {STUDY_NAME}: not written by `agent-eval tune`"

@@ -157,3 +157,16 @@ async def test_a_failing_trial_is_recorded_with_its_reason_and_three_in_a_row_st
     assert [t.state for t in trials[:5]] == [state.FAIL, state.COMPLETE, *[state.FAIL] * 3]
     assert "no_such_module" in trials[0].user_attrs[FAILURE]
     assert trials[1].value == 1.0
+
+
+async def test_a_tune_directory_whose_study_is_not_one_is_refused_by_name(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await two_step_workers(start_workers)
+    job = tune_job(tmp_path, [worker], TURNS, trials=1)
+    job.tune_dir.mkdir()
+    (job.tune_dir / "study.db").write_bytes(b"not a database")
+    with pytest.raises(ConfigError, match="cannot be read as an Optuna study"):
+        async with Tuner(job, Outcomes()):
+            pass
+    assert (job.tune_dir / "study.db").read_bytes() == b"not a database"

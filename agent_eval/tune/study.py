@@ -25,6 +25,7 @@ from agent_eval.study_files import (
     STUDY_NAME,
     SUBSET,
     is_tune_directory,
+    load_study,
     optuna_module,
     storage_url,
 )
@@ -94,16 +95,20 @@ def open_study(setup: StudySetup) -> optuna.Study:
     """The study in the tune directory: made, or loaded when it is the same search again."""
     optuna = optuna_module()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the tune prints its own rows
-    existed = is_tune_directory(setup.tune_dir)
-    setup.tune_dir.mkdir(parents=True, exist_ok=True)
-    how = {"storage": storage_url(setup.tune_dir), "sampler": _sampler(setup)}
-    how["pruner"] = _pruner(setup)
-    if existed:
-        study = optuna.load_study(study_name=STUDY_NAME, **how)
+    sampler, pruner = _sampler(setup), _pruner(setup)
+    if is_tune_directory(setup.tune_dir):
+        study = load_study(setup.tune_dir, read_only=False, sampler=sampler, pruner=pruner)
         _check_same_search(study, setup)
         return study
+    setup.tune_dir.mkdir(parents=True, exist_ok=True)
     directions = [objective.direction for objective in setup.objectives]
-    study = optuna.create_study(study_name=STUDY_NAME, directions=directions, **how)
+    study = optuna.create_study(
+        storage=storage_url(setup.tune_dir),
+        study_name=STUDY_NAME,
+        directions=directions,
+        sampler=sampler,
+        pruner=pruner,
+    )
     study.set_user_attr(OBJECTIVES, [objective.as_record() for objective in setup.objectives])
     study.set_user_attr(SPACE, setup.space.as_written())
     study.set_user_attr(SUBSET, setup.subset)

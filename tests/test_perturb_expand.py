@@ -29,6 +29,16 @@ def draw(sample: Sample, rng: random.Random) -> Variant:
     return Variant(f"{sample.question} {rng.randint(0, 10**9)}", sample.answer or "")
 
 
+def broken(sample: Sample, rng: random.Random) -> Variant:
+    """A plug-in with a bug."""
+    raise ZeroDivisionError("division by zero")
+
+
+def odd(sample: Sample, rng: random.Random) -> str:
+    """A plug-in that returns the wrong thing."""
+    return sample.question or ""
+
+
 SAMPLES = [Sample("a", "one", "1"), Sample("b", "2 + 2", "4"), Sample("c", "three", "3")]
 
 
@@ -78,3 +88,16 @@ def test_a_subset_draws_originals_and_brings_their_variants() -> None:
     originals = [s for s in items if s.variant_of is None]
     assert len(originals) == 3 and len(items) == 6
     assert [s.variant_of for s in items if s.variant_of] == [s.id for s in originals]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tests.test_perturb_expand:broken", "failed on sample 'a': ZeroDivisionError"),
+        ("tests.test_perturb_expand:odd", "returned str for sample 'a'; it must return"),
+    ],
+)
+def test_a_plug_in_that_fails_is_named_with_the_sample(spec: str, message: str) -> None:
+    with pytest.raises(DataError, match=None) as refused:
+        list(perturbed(SAMPLES, [spec], 0))
+    assert message in str(refused.value) and spec in str(refused.value)

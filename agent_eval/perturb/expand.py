@@ -6,7 +6,7 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 
 from agent_eval.data import DataError, Item, Sample
-from agent_eval.perturb.base import load_perturbation
+from agent_eval.perturb.base import Perturbation, Variant, load_perturbation
 
 SEPARATOR = "~"
 """Between an original's id and the perturbation in its variant's id: `gsm8k-17~numbers`."""
@@ -26,7 +26,7 @@ def perturbed(items: Iterable[Item], kinds: Sequence[str], seed: int) -> Iterato
         if item.question is None:
             continue  # a sample given as chat messages has no question text to perturb
         for kind, perturb in perturbations:
-            variant = perturb(item, variant_random(seed, item.id, kind))
+            variant = _variant(perturb, kind, item, seed)
             if variant is not None:
                 yield Sample(
                     id=f"{item.id}{SEPARATOR}{kind}",
@@ -36,6 +36,23 @@ def perturbed(items: Iterable[Item], kinds: Sequence[str], seed: int) -> Iterato
                     variant_of=item.id,
                     perturbation=kind,
                 )
+
+
+def _variant(perturb: Perturbation, kind: str, sample: Sample, seed: int) -> Variant | None:
+    """The perturbation's variant of `sample`; a plug-in that raises or returns something
+    else is named with the sample, not a traceback."""
+    try:
+        variant = perturb(sample, variant_random(seed, sample.id, kind))
+    except Exception as exc:  # a plug-in's bug: the user's to fix, so say whose and where
+        raise DataError(
+            f"perturbation {kind!r} failed on sample {sample.id!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    if variant is not None and not isinstance(variant, Variant):
+        raise DataError(
+            f"perturbation {kind!r} returned {type(variant).__name__} for sample {sample.id!r}; "
+            "it must return agent_eval.perturb.Variant(question, answer) or None"
+        )
+    return variant
 
 
 def variant_random(seed: int, sample_id: str, kind: str) -> random.Random:

@@ -170,3 +170,20 @@ async def test_a_tune_directory_whose_study_is_not_one_is_refused_by_name(
         async with Tuner(job, Outcomes()):
             pass
     assert (job.tune_dir / "study.db").read_bytes() == b"not a database"
+
+
+async def test_trials_the_workers_fail_are_failed_for_that_reason_never_scored_zero(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await two_step_workers(start_workers, error_status=500)
+    job = tune_job(
+        tmp_path, [worker], TURNS, trials=3, subset=2, settings=("proxy.retry.max_retries=0",)
+    )
+    async with Tuner(job, Outcomes()) as tuner:
+        with pytest.raises(ConfigError, match="3 trials in a row failed"):
+            await tuner.search()
+        trials = tuner.study.trials
+    state = optuna_module().trial.TrialState
+    assert [t.state for t in trials] == [state.FAIL] * 3
+    assert all("ended unscored (infrastructure)" in t.user_attrs[FAILURE] for t in trials)
+    assert all(t.values is None for t in trials)  # no score of 0 told to the sampler

@@ -148,3 +148,18 @@ async def test_a_full_disk_stops_the_run_cleanly_and_resume_finishes_it(
     resumed, uninterrupted = summary(run), summary(clean)
     for key in ("quality", "stability", "attempts", "scored", "unscored", "complete"):
         assert resumed[key] == uninterrupted[key], key
+
+
+async def test_a_read_only_file_system_is_a_storage_error_too(small_disk: Path) -> None:
+    run = RunDirectory(small_disk / "run")
+    await asyncio.to_thread(run.prepare)
+    first = b'{"sample_id": "a"}\n'
+    await run.append_line(first)
+    remount = ["mount", "-o", "remount,ro", str(small_disk)]
+    await asyncio.to_thread(subprocess.run, remount, check=True)
+    with pytest.raises(StorageError, match=r"samples\.jsonl: Read-only file system \(.* free"):
+        await run.append_line(b'{"sample_id": "b"}\n')
+    with pytest.raises(StorageError, match=r"summary\.json: Read-only file system"):
+        run.write_json("summary.json", {})
+    assert run.samples.read_bytes() == first
+    assert sorted(p.name for p in run.path.iterdir()) == ["samples.jsonl"]

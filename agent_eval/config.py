@@ -17,6 +17,7 @@ from agent_eval.data.loaders import DATASETS
 from agent_eval.launch import LaunchConfig
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.results import RunDirectory
 from agent_eval.settings import Section, load_settings
 
 CONFIG_FILE = "config.yaml"
@@ -221,11 +222,15 @@ def load_run_config(
 
 
 def save_run_config(config: RunConfig, run_dir: Path) -> Path:
-    """The resolved config as YAML in the run directory (made if needed); keys are masked."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / CONFIG_FILE
-    target.write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
-    return target
+    """The resolved config as YAML in the run directory (made if needed); keys are masked.
+
+    Written whole or not at all: `--resume` reads it.
+    """
+    directory = RunDirectory(run_dir)
+    directory.create()
+    return directory.write_text(
+        CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    )
 
 
 def safe_name(name: str) -> str:

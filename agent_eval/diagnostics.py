@@ -1,12 +1,20 @@
-"""Short evidence for error messages: the end of a log, the cause of an OS error.
+"""Short evidence for error messages: the end of a log, the cause of an OS error, free space.
 
-Used from the proxy up to the CLI, so it imports nothing from agent_eval.
+Used from the proxy up to the CLI, so it imports nothing from agent_eval but its errors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
+
+from rich.filesize import decimal
+
+from agent_eval.errors import StorageError
 
 LOG_TAIL_LINES = 50
 
@@ -39,3 +47,30 @@ def os_reason(exc: OSError) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Inside, an OS error (a full disk, a quota, a read-only file system) is a StorageError
+    naming `path` and the room left where it is."""
+    try:
+        yield
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write {path}: {os_reason(exc)} ({free_space(path)} on its file system)"
+        ) from exc
+
+
+def free_space(path: Path) -> str:
+    """The room left on the file system that holds `path` (or would hold it), in words."""
+    try:
+        existing = next((folder for folder in (path, *path.parents) if folder.exists()), path)
+        return f"{decimal(shutil.disk_usage(existing).free)} free"
+    except OSError:
+        return "free space unknown"
+
+
+def open_to_append(path: Path) -> BinaryIO:
+    """`path` opened to append to (a child process's log); a StorageError if it cannot be."""
+    with writing(path):
+        return path.open("ab")

@@ -14,7 +14,7 @@ from agent_eval.agents.base import runner_options
 from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.data import Item
 from agent_eval.engine import Engine, Progress
-from agent_eval.errors import ConfigError
+from agent_eval.errors import ConfigError, first_storage_error
 from agent_eval.identity import (
     DIGEST,
     Difference,
@@ -117,10 +117,11 @@ async def play(
     total = plan.total if limit is None else min(limit, plan.total)
     started = time.monotonic()
     done = await engine.start(run_dir, total)
-    if plan.config.eval.processes == 1:
-        await engine.play(plan.items(limit), done, run_dir)
-    else:
-        await _play_sharded(plan, served, engine, done, run_dir, limit)
+    with first_storage_error():
+        if plan.config.eval.processes == 1:
+            await engine.play(plan.items(limit), done, run_dir)
+        else:
+            await _play_sharded(plan, served, engine, done, run_dir, limit)
     return await engine.finish(run_dir, time.monotonic() - started)
 
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from agent_eval.diagnostics import writing
 from agent_eval.record import AttemptRecord
 
 log = logging.getLogger(__name__)
@@ -30,16 +32,23 @@ WORKERS = "workers.json"
 
 
 class RunDirectory:
-    """One run's files; each append is flushed, so a crash loses only the attempts in flight."""
+    """One run's files; each append is flushed, so a crash loses only the attempts in flight.
+
+    A write the file system refuses (full, over quota, read-only, failing) is a StorageError
+    that leaves every file as it was before it: no torn line, no `.partial` file.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.samples = path / SAMPLES
+        # One append at a time: a failed one is cut back to where it began, which must be the
+        # end of the file, not the middle of another thread's line.
+        self._appending = threading.Lock()
 
     def prepare(self) -> tuple[set[tuple[str, int]], int]:
         """Create the folder; the (sample id, attempt) pairs already done, for resuming, and how
         many of them are unscored, in one pass over the file."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.create()
         self._drop_torn_last_line()
         done: set[tuple[str, int]] = set()
         unscored = 0
@@ -47,6 +56,11 @@ class RunDirectory:
             done.add((record.sample_id, record.attempt))
             unscored += not record.scored
         return done, unscored
+
+    def create(self) -> None:
+        """Make the folder, and its parents, if they are not there yet."""
+        with writing(self.path):
+            self.path.mkdir(parents=True, exist_ok=True)
 
     def records(self, on_torn: Callable[[str], None] | None = None) -> Iterator[AttemptRecord]:
         """Every finished attempt, streamed from disk; a corrupt line is a ConfigError.
@@ -62,31 +76,18 @@ class RunDirectory:
         with the time, so that a resume plays them again; how many were moved."""
         self._drop_torn_last_line()
         partial = self.samples.with_suffix(".jsonl.partial")
-        unscored: list[bytes] = []
-        with partial.open("wb") as kept:
-            for where, line in self._lines():
-                if AttemptRecord.from_line(line, where).scored:
-                    kept.write(line)
-                else:
-                    unscored.append(line)
-            _sync(kept)
-        if not unscored:
-            partial.unlink()
-            return 0
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        with (self.path / UNSCORED).open("ab") as aside:
-            aside.writelines(_stamped(line, stamp) for line in unscored)
-            _sync(aside)
-        # Only once they are safe in unscored.jsonl do they leave samples.jsonl, in one step.
-        os.replace(partial, self.samples)
-        return len(unscored)
+        with writing(self.samples):
+            try:
+                return self._split_unscored(partial)
+            finally:
+                partial.unlink(missing_ok=True)
 
     async def append(self, record: AttemptRecord) -> None:
         await self.append_line(record.to_line())
 
     async def append_line(self, line: bytes) -> None:
         """Append one record already serialised as a JSON line."""
-        write = asyncio.ensure_future(asyncio.to_thread(self._write, line))
+        write = asyncio.ensure_future(asyncio.to_thread(self._append, self.samples, line))
         try:
             await asyncio.shield(write)
         except asyncio.CancelledError:
@@ -97,11 +98,39 @@ class RunDirectory:
 
     def write_json(self, name: str, data: Any) -> Path:
         """Write a whole JSON file atomically: never half a summary on disk."""
+        return self.write_text(name, json.dumps(data, indent=2, sort_keys=True, allow_nan=False))
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write a whole file atomically: never half of it on disk, nor a `.partial` beside it."""
         target = self.path / name
         partial = target.with_suffix(target.suffix + ".partial")
-        partial.write_text(json.dumps(data, indent=2, sort_keys=True, allow_nan=False))
-        os.replace(partial, target)
+        with writing(target):
+            try:
+                partial.write_text(text)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
         return target
+
+    def _split_unscored(self, partial: Path) -> int:
+        """Keep the scored lines (written to `partial`, then put in place of samples.jsonl) and
+        move the others to unscored.jsonl; how many moved."""
+        unscored: list[bytes] = []
+        with partial.open("wb") as kept:
+            for where, line in self._lines():
+                if AttemptRecord.from_line(line, where).scored:
+                    kept.write(line)
+                else:
+                    unscored.append(line)
+            _sync(kept)
+        if not unscored:
+            return 0
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        aside = b"".join(_stamped(line, stamp) for line in unscored)
+        self._append(self.path / UNSCORED, aside, sync=True)
+        # Only once they are safe in unscored.jsonl do they leave samples.jsonl, in one step.
+        os.replace(partial, self.samples)
+        return len(unscored)
 
     def _lines(self, on_torn: Callable[[str], None] | None = None) -> Iterator[tuple[str, bytes]]:
         """samples.jsonl's non-blank lines and where each is; a torn last line goes to `on_torn`."""
@@ -118,10 +147,20 @@ class RunDirectory:
                     continue
                 yield where, line
 
-    def _write(self, line: bytes) -> None:
-        with self.samples.open("ab") as handle:
-            handle.write(line)
-            handle.flush()
+    def _append(self, path: Path, data: bytes, sync: bool = False) -> None:
+        """Append `data` whole, or not at all: a write the disk refuses is cut back at once.
+
+        `sync`: on the disk itself before this returns, not only in the OS's cache.
+        """
+        with self._appending, writing(path), path.open("ab", buffering=0) as handle:
+            end = handle.seek(0, os.SEEK_END)
+            try:
+                _write_all(handle, data)
+                if sync:
+                    os.fsync(handle.fileno())
+            except OSError:
+                handle.truncate(end)
+                raise
 
     def _drop_torn_last_line(self) -> None:
         """A crash mid-write can leave a partial last line; cut it so the file parses."""
@@ -131,7 +170,7 @@ class RunDirectory:
         if data and not data.endswith(b"\n"):
             keep = data.rfind(b"\n") + 1
             log.warning("dropping a torn last line from %s", self.samples)
-            with self.samples.open("r+b") as handle:
+            with writing(self.samples), self.samples.open("r+b") as handle:
                 handle.truncate(keep)
 
 
@@ -151,6 +190,13 @@ def _stamped(line: bytes, stamp: str) -> bytes:
     return orjson.dumps(
         {"set_aside_at": stamp, **orjson.loads(line)}, option=orjson.OPT_APPEND_NEWLINE
     )
+
+
+def _write_all(handle: BinaryIO, data: bytes) -> None:
+    """Write all of `data` to an unbuffered file, however many writes the file system takes."""
+    view = memoryview(data)
+    while view:
+        view = view[handle.write(view) :]
 
 
 def _sync(handle: BinaryIO) -> None:

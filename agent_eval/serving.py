@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from agent_eval.config import RunConfig
 from agent_eval.credentials import client_key
 from agent_eval.diagnostics import os_reason
-from agent_eval.errors import ConfigError, ProxyStartError
+from agent_eval.errors import ConfigError, ProxyStartError, StorageError
 from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import fetch_workers
 from agent_eval.proxy.process import proxy_process
@@ -88,8 +88,12 @@ async def proxied(
         await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30)
         try:
             yield Served(base_url, key, client, await served_model(config, client), endpoints)
-        finally:
-            await keep_worker_load(base_url, key, config.run_dir)
+        except BaseException:
+            # The run's own end is what to tell: a workers.json the disk refuses is no news.
+            with contextlib.suppress(StorageError):
+                await keep_worker_load(base_url, key, config.run_dir)
+            raise
+        await keep_worker_load(base_url, key, config.run_dir)
 
 
 async def keep_worker_load(

@@ -49,13 +49,14 @@ class WaitReporter:
 
 
 def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
-    """Run a command's work: a user's mistake ends in one message and exit code 2."""
+    """Run a command's work: an error of ours ends in one message and its exit code (a user's
+    mistake: 2)."""
     try:
         return function(*args)
     except AgentEvalError as exc:
         if ctx.obj:
             raise
-        fail(str(exc))
+        fail(str(exc), exc.exit_code)
     except BaseExceptionGroup as group:
         # Concurrent work (the engine's task group) reports a mistake inside a group.
         message = mistakes_only(group)
@@ -66,7 +67,7 @@ def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
         raise typer.Exit(130) from None
 
 
-def fail(message: str) -> NoReturn:
-    """Print `error: message` (the message as it is, brackets included) and exit with code 2."""
+def fail(message: str, code: int = AgentEvalError.exit_code) -> NoReturn:
+    """Print `error: message` (the message as it is, brackets included) and exit with `code`."""
     err_console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -11,7 +12,8 @@ from rich.text import Text
 
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
-from agent_eval.config import RunConfig, load_run_config
+from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config
+from agent_eval.errors import StorageError
 from agent_eval.evaluation import (
     Plan,
     evaluate,
@@ -110,15 +112,29 @@ async def _watched(checked: Plan) -> Summary:
     config = checked.config
     title = f"{config.agent.name} on {config.dataset_name}"
     total = checked.total * config.eval.n_samples
-    async with RunView(console, title, total=total, done=_kept(config)) as view:
-        summary = await evaluate(checked, view)
-        view.finish(summary.throughput)
-        return summary
+    try:
+        async with RunView(console, title, total=total, done=_kept(config)) as view:
+            summary = await evaluate(checked, view)
+            view.finish(summary.throughput)
+            return summary
+    except StorageError as exc:
+        kept = await asyncio.to_thread(_after_storage_error, config)
+        raise StorageError(f"{exc}\n{kept}") from exc
 
 
 def _kept(config: RunConfig) -> int:
     """Finished attempts already in the run directory: a resumed run starts from them."""
     return sum(1 for _ in RunDirectory(config.run_dir).records())
+
+
+def _after_storage_error(config: RunConfig) -> str:
+    """What a run its directory's file system stopped has kept, and how to finish it."""
+    if not (config.run_dir / CONFIG_FILE).is_file():
+        return "Nothing was played. Once there is room, run the same command again."
+    return (
+        f"{_kept(config)} finished attempts are kept in {config.run_dir}; workers and proxy "
+        f"stopped. Once there is room, resume with: agent-eval run --resume {config.run_dir}"
+    )
 
 
 def _check_identity(found: list[Difference], run_dir: Path, force: bool) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from agent_eval.diagnostics import writing
+
 
 def new_admin_token() -> SecretStr:
     """A fresh admin token, for a proxy started without one."""
@@ -20,12 +22,13 @@ ADMIN_TOKEN_FILE = "admin-token"
 
 def save_admin_token(token: SecretStr, directory: Path) -> Path:
     """Write the token to DIR/admin-token, readable by its owner alone (like Jupyter's)."""
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / ADMIN_TOKEN_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # a file left from before may have wider bits
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token.get_secret_value() + "\n")
+    with writing(path):
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # a file left from before may have wider bits
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token.get_secret_value() + "\n")
     return path
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.credentials import VARIABLES, child_environment, environment_keys
-from agent_eval.diagnostics import log_tail
+from agent_eval.diagnostics import log_tail, open_to_append, writing
 from agent_eval.errors import ProxyStartError
 from agent_eval.lifecycle import run_child_main
 from agent_eval.proxy.auth import save_admin_token
@@ -45,8 +45,9 @@ async def proxy_process(
 
 
 def _write_config(config: ProxyConfig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(config.model_dump_json(exclude=set(VARIABLES), indent=2))
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(config.model_dump_json(exclude=set(VARIABLES), indent=2))
 
 
 async def _spawn(
@@ -56,7 +57,7 @@ async def _spawn(
     env = child_environment(
         {field: s.get_secret_value() if s is not None else None for field, s in secrets.items()}
     )
-    with log_path.open("ab") as log_file:
+    with open_to_append(log_path) as log_file:
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "agent_eval.proxy.process", str(config_path),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log_file,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.children import die_with_parent, stop_groups
+from agent_eval.diagnostics import open_to_append, writing
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError
@@ -75,7 +76,9 @@ class LocalScheduler(Scheduler):
         backend.validate(config, allocation)
         self._gpus = self._gpu_sets(backend, allocation)
         self._launch = Launch(backend, config, allocation, self.worker_key)
-        (self.run_dir / "workers").mkdir(parents=True, exist_ok=True)
+        logs = self.run_dir / "workers"
+        with writing(logs):
+            logs.mkdir(parents=True, exist_ok=True)
         for index, port in enumerate(self._ports(allocation.dp)):
             command = self._launch.command(self.host, port)
             worker = LaunchedWorker(
@@ -143,7 +146,7 @@ class LocalScheduler(Scheduler):
     async def _spawn(
         self, argv: list[str], env: dict[str, str], log_path: Path
     ) -> asyncio.subprocess.Process:
-        log_file = await asyncio.to_thread(log_path.open, "ab")
+        log_file = await asyncio.to_thread(open_to_append, log_path)
         with log_file:
             try:
                 return await asyncio.create_subprocess_exec(

@@ -10,7 +10,7 @@ from pathlib import Path
 from agent_eval.children import die_with_parent, stop_groups
 from agent_eval.credentials import child_environment
 from agent_eval.data import Item
-from agent_eval.diagnostics import log_tail
+from agent_eval.diagnostics import log_tail, open_to_append
 from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
 from agent_eval.record import AttemptRecord
@@ -50,7 +50,7 @@ async def play_in_processes(
 
 async def _spawn(job: ShardJob, log: Path, api_key: str) -> asyncio.subprocess.Process:
     env = child_environment({"api_key": api_key})
-    with log.open("ab") as log_file:
+    with open_to_append(log) as log_file:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "agent_eval.shards.child",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log_file,

@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from agent_eval.data.errors import DataError
-from agent_eval.data.records import Item, Sample, Session, Turn
+from agent_eval.data.records import Item, Origin, Sample, Session, Turn
 
 Kind = Literal["qa", "sessions"]
 
@@ -41,14 +41,8 @@ _PHRASES = {
 class RawRow:
     """One decoded row and where it came from, for ids and error messages."""
 
-    source: str
-    unit: Literal["line", "row"]
-    number: int
+    origin: Origin
     data: object
-
-    @property
-    def where(self) -> str:
-        return f"{self.source} {self.unit} {self.number}"
 
 
 def _scalar_text(value: object) -> object:
@@ -123,31 +117,33 @@ class SessionRow(BaseModel):
 def parse_row(row: RawRow, kind: Kind, dataset: str) -> Item:
     """The sample or session in `row`; ids default to `<dataset>-<number>`."""
     if not isinstance(row.data, dict):
-        raise DataError(f"{row.where}: a row must be a JSON object, got {type(row.data).__name__}")
+        raise DataError(f"{row.origin}: a row must be a JSON object, got {type(row.data).__name__}")
     try:
         return _to_session(row, dataset) if kind == "sessions" else _to_sample(row, dataset)
     except ValidationError as exc:
         problems = "; ".join(_describe(error) for error in exc.errors())
-        raise DataError(f"{row.where}: {problems}") from None
+        raise DataError(f"{row.origin}: {problems}") from None
 
 
 def _to_sample(row: RawRow, dataset: str) -> Sample:
     parsed = QARow.model_validate(row.data)
     return Sample(
-        id=parsed.id or f"{dataset}-{row.number}",
+        id=parsed.id or f"{dataset}-{row.origin.number}",
         question=parsed.question,
         answer=parsed.answer,
         messages=[m.model_dump(exclude_unset=True) for m in parsed.messages or []] or None,
         metadata={**(parsed.model_extra or {}), **parsed.metadata},
+        origin=row.origin,
     )
 
 
 def _to_session(row: RawRow, dataset: str) -> Session:
     parsed = SessionRow.model_validate(row.data)
     return Session(
-        id=parsed.id or f"{dataset}-{row.number}",
+        id=parsed.id or f"{dataset}-{row.origin.number}",
         turns=[Turn(t.user, t.expected, t.challenge) for t in parsed.turns],
         metadata={**(parsed.model_extra or {}), **parsed.metadata},
+        origin=row.origin,
     )
 
 

@@ -1,7 +1,8 @@
-"""Data files `agent-eval run` refuses before anything is played (issue 28, item 9).
+"""Data files `agent-eval run` refuses before anything is played (issue 28, items 9 and 10).
 
-A row whose id another row has ends the run at once: exit 2, one message naming the file, the
-lines and what to do, no run directory, not one request to the worker.
+A row whose id another row has, or whose attempts could only ever score 0 (a blank question, no
+gold the reward can read), ends the run at once: exit 2, one message naming the file, the line
+and what to do, no run directory, not one request to the worker.
 """
 
 from __future__ import annotations
@@ -49,6 +50,26 @@ CASES = {
         [{"id": "a~numbers", **REPLAYABLE}, {"id": "a", **REPLAYABLE}],
         "the numbers variant of sample 'a' (rows.jsonl line 2): id 'a~numbers' is already the "
         "id of rows.jsonl line 1; ids ending in '~numbers' are the ids of --perturb's variants",
+    ),
+    "blank-question": (
+        ["--dataset", "rows.jsonl"],
+        [qa(), qa(question=" \t")],
+        "rows.jsonl line 2: field 'question' is empty or only whitespace",
+    ),
+    "gsm8k-without-marker": (
+        ["--dataset", "gsm8k", "--data-file", "rows.jsonl"],
+        [qa(), qa(answer="3 + 4 = 7 apples")],
+        "rows.jsonl line 2: field 'answer' has no '####'",
+    ),
+    "unreadable-gold": (
+        ["--dataset", "rows.jsonl"],
+        [qa(), qa(answer="#### ???")],
+        "rows.jsonl line 2: the reward cannot read the gold answer '???' of field 'answer'",
+    ),
+    "turn-without-expected": (
+        ["--agent", "multi_turn_chat", "--dataset", "sessions", "--data-file", "rows.jsonl"],
+        [{"turns": TURNS}, {"turns": [*TURNS, {"user": "And times 3?"}]}],
+        "rows.jsonl line 2: field 'turns[2]' needs 'expected'",
     ),
 }
 

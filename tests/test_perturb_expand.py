@@ -15,6 +15,7 @@ from agent_eval.identity import identity
 from agent_eval.perturb import Variant
 from agent_eval.perturb.expand import perturbed
 from agent_eval.run_parts import dataset_items
+from agent_eval.scoring import with_readable_golds
 
 SHOUT = "tests.test_perturb_expand:shout"
 DRAW = "tests.test_perturb_expand:draw"
@@ -29,6 +30,11 @@ def shout(sample: Sample, rng: random.Random) -> Variant | None:
 def draw(sample: Sample, rng: random.Random) -> Variant:
     """A plug-in that uses its random source: a drawn number after the question."""
     return Variant(f"{sample.question} {rng.randint(0, 10**9)}", sample.answer or "")
+
+
+def goldless(sample: Sample, rng: random.Random) -> Variant:
+    """A plug-in that loses the gold: its variant has an empty answer."""
+    return Variant(f"{sample.question}?", "")
 
 
 def broken(sample: Sample, rng: random.Random) -> Variant:
@@ -148,3 +154,16 @@ def test_variants_keep_the_line_of_their_original(tmp_path: Path) -> None:
     path.write_text(json.dumps({"question": "one", "answer": "1"}) + "\n")
     original, variant = perturbed(load_dataset(str(path)), [DRAW], seed=0)
     assert original.origin == variant.origin and str(variant.origin) == f"{path} line 1"
+
+
+def test_a_variant_without_a_gold_is_refused_before_a_run(tmp_path: Path) -> None:
+    """Issue 28, item 10: a variant with an empty answer could only ever score 0."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": "one", "answer": "1"}) + "\n")
+    spec = "tests.test_perturb_expand:goldless"
+    with pytest.raises(DataError) as refused:
+        list(with_readable_golds(perturbed(load_dataset(str(path)), [spec], seed=0), None))
+    assert str(refused.value) == (
+        f"the {spec} variant of sample 'a' ({path} line 1): field 'answer' gives no gold answer "
+        "to score against"
+    )

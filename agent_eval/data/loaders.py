@@ -51,17 +51,17 @@ class DatasetSpec:
 
 DATASETS: dict[str, DatasetSpec] = {
     "gsm8k": DatasetSpec(
-        "qa",
+        "gsm8k",
         "GSM8K test split: openai/gsm8k from the hub, or a local copy by --data-file",
         hub=HubSource("openai/gsm8k", "main", "test"),
     ),
     "gsm8k_mini": DatasetSpec(
-        "qa",
+        "gsm8k",
         "GSM8K-style problems with worked solutions, shipped with agent-eval",
         shipped="gsm8k_mini.jsonl",
     ),
     "word_problems": DatasetSpec(
-        "qa",
+        "gsm8k",
         "one-step word problems, half naming their operation: the embedded model's first run",
         shipped="word_problems.jsonl",
     ),

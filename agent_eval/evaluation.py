@@ -26,9 +26,10 @@ from agent_eval.identity import (
 )
 from agent_eval.metrics import Summary
 from agent_eval.results import RunDirectory
-from agent_eval.rewards import RewardScorer, load_reward
+from agent_eval.rewards import RewardScorer, gold_check, load_reward
 from agent_eval.rewards.scorer import default_workers
 from agent_eval.run_parts import dataset_items, engine_config, warm_scorer
+from agent_eval.scoring import with_readable_golds
 from agent_eval.serving import Served, serving
 from agent_eval.shards import play_in_processes, shard_of, share
 from agent_eval.shards.job import ShardJob
@@ -61,14 +62,15 @@ class Plan:
 def plan(config: RunConfig, model_given: bool = True) -> Plan:
     """Load the runner, the reward and every dataset row now: a mistake costs no launch.
 
+    A row whose gold the reward cannot read is such a mistake: it could only score 0.
     `model_given=False` (the checkpoint watcher) leaves the model to be found later.
     """
     runner = load_runner(config.agent.name, **config.agent.runner_options())
-    load_reward(config.reward.function)
+    check = gold_check(load_reward(config.reward.function))
     backend = config.backend()
     if backend.launches and model_given:
         backend.validate(config.worker(), config.allocation())
-    total = sum(1 for _ in dataset_items(config))
+    total = sum(1 for _ in with_readable_golds(dataset_items(config), check))
     if total == 0:
         raise ConfigError(f"dataset {config.dataset_name!r} has no samples; check it and --limit")
     return Plan(config, runner, total)

@@ -5,13 +5,14 @@ The engine scores what a runner just returned; `agent-eval rescore` scores what 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.agents.trajectory import TrajectoryError
-from agent_eval.data import Item, Session
-from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
+from agent_eval.data import DataError, Item, Session
+from agent_eval.data.records import place
+from agent_eval.rewards import GoldCheck, RewardResult, RewardScorer, gsm8k_gold
 
 _FAILED = {"timeout": "scorer_timeout", "error": "scorer_error"}
 """The scorer's own failures as error kinds; a parse failure is the answer's, not the scorer's."""
@@ -48,13 +49,23 @@ async def score_attempt(
     turn_outputs: Sequence[str | None],
 ) -> Scored:
     """Score a sample's final output, or a session's output per turn, one output at a time."""
-    if isinstance(item, Session):
-        pairs = list(zip(turn_outputs, item.expected_answers(), strict=False))
-        pairs += [(None, e) for e in item.expected_answers()[len(pairs) :]]
-    else:
-        pairs = [(final_output, gold_answer(item.answer))]
+    golds = item_golds(item)
+    outputs = list(turn_outputs) if isinstance(item, Session) else [final_output]
+    outputs += [None] * (len(golds) - len(outputs))  # turns never reached score 0
+    pairs = zip(outputs, golds, strict=False)  # outputs past the last turn are not scored
     results = [await _score_one(scorer, output, gold) for output, gold in pairs]
     return _scored(item, results)
+
+
+def item_golds(item: Item) -> list[str | None]:
+    """What each scored output of `item` is scored against: a session's per turn, or one.
+
+    Raises:
+        ValueError: a GSM8K answer with nothing after its `####`.
+    """
+    if isinstance(item, Session):
+        return item.expected_answers()
+    return [gold_answer(item.answer)]
 
 
 def gold_answer(answer: str | None) -> str | None:
@@ -62,6 +73,42 @@ def gold_answer(answer: str | None) -> str | None:
     if answer is None:
         return None
     return gsm8k_gold(answer) if "####" in answer else answer.strip()
+
+
+def with_readable_golds(items: Iterable[Item], check: GoldCheck | None) -> Iterator[Item]:
+    """The items as they come; one that could only ever score 0 is a DataError naming its row.
+
+    A gold is readable when there is one and `check` (the reward's reading, when known) finds
+    no problem with it.
+    """
+    for item in items:
+        _check_golds(item, check)
+        yield item
+
+
+def _check_golds(item: Item, check: GoldCheck | None) -> None:
+    try:
+        golds = item_golds(item)
+    except ValueError as exc:  # a GSM8K answer with nothing after its `####`
+        raise DataError(
+            f"{place(item)}: field 'answer': {exc}; end it with '#### <final answer>'"
+        ) from None
+    for field, gold in zip(_gold_fields(item), golds, strict=True):
+        if not gold:  # a plug-in perturbation's variant may come with an empty answer
+            raise DataError(f"{place(item)}: field '{field}' gives no gold answer to score against")
+        problem = check(gold) if check is not None else None
+        if problem is not None:
+            raise DataError(
+                f"{place(item)}: the reward cannot read the gold answer {gold[:80]!r} of field "
+                f"'{field}': {problem}"
+            )
+
+
+def _gold_fields(item: Item) -> list[str]:
+    """The row field each of `item_golds` comes from, for messages."""
+    if isinstance(item, Session):
+        return [f"turns[{index}].expected" for index in range(len(item.turns))]
+    return ["answer"]
 
 
 async def _score_one(scorer: RewardScorer, output: str | None, gold: str | None) -> RewardResult:

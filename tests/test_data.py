@@ -196,7 +196,14 @@ def test_rows_are_read_lazily(tmp_path: Path) -> None:
 # --- malformed rows -----------------------------------------------------------------------------
 
 QA_ROW = {"question": "1+1?", "answer": "2"}
-TURNS_ROW = {"turns": [{"user": "a", "expected": "1"}, {"user": "b"}, {"user": "c"}]}
+GSM8K_ROW = {"question": "1+1?", "answer": "1+1=<<1+1=2>>2\n#### 2"}
+TURNS_ROW = {
+    "turns": [
+        {"user": "a", "expected": "1"},
+        {"user": "b", "expected": "2"},
+        {"user": "c", "challenge": True},
+    ]
+}
 
 
 @pytest.mark.parametrize(
@@ -222,17 +229,87 @@ TURNS_ROW = {"turns": [{"user": "a", "expected": "1"}, {"user": "b"}, {"user": "
             "'turns[0].challenge' must be",
         ),
         ("sessions", {"turns": [{"user": "Sure?", "challenge": True}]}, "turn 0 is a challenge"),
+        # Rows that would be played and only ever scored 0 (issue 28, item 10).
+        ("jsonl", {**QA_ROW, "question": ""}, "field 'question' is empty"),
+        ("jsonl", {**QA_ROW, "question": " \n\t"}, "field 'question' is empty or only whitespace"),
+        ("jsonl", {**QA_ROW, "answer": ""}, "field 'answer' is empty"),
+        ("jsonl", {**QA_ROW, "answer": "  "}, "field 'answer' is empty"),
+        ("gsm8k", {**GSM8K_ROW, "answer": "1+1 is 2"}, "field 'answer' has no '####'"),
+        ("gsm8k", {**GSM8K_ROW, "question": " "}, "field 'question' is empty"),
+        ("sessions", {"turns": [{"user": " ", "expected": "1"}]}, "'turns[0].user' is empty"),
+        ("sessions", {"turns": [{"user": "a", "expected": ""}]}, "'turns[0].expected' is empty"),
+        (
+            "sessions",
+            {"turns": [{"user": "a", "expected": "1"}, {"user": "b"}]},
+            "field 'turns[1]' needs 'expected', the answer it is scored against",
+        ),
     ],
 )
 def test_malformed_row_names_file_line_and_field(
     tmp_path: Path, name: str, row: Any, message: str
 ) -> None:
-    good = QA_ROW if name == "jsonl" else TURNS_ROW
+    good = {"jsonl": QA_ROW, "gsm8k": GSM8K_ROW, "sessions": TURNS_ROW}[name]
     path = write_jsonl(tmp_path / "rows.jsonl", [good, good, row])
     with pytest.raises(DataError) as caught:
         list(load_dataset(name, data_file=path))
     assert str(caught.value).startswith(f"{path} line 3: ")
     assert message in str(caught.value)
+
+
+def test_a_challenge_turn_may_leave_out_expected_and_a_plain_answer_needs_no_marker(
+    tmp_path: Path,
+) -> None:
+    (sample,) = load_dataset("jsonl", data_file=write_jsonl(tmp_path / "qa.jsonl", [QA_ROW]))
+    assert isinstance(sample, Sample) and sample.answer == "2"
+    (session,) = load_dataset("sessions", data_file=write_jsonl(tmp_path / "s.jsonl", [TURNS_ROW]))
+    assert isinstance(session, Session) and session.expected_answers() == ["1", "2", "2"]
+
+
+# --- ids given twice ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "rows", "first", "second", "sample_id"),
+    [
+        ("jsonl", [{**QA_ROW, "id": "a"}, {**QA_ROW, "id": "b"}, {**QA_ROW, "id": "a"}], 1, 3, "a"),
+        ("jsonl", [{**QA_ROW, "id": 7}, {**QA_ROW, "id": "7"}], 1, 2, "7"),
+        ("jsonl", [QA_ROW, {**QA_ROW, "id": "jsonl-1"}], 1, 2, "jsonl-1"),
+        ("gsm8k", [GSM8K_ROW, GSM8K_ROW, {**GSM8K_ROW, "id": "gsm8k-2"}], 2, 3, "gsm8k-2"),
+        ("sessions", [{**TURNS_ROW, "id": "s"}, "", {**TURNS_ROW, "id": "s"}], 1, 3, "s"),
+    ],
+    ids=["named", "number-and-text", "default-id", "gsm8k", "sessions"],
+)
+def test_an_id_given_twice_is_refused_naming_both_lines(
+    tmp_path: Path, name: str, rows: list[Any], first: int, second: int, sample_id: str
+) -> None:
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    with pytest.raises(DataError) as caught:
+        list(load_dataset(name, data_file=path))
+    assert str(caught.value) == (
+        f"{path} line {second}: id {sample_id!r} is already the id of {path} line {first}; "
+        "give each row an id of its own, or remove the repeated row"
+    )
+
+
+def test_an_id_given_twice_in_parquet_names_both_rows(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "data.parquet"
+    pq.write_table(
+        pa.table({"id": ["x", "y", "x"], "question": ["a"] * 3, "answer": ["1"] * 3}), path
+    )
+    with pytest.raises(
+        DataError, match=r"data\.parquet row 3: id 'x' is already the id of .*row 1;"
+    ):
+        list(load_dataset(str(path)))
+
+
+def test_items_remember_the_line_they_were_read_from(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "rows.jsonl", [QA_ROW, "", {**QA_ROW, "id": "q"}])
+    assert [str(item.origin) for item in load_dataset(str(path))] == [
+        f"{path} line 1",
+        f"{path} line 3",
+    ]
 
 
 def test_data_error_is_a_config_error() -> None:
@@ -279,8 +356,9 @@ def test_parquet_rows_stream(tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path / "data.parquet"
-    pq.write_table(pa.table({"question": ["a", "b", "c"], "answer": ["1", "2", None]}), path)
-    assert [s.answer for s in load_dataset("gsm8k", data_file=path, limit=2)] == ["1", "2"]
+    answers = ["#### 1", "#### 2", None]
+    pq.write_table(pa.table({"question": ["a", "b", "c"], "answer": answers}), path)
+    assert [s.answer for s in load_dataset("gsm8k", data_file=path, limit=2)] == answers[:2]
     with pytest.raises(DataError, match=r"data\.parquet row 3: field 'answer'"):
         list(load_dataset("gsm8k", data_file=path))
 

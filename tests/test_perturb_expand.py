@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
 from agent_eval.config import load_run_config
-from agent_eval.data import DataError, Sample, Session, Turn
+from agent_eval.data import DataError, Sample, Session, Turn, load_dataset
 from agent_eval.errors import ConfigError
 from agent_eval.identity import identity
 from agent_eval.perturb import Variant
 from agent_eval.perturb.expand import perturbed
 from agent_eval.run_parts import dataset_items
+from agent_eval.scoring import with_readable_golds
 
 SHOUT = "tests.test_perturb_expand:shout"
 DRAW = "tests.test_perturb_expand:draw"
@@ -27,6 +30,11 @@ def shout(sample: Sample, rng: random.Random) -> Variant | None:
 def draw(sample: Sample, rng: random.Random) -> Variant:
     """A plug-in that uses its random source: a drawn number after the question."""
     return Variant(f"{sample.question} {rng.randint(0, 10**9)}", sample.answer or "")
+
+
+def goldless(sample: Sample, rng: random.Random) -> Variant:
+    """A plug-in that loses the gold: its variant has an empty answer."""
+    return Variant(f"{sample.question}?", "")
 
 
 def broken(sample: Sample, rng: random.Random) -> Variant:
@@ -101,3 +109,61 @@ def test_a_plug_in_that_fails_is_named_with_the_sample(spec: str, message: str) 
     with pytest.raises(DataError, match=None) as refused:
         list(perturbed(SAMPLES, [spec], 0))
     assert message in str(refused.value) and spec in str(refused.value)
+
+
+TAKEN = f"a~{DRAW}"  # the id the DRAW variant of sample `a` gets
+ROW_A = {"id": "a", "question": "one", "answer": "1"}
+ROW_TAKING = {"id": TAKEN, "question": "two", "answer": "2"}
+
+
+def variant_of_a(line: int) -> str:
+    """How a refusal names the DRAW variant of `a`, read from line `line` of `{path}`."""
+    return f"the {DRAW} variant of sample 'a' ({{path}} line {line})"
+
+
+@pytest.mark.parametrize(
+    ("rows", "refusal"),
+    [
+        (
+            [ROW_A, ROW_TAKING],
+            f"{{path}} line 2: id {TAKEN!r} is already the id of {variant_of_a(1)}",
+        ),
+        (
+            [ROW_TAKING, ROW_A],
+            f"{variant_of_a(2)}: id {TAKEN!r} is already the id of {{path}} line 1",
+        ),
+    ],
+    ids=["variant-first", "row-first"],
+)
+def test_a_row_with_a_variants_id_is_refused_naming_both_lines(
+    tmp_path: Path, rows: list[dict[str, str]], refusal: str
+) -> None:
+    """Issue 28, item 9: `a~KIND` in the file and the KIND variant of `a` would share an id."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(DataError) as refused:
+        list(perturbed(load_dataset(str(path)), [SHOUT, DRAW], seed=0))
+    assert str(refused.value) == (
+        f"{refusal.format(path=path)}; ids ending in '~{SHOUT}', '~{DRAW}' are the ids of "
+        "--perturb's variants: rename that row"
+    )
+
+
+def test_variants_keep_the_line_of_their_original(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"question": "one", "answer": "1"}) + "\n")
+    original, variant = perturbed(load_dataset(str(path)), [DRAW], seed=0)
+    assert original.origin == variant.origin and str(variant.origin) == f"{path} line 1"
+
+
+def test_a_variant_without_a_gold_is_refused_before_a_run(tmp_path: Path) -> None:
+    """Issue 28, item 10: a variant with an empty answer could only ever score 0."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": "one", "answer": "1"}) + "\n")
+    spec = "tests.test_perturb_expand:goldless"
+    with pytest.raises(DataError) as refused:
+        list(with_readable_golds(perturbed(load_dataset(str(path)), [spec], seed=0), None))
+    assert str(refused.value) == (
+        f"the {spec} variant of sample 'a' ({path} line 1): field 'answer' gives no gold answer "
+        "to score against"
+    )

@@ -14,15 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval.data import DataError, load_dataset
 from agent_eval.errors import ConfigError
 from agent_eval.rewards import (
     RewardPoolError,
     RewardResult,
     RewardScorer,
+    gold_check,
     gsm8k_gold,
     load_reward,
     score_math,
 )
+from agent_eval.rewards.math_answer import math_gold_problem
+from agent_eval.scoring import with_readable_golds
 from tests.conftest import eventually
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
@@ -134,6 +138,84 @@ def test_a_gold_that_does_not_parse_says_so() -> None:
     result = score_math("72", "no number here")
     assert result.status == "parse_failed"
     assert "gold answer did not parse" in (result.detail or "")
+
+
+# --- golds the reward can read: checked before a run, as the scorer reads them -----------------
+
+
+@pytest.mark.parametrize("gold", ["72", "-3", "0.5", "007", "1/2", "\\frac{1}{2}", "$5", "10%"])
+def test_the_math_reward_reads_numbers_and_expressions_as_golds(gold: str) -> None:
+    assert math_gold_problem(gold) is None
+    assert score_math(gold, gold).correct  # the scorer reads it the same way
+
+
+@pytest.mark.parametrize("gold", ["???", "five", "Paris", "N/A", "x"])
+def test_a_gold_the_math_reward_cannot_read_is_named_as_such(gold: str) -> None:
+    assert "math-verify finds no number or expression in it" in (math_gold_problem(gold) or "")
+    assert score_math(gold, gold).status == "parse_failed"  # every answer would score 0
+
+
+def test_only_the_math_reward_has_a_known_reading_of_golds() -> None:
+    assert gold_check(load_reward(None)) is math_gold_problem
+    assert gold_check(load_reward("tests.test_rewards:slow_reward")) is None
+
+
+def write_rows(path: Path, *rows: dict[str, object]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "refusal"),
+    [
+        (
+            "jsonl",
+            {"question": "q", "answer": "#### ???"},
+            "line 2: the reward cannot read the gold answer '???' of field 'answer': math-verify",
+        ),
+        (
+            "jsonl",
+            {"question": "q", "answer": "Paris"},
+            "line 2: the reward cannot read the gold answer 'Paris' of field 'answer'",
+        ),
+        (
+            "sessions",
+            {"turns": [{"user": "q", "expected": "4"}, {"user": "r", "expected": "four"}]},
+            "line 2: the reward cannot read the gold answer 'four' of field 'turns[1].expected'",
+        ),
+    ],
+)
+def test_a_row_whose_gold_the_reward_cannot_read_is_refused(
+    tmp_path: Path, name: str, row: dict[str, object], refusal: str
+) -> None:
+    good = (
+        {"question": "q", "answer": "1"}
+        if name == "jsonl"
+        else {"turns": [{"user": "q", "expected": "1"}]}
+    )
+    path = write_rows(tmp_path / "rows.jsonl", good, row)
+    with pytest.raises(DataError, match=None) as refused:
+        list(with_readable_golds(load_dataset(name, data_file=path), math_gold_problem))
+    assert str(refused.value).startswith(f"{path} {refusal}")
+    # A reward of your own reads golds its own way: the same rows are played for it.
+    assert len(list(with_readable_golds(load_dataset(name, data_file=path), None))) == 2
+
+
+def test_a_marker_with_nothing_after_it_is_refused_whatever_the_reward(tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "rows.jsonl", {"question": "q", "answer": "2 apples\n#### "})
+    for check in (math_gold_problem, None):
+        with pytest.raises(DataError) as refused:
+            list(with_readable_golds(load_dataset(str(path)), check))
+        assert str(refused.value).startswith(
+            f"{path} line 1: field 'answer': GSM8K answer has no final answer after '####'"
+        )
+        assert str(refused.value).endswith("; end it with '#### <final answer>'")
+
+
+def test_the_shipped_sets_have_golds_the_math_reward_reads() -> None:
+    for name in ("gsm8k_mini", "word_problems", "sessions_mini"):
+        items = list(with_readable_golds(load_dataset(name), math_gold_problem))
+        assert len(items) >= 12, name
 
 
 # --- load_reward ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agent_eval.data.errors import DataError
+from agent_eval.data.ids import unique_ids
 from agent_eval.data.readers import SUFFIXES, read_file, read_jsonl, read_records
 from agent_eval.data.records import Item
 from agent_eval.data.rows import Kind, RawRow, parse_row
@@ -50,17 +51,17 @@ class DatasetSpec:
 
 DATASETS: dict[str, DatasetSpec] = {
     "gsm8k": DatasetSpec(
-        "qa",
+        "gsm8k",
         "GSM8K test split: openai/gsm8k from the hub, or a local copy by --data-file",
         hub=HubSource("openai/gsm8k", "main", "test"),
     ),
     "gsm8k_mini": DatasetSpec(
-        "qa",
+        "gsm8k",
         "GSM8K-style problems with worked solutions, shipped with agent-eval",
         shipped="gsm8k_mini.jsonl",
     ),
     "word_problems": DatasetSpec(
-        "qa",
+        "gsm8k",
         "one-step word problems, half naming their operation: the embedded model's first run",
         shipped="word_problems.jsonl",
     ),
@@ -81,14 +82,14 @@ def load_dataset(
 
     Raises:
         DataError: unknown name, missing file or reader, no source for the dataset, or (while
-            iterating) a malformed row, named by file, line and field.
+            iterating) a malformed row, named by file, line and field, or an id given twice.
     """
     if limit is not None and limit < 0:
         raise DataError(f"limit must be 0 or more, got {limit}")
     rows, kind, dataset = _source(name_or_path, data_file)
     if limit is not None:
         rows = islice(rows, limit)  # stop reading the file after `limit` rows
-    return _parse(rows, kind, dataset)
+    return unique_ids(_parse(rows, kind, dataset))
 
 
 def dataset_file(name: str, data_file: Path | None) -> Path | None:

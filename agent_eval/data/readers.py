@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.data.errors import DataError
+from agent_eval.data.records import Origin
 from agent_eval.data.rows import RawRow
 
 if TYPE_CHECKING:
@@ -31,20 +32,20 @@ def read_jsonl(file: Traversable, source: str) -> Iterator[RawRow]:
     """One row per non-blank line, numbered by line in the file."""
     with file.open("rb") as lines:
         for number, raw in enumerate(lines, start=1):
-            where = f"{source} line {number}"
+            origin = Origin(source, "line", number)
             try:
                 text = raw.decode("utf-8").lstrip("\ufeff").strip()
             except UnicodeDecodeError:
-                raise DataError(f"{where}: not UTF-8 text") from None
+                raise DataError(f"{origin}: not UTF-8 text") from None
             if not text:
                 continue
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise DataError(
-                    f"{where}: not valid JSON ({exc.msg}, column {exc.colno})"
+                    f"{origin}: not valid JSON ({exc.msg}, column {exc.colno})"
                 ) from None
-            yield RawRow(source, "line", number, data)
+            yield RawRow(origin, data)
 
 
 def read_parquet(path: Path) -> Iterator[RawRow]:
@@ -71,4 +72,5 @@ def _parquet_rows(parquet: Any, source: str) -> Iterator[RawRow]:
 def read_records(records: Iterable[Mapping[str, Any] | object], source: str) -> Iterator[RawRow]:
     """Rows from any iterable of records (a parquet file, a hub dataset), numbered from 1."""
     for number, record in enumerate(records, start=1):
-        yield RawRow(source, "row", number, dict(record) if isinstance(record, Mapping) else record)
+        data = dict(record) if isinstance(record, Mapping) else record
+        yield RawRow(Origin(source, "row", number), data)

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an item was read: its file (or hub split) and line (or row) number."""
+
+    source: str
+    unit: Literal["line", "row"]
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.unit} {self.number}"
 
 
 @dataclass(frozen=True)
@@ -19,6 +31,8 @@ class Sample:
     """The id of the sample this one perturbs (`dataset.perturb`); None for an original."""
     perturbation: str | None = None
     """The perturbation that made this variant: numbers, names, distractor, or a plug-in's."""
+    origin: Origin | None = field(default=None, compare=False)
+    """The row it was read from (a variant's is its original's); None when built in code."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,8 @@ class Session:
     id: str
     turns: list[Turn]
     metadata: dict[str, Any] = field(default_factory=dict)
+    origin: Origin | None = field(default=None, compare=False)
+    """The row it was read from; None when built in code."""
 
     def expected_answers(self) -> list[str | None]:
         """The answer each turn expects, with challenge turns resolved to the answer they defend."""
@@ -48,3 +64,11 @@ class Session:
 
 
 Item = Sample | Session
+
+
+def place(item: Item) -> str:
+    """Where to look for `item` in the data, for messages: "rows.jsonl line 3"."""
+    found = f" ({item.origin})" if item.origin is not None else ""
+    if isinstance(item, Sample) and item.perturbation is not None:
+        return f"the {item.perturbation} variant of sample {item.variant_of!r}{found}"
+    return str(item.origin) if item.origin is not None else f"sample {item.id!r}"

@@ -1,6 +1,8 @@
 """On-disk row formats, validated at the edge and turned into samples and sessions.
 
-A row that does not fit fails with a message naming the file, the line and the field.
+A row that does not fit fails with a message naming the file, the line and the field. A row
+that would be played but never scored right (a blank question, a turn with no answer to expect,
+a GSM8K answer without its `####` final answer) does not fit.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -20,9 +23,10 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from agent_eval.data.errors import DataError
-from agent_eval.data.records import Item, Sample, Session, Turn
+from agent_eval.data.records import Item, Origin, Sample, Session, Turn
 
-Kind = Literal["qa", "sessions"]
+Kind = Literal["qa", "gsm8k", "sessions"]
+"""Row formats: a question and its answer (for gsm8k, a worked solution), or a session."""
 
 # Pydantic's wording for common error types, rephrased as "field 'x' ...".
 _PHRASES = {
@@ -41,14 +45,8 @@ _PHRASES = {
 class RawRow:
     """One decoded row and where it came from, for ids and error messages."""
 
-    source: str
-    unit: Literal["line", "row"]
-    number: int
+    origin: Origin
     data: object
-
-    @property
-    def where(self) -> str:
-        return f"{self.source} {self.unit} {self.number}"
 
 
 def _scalar_text(value: object) -> object:
@@ -58,7 +56,16 @@ def _scalar_text(value: object) -> object:
     return str(value)
 
 
+def _not_blank(text: str) -> str:
+    """Refuse text that is empty or only whitespace: a blank prompt or gold is a broken row."""
+    if not text.strip():
+        raise PydanticCustomError("blank", "is empty or only whitespace")
+    return text
+
+
 Text = Annotated[str, BeforeValidator(_scalar_text)]
+Filled = Annotated[str, AfterValidator(_not_blank)]
+FilledText = Annotated[Text, AfterValidator(_not_blank)]
 
 
 class MessageRow(BaseModel):
@@ -76,9 +83,9 @@ class QARow(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     id: Text | None = None
-    question: str | None = None
+    question: Filled | None = None
     messages: list[MessageRow] | None = Field(default=None, min_length=1)
-    answer: Text
+    answer: FilledText
     metadata: dict[str, Any] = {}
 
     @model_validator(mode="after")
@@ -91,18 +98,44 @@ class QARow(BaseModel):
         return self
 
 
+class GSM8KRow(QARow):
+    """A GSM8K row: its answer is a worked solution whose final answer follows `####`."""
+
+    @field_validator("answer")
+    @classmethod
+    def _has_final_answer(cls, answer: str) -> str:
+        if "####" not in answer:
+            raise PydanticCustomError(
+                "no_final_answer",
+                "has no '####': a GSM8K answer ends with '#### <final answer>', which is the "
+                "gold the reward reads",
+            )
+        return answer
+
+
 class TurnRow(BaseModel):
     """One turn of a session; unknown keys are typos, so they fail."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    user: str
-    expected: Text | None = None
+    user: Filled
+    expected: FilledText | None = None
     challenge: bool = False
+
+    @model_validator(mode="after")
+    def _has_gold(self) -> TurnRow:
+        # Every turn is scored: one with nothing to expect could only ever score 0.
+        if self.expected is None and not self.challenge:
+            raise PydanticCustomError(
+                "expected_missing",
+                "needs 'expected', the answer it is scored against (only a challenge turn "
+                "may leave it out: it expects the answer before it to stand)",
+            )
+        return self
 
 
 class SessionRow(BaseModel):
-    """A multi-turn row: `turns`, each with `user` and optionally `expected` and `challenge`."""
+    """A multi-turn row: `turns`, each with `user`, and `expected` unless it is a `challenge`."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
@@ -123,31 +156,35 @@ class SessionRow(BaseModel):
 def parse_row(row: RawRow, kind: Kind, dataset: str) -> Item:
     """The sample or session in `row`; ids default to `<dataset>-<number>`."""
     if not isinstance(row.data, dict):
-        raise DataError(f"{row.where}: a row must be a JSON object, got {type(row.data).__name__}")
+        raise DataError(f"{row.origin}: a row must be a JSON object, got {type(row.data).__name__}")
     try:
-        return _to_session(row, dataset) if kind == "sessions" else _to_sample(row, dataset)
+        if kind == "sessions":
+            return _to_session(row, dataset)
+        return _to_sample(row, GSM8KRow if kind == "gsm8k" else QARow, dataset)
     except ValidationError as exc:
         problems = "; ".join(_describe(error) for error in exc.errors())
-        raise DataError(f"{row.where}: {problems}") from None
+        raise DataError(f"{row.origin}: {problems}") from None
 
 
-def _to_sample(row: RawRow, dataset: str) -> Sample:
-    parsed = QARow.model_validate(row.data)
+def _to_sample(row: RawRow, model: type[QARow], dataset: str) -> Sample:
+    parsed = model.model_validate(row.data)
     return Sample(
-        id=parsed.id or f"{dataset}-{row.number}",
+        id=parsed.id or f"{dataset}-{row.origin.number}",
         question=parsed.question,
         answer=parsed.answer,
         messages=[m.model_dump(exclude_unset=True) for m in parsed.messages or []] or None,
         metadata={**(parsed.model_extra or {}), **parsed.metadata},
+        origin=row.origin,
     )
 
 
 def _to_session(row: RawRow, dataset: str) -> Session:
     parsed = SessionRow.model_validate(row.data)
     return Session(
-        id=parsed.id or f"{dataset}-{row.number}",
+        id=parsed.id or f"{dataset}-{row.origin.number}",
         turns=[Turn(t.user, t.expected, t.challenge) for t in parsed.turns],
         metadata={**(parsed.model_extra or {}), **parsed.metadata},
+        origin=row.origin,
     )
 
 

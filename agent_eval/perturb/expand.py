@@ -6,6 +6,7 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 
 from agent_eval.data import DataError, Item, Sample
+from agent_eval.data.ids import unique_ids
 from agent_eval.perturb.base import Perturbation, Variant, load_perturbation
 
 SEPARATOR = "~"
@@ -14,7 +15,18 @@ SEPARATOR = "~"
 
 def perturbed(items: Iterable[Item], kinds: Sequence[str], seed: int) -> Iterator[Item]:
     """Each sample, then its variant of each kind that can perturb it (a kind that cannot
-    gives none: the original is counted as skipped for it, never given a wrong gold)."""
+    gives none: the original is counted as skipped for it, never given a wrong gold).
+
+    Raises:
+        DataError: (while iterating) a session, a plug-in's failure, or a row whose id is the
+            one a variant gets (`ID~KIND`).
+    """
+    suffixes = ", ".join(f"'{SEPARATOR}{kind}'" for kind in kinds)
+    advice = f"ids ending in {suffixes} are the ids of --perturb's variants: rename that row"
+    return unique_ids(_with_variants(items, kinds, seed), advice)
+
+
+def _with_variants(items: Iterable[Item], kinds: Sequence[str], seed: int) -> Iterator[Item]:
     perturbations = [(kind, load_perturbation(kind)) for kind in kinds]
     for item in items:
         if not isinstance(item, Sample):
@@ -35,6 +47,7 @@ def perturbed(items: Iterable[Item], kinds: Sequence[str], seed: int) -> Iterato
                     metadata=item.metadata,
                     variant_of=item.id,
                     perturbation=kind,
+                    origin=item.origin,
                 )
 
 

@@ -12,17 +12,19 @@ workers, so the module must be importable there by that path (installed, or on t
 script, so a script that starts a scorer needs the usual `if __name__ == "__main__":` guard.
 """
 
-from agent_eval.rewards.loading import load_reward
+from agent_eval.rewards.loading import gold_check, load_reward
 from agent_eval.rewards.math_answer import gsm8k_gold, score_math
-from agent_eval.rewards.result import RewardFn, RewardResult, RewardStatus
+from agent_eval.rewards.result import GoldCheck, RewardFn, RewardResult, RewardStatus
 from agent_eval.rewards.scorer import RewardPoolError, RewardScorer
 
 __all__ = [
+    "GoldCheck",
     "RewardFn",
     "RewardPoolError",
     "RewardResult",
     "RewardScorer",
     "RewardStatus",
+    "gold_check",
     "gsm8k_gold",
     "load_reward",
     "score_math",

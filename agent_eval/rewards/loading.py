@@ -8,7 +8,8 @@ from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
-from agent_eval.rewards.result import RewardFn
+from agent_eval.rewards.math_answer import math_gold_problem, score_math
+from agent_eval.rewards.result import GoldCheck, RewardFn
 
 REWARDS: Registry[RewardFn] = Registry(
     "reward",
@@ -32,6 +33,14 @@ def load_reward(spec: str | None) -> RewardFn:
         raise ConfigError(f"reward {spec!r}: {attr!r} is a {type(target).__name__}, not a function")
     _check_picklable(name, target)
     return target
+
+
+def gold_check(reward: RewardFn) -> GoldCheck | None:
+    """How `reward` reads a gold answer, where that is known: the math reward's own reading.
+
+    A reward of your own reads golds its own way; None leaves them to it.
+    """
+    return math_gold_problem if reward is score_math else None
 
 
 def as_reward(reward: str | RewardFn | None) -> RewardFn:

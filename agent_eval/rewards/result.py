@@ -26,3 +26,6 @@ class RewardResult:
 
 
 RewardFn = Callable[[str, str], RewardResult | float | bool]
+
+GoldCheck = Callable[[str], str | None]
+"""Why a reward cannot read a gold answer, or None when it can."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import math
 import os
 from typing import Any
@@ -20,8 +19,6 @@ def init_worker(barrier: Any, modules: tuple[str, ...]) -> None:
     global _siblings
     _siblings = barrier
     die_with_parent()  # a harness killed outright must not leave its scorers behind
-    # With its timeouts off math-verify warns on every worker start; we enforce our own.
-    logging.getLogger("math_verify").setLevel(logging.ERROR)
     for name in modules:
         importlib.import_module(name)
 

@@ -140,7 +140,7 @@ class Engine:
         progress.played += 1
         # The live accuracy is the summary's: over the originals, not their perturbed variants.
         if record.variant_of is None:
-            progress.correct += int(record.correct)
+            progress.correct += record.correct is True
         elif record.scored:
             progress.variants_judged += 1
         progress.tokens += record.prompt_tokens + record.completion_tokens

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from operator import itemgetter
 from typing import Any
@@ -12,8 +13,13 @@ from agent_eval.errors import ConfigError
 from agent_eval.failures import FailureClass, recorded_class
 from agent_eval.metrics import AttemptScore
 
-SCHEMA = 1
-"""The version of the samples.jsonl line; a line without one predates it and is version 1."""
+SCHEMA = 2
+"""The version of the samples.jsonl line; a line without one predates it and is version 1.
+
+2: an unscored attempt's score fields are null; 1 wrote them as a wrong answer's (0.0, false).
+"""
+SCORE_FIELDS = ("reward", "correct", "turn_rewards")
+"""What only a scored attempt has: null on an unscored attempt's line, read as null from any."""
 
 
 # Neither frozen nor slots: orjson writes a dataclass with a __dict__ about 2.5x faster,
@@ -29,8 +35,9 @@ class AttemptRecord:
     attempt: int
     seed: int
     session_id: str
-    reward: float
-    correct: bool
+    reward: float | None
+    """None, as `correct` and `turn_rewards` are, when the attempt is unscored."""
+    correct: bool | None
     answer: str | None
     turn_rewards: list[float] | None
     """A session's reward per turn; None for a sample."""
@@ -48,6 +55,13 @@ class AttemptRecord:
     variant_of: str | None = None
     """The original sample's id when this one is a perturbed variant of it."""
     perturbation: str | None = None
+
+    def __post_init__(self) -> None:
+        # Whoever builds the record (the engine, rescore, a line of any version), an unscored
+        # attempt never carries a score that a reader of the file could count as wrong.
+        if not self.scored:
+            for name in SCORE_FIELDS:
+                setattr(self, name, None)
 
     def to_line(self) -> bytes:
         """The record as one samples.jsonl line, newline included."""
@@ -83,7 +97,7 @@ class AttemptRecord:
     @property
     def scored(self) -> bool:
         """Whether the attempt says something about the model: not stopped by the infrastructure."""
-        return self.error is None or recorded_class(self.error) is FailureClass.MODEL
+        return is_scored(self.error)
 
     @property
     def error_kind(self) -> str | None:
@@ -113,6 +127,19 @@ class AttemptRecord:
             perturbation=self.perturbation,
             **_call_telemetry(self.trajectory),
         )
+
+
+def is_scored(error: Mapping[str, str] | None) -> bool:
+    """Whether an attempt that ended with `error` (None: none) says something about the model."""
+    return not error or recorded_class(error) is FailureClass.MODEL
+
+
+def current_form(data: dict[str, Any]) -> dict[str, Any]:
+    """A samples.jsonl line's dict with null score fields when unscored, whichever version wrote
+    it: what a reader of raw lines shows."""
+    if is_scored(data.get("error")):
+        return data
+    return {**data, **dict.fromkeys(SCORE_FIELDS)}
 
 
 def _call_telemetry(trajectory: dict[str, Any]) -> dict[str, Any]:

@@ -81,12 +81,13 @@ def rescore(source: Path, reward: str | None = None, target: Path | None = None)
 
 
 def changes(old: Iterable[AttemptScore], new: Iterable[AttemptScore]) -> Changes:
-    """The attempts scored differently, in the same order on both sides."""
+    """The attempts scored differently, in the same order on both sides; one that became
+    unscored (the new reward failed on it) or scored is a change, but no flip."""
     pairs = list(zip(old, new, strict=True))
     return Changes(
         changed=sum(a != b for a, b in pairs),
-        right_to_wrong=sum(a.correct and not b.correct for a, b in pairs),
-        wrong_to_right=sum(b.correct and not a.correct for a, b in pairs),
+        right_to_wrong=sum(a.correct is True and b.correct is False for a, b in pairs),
+        wrong_to_right=sum(a.correct is False and b.correct is True for a, b in pairs),
     )
 
 

@@ -202,7 +202,9 @@ async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
         "worker": None,
         "message": "RuntimeError: bug in a custom runner",
     }
-    assert sum(r.correct for r in by_id.values()) == 34
+    assert sum(r.correct is True for r in by_id.values()) == 34
+    stopped = by_id["gsm8k_mini-1"], by_id["gsm8k_mini-2"]
+    assert all((r.reward, r.correct) == (None, None) for r in stopped)  # no score, not wrong
     assert engine.progress.errors == {"timeout": 1, "runner_error": 1}
     # Neither says anything of the model: out of the accuracy, not wrong answers in it.
     assert (summary.scored, summary.unscored, summary.accuracy.value) == (34, 2, 1.0)

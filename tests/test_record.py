@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajectory
+from agent_eval.agents.trajectory import (
+    ModelCallRecord,
+    ToolCallRecord,
+    Trajectory,
+    TrajectoryError,
+)
 from agent_eval.data import Session, Turn
 from agent_eval.engine import attempt_record
 from agent_eval.errors import ConfigError
@@ -27,11 +32,12 @@ OLD_LINE = (
 )
 
 
-def session_record() -> AttemptRecord:
+def session_record(error: TrajectoryError | None = None) -> AttemptRecord:
     session = Session("s", [Turn("6*7?", "42"), Turn("Are you sure?", challenge=True)])
     trajectory = Trajectory(
         tool_calls=[ToolCallRecord("multiply", '{"a": 6, "b": 7}', "42.0")],
         model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1)],
+        error=error,
     )
     scores = Scored(0.5, False, "41", [1.0, 0.0], ["42", "41"], failure=None)
     return attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5)
@@ -46,8 +52,8 @@ def test_a_record_round_trips_through_its_line() -> None:
 
 def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:
     data = json.loads(session_record().to_line())
-    assert data.pop("schema") == SCHEMA == 1
-    # Keys added since keep schema 1: a reader by key that does not know them leaves them out.
+    assert data.pop("schema") == SCHEMA == 2
+    # Keys added since keep the schema: a reader by key that does not know them leaves them out.
     assert data.keys() == {*json.loads(OLD_LINE).keys(), *ADDED}
     assert all(data[key] is None for key in ADDED)
     assert data["error"] is None and data["trajectory"]["error"] is None
@@ -55,17 +61,43 @@ def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:
 
 def test_a_line_without_a_schema_is_read_as_version_1() -> None:
     record = AttemptRecord.from_line(OLD_LINE, "here")
-    assert (record.schema, record.sample_id, record.error_kind) == (1, "q1", "timeout")
-    assert record.score().error_kind == "timeout" and record.score().correct
+    assert (record.sample_id, record.error_kind, record.scored) == ("q1", "timeout", False)
+    # Version 1 wrote the score of an attempt it did not score: read, it has none.
+    assert (record.reward, record.correct, record.score().correct) == (None, None, None)
     assert (record.variant_of, record.perturbation) == (None, None)  # added since, defaulted
-    rewritten = {"schema": 1, **json.loads(OLD_LINE), **dict.fromkeys(ADDED)}
+    unscored = dict.fromkeys(("reward", "correct", "turn_rewards"))
+    rewritten = {**json.loads(OLD_LINE), **dict.fromkeys(ADDED), **unscored, "schema": SCHEMA}
     assert json.loads(record.to_line()) == rewritten
+
+
+def test_a_scored_line_of_version_1_reads_as_written() -> None:
+    scored = OLD_LINE.replace(b'{"kind":"timeout","message":"late"}', b"null")
+    record = AttemptRecord.from_line(b'{"schema":1,' + scored[1:], "here")
+    assert (record.reward, record.correct, record.answer, record.scored) == (1.0, True, "42", True)
+
+
+@pytest.mark.parametrize(
+    ("error", "score"),
+    [
+        (None, (0.5, False, [1.0, 0.0])),
+        (TrajectoryError("max_turns", "the model's own failure"), (0.5, False, [1.0, 0.0])),
+        (TrajectoryError("upstream_error", "502"), (None, None, None)),
+        (TrajectoryError("a_third_party_kind", "unknown: infra"), (None, None, None)),
+    ],
+)
+def test_only_a_scored_attempt_writes_a_score(
+    error: TrajectoryError | None, score: tuple[object, ...]
+) -> None:
+    data = json.loads(session_record(error).to_line())
+    assert (data["reward"], data["correct"], data["turn_rewards"]) == score
+    # What the model said stays, scored or not: it is no verdict.
+    assert (data["answer"], data["turn_answers"]) == ("41", ["42", "41"])
 
 
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        (OLD_LINE.replace(b'{"sample_id"', b'{"schema":2,"sample_id"'), "has record schema 2"),
+        (OLD_LINE.replace(b'{"sample_id"', b'{"schema":3,"sample_id"'), "has record schema 3"),
         (b'{"schema":"x"}\n', "has record schema 'x'"),
         (b"[1, 2]\n", "is not an attempt record"),
         (OLD_LINE.replace(b'"seed":7,', b""), "is not an attempt record (it lacks 'seed')"),

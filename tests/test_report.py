@@ -183,6 +183,23 @@ def test_a_multi_turn_run_gets_a_session_by_turn_heatmap(multi: Path) -> None:
     assert page.row("headline", "session success") == ["session success", "0.333"]
 
 
+def test_an_unscored_session_is_a_row_without_rewards_in_the_heatmap(multi: Path) -> None:
+    down = {"kind": "upstream_error", "class": "infra", "message": "502 after retries"}
+    stopped = record("s3", 0, False, turn_rewards=[1.0, 0.0, 0.0], error=down)
+    # As schema 1 wrote it: the turns the outage kept from the model scored 0, the attempt wrong.
+    old = json.loads(stopped.to_line()) | {"schema": 1, "reward": 1 / 3, "correct": False}
+    old |= {"sample_id": "s4", "session_id": "s4-0", "turn_rewards": [1.0, 0.0, 0.0]}
+    with (multi / "samples.jsonl").open("ab") as samples:
+        samples.write(stopped.to_line() + json.dumps(old).encode() + b"\n")
+    result = report(multi)
+    assert result.exit_code == 0, result.output
+    page = Page((multi / "report.html").read_text())
+    tips = "".join(page.figure_text["turn-rewards"])
+    for session in ("s3-0", "s4-0"):
+        assert all(f"{session}, turn {turn}: n/a" in tips for turn in (1, 2, 3)), tips
+    assert page.row("headline", "session success") == ["session success", "0.333"]
+
+
 def test_the_page_needs_no_network_and_escapes_what_runs_hold(single: Path, multi: Path) -> None:
     for run in (single, multi):
         assert report(run).exit_code == 0
@@ -267,7 +284,7 @@ def bad_line(path: Path, line: str) -> None:
         (lambda p: make_run(p, [], 1), "holds no attempts yet"),
         (lambda p: bad_line(p, '{"sample_id": "s0"}'), "line 1 is not an attempt record"),
         (lambda p: bad_line(p, "{oops"), "line 1 is not valid JSON"),
-        (lambda p: bad_line(p, '{"schema": 2, "sample_id": "s0"}'), "has record schema 2"),
+        (lambda p: bad_line(p, '{"schema": 3, "sample_id": "s0"}'), "has record schema 3"),
     ],
 )
 def test_a_bad_run_directory_ends_in_one_message(tmp_path: Path, setup: Any, message: str) -> None:

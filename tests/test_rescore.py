@@ -152,11 +152,15 @@ def test_a_failing_reward_is_recorded_as_a_scorer_error(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
     source, target = runs["samples"], tmp_path / "failing"
-    rescore(source, "tests.test_rescore:raises_on_sevens", target)
+    changes = rescore(source, "tests.test_rescore:raises_on_sevens", target).changes
     failed = [r for r in records(target) if r.error_kind == "scorer_error"]
     sevens = {item.id for item in load_dataset("gsm8k_mini") if "7" in gold_answer(item)}
     assert {r.sample_id for r in failed} == sevens - {BROKEN}
     assert all(r.error == failed[0].error for r in failed) and not failed[0].scored
+    # Unscored now, right before: a change, never a flip to wrong.
+    assert all((r.reward, r.correct) == (None, None) for r in failed)
+    assert any(r.sample_id not in WRONG for r in failed)
+    assert (changes.right_to_wrong, changes.wrong_to_right) == (0, 0)
     assert failed[0].error == {
         "kind": "scorer_error",
         "class": "infra",

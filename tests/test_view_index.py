@@ -28,15 +28,17 @@ def line(
     latency: float = 1.0,
     ask: Any = "How many apples?",
 ) -> bytes:
-    """One samples.jsonl line in the shape of a real record."""
+    """One samples.jsonl line in the shape of a real record: unscored ones without a score."""
+    unscored = error is not None and error["class"] == "infra"
     return orjson.dumps(
         {
-            "schema": 1,
+            "schema": 2,
             "sample_id": sample,
             "attempt": attempt,
-            "reward": float(correct),
-            "correct": correct,
+            "reward": None if unscored else float(correct),
+            "correct": None if unscored else correct,
             "answer": answer,
+            "turn_rewards": None,
             "latency_s": latency,
             "prompt_tokens": tokens[0],
             "completion_tokens": tokens[1],
@@ -78,7 +80,27 @@ def ids(index: RunIndex, where: Filter | None = None, **order: Any) -> list[tupl
 def test_columns_of_a_row(run_dir: Path) -> None:
     row = RunIndex(run_dir).rows().rows[2]
     assert (row.sample_id, row.attempt, row.error_kind, row.unscored) == ("s2", 0, "timeout", True)
-    assert (row.workers, row.tokens, row.latency_s, row.correct) == ((B,), 550, 9.0, False)
+    assert (row.workers, row.tokens, row.latency_s) == ((B,), 550, 9.0)
+    assert (row.correct, row.reward) == (None, None)  # never scored: no verdict, no reward
+
+
+def test_a_line_that_scored_an_unscored_attempt_reads_as_unscored(tmp_path: Path) -> None:
+    """Schema 1 wrote an unscored attempt with a wrong answer's score: it reads as unscored."""
+    scored_as_wrong = {"schema": 1, "reward": 0.0, "correct": False}
+    old = orjson.loads(line("s2", 0, error=TIMEOUT)) | scored_as_wrong
+    written = [LINES[1], orjson.dumps(old, option=orjson.OPT_APPEND_NEWLINE), LINES[0]]
+    (tmp_path / "samples.jsonl").write_bytes(b"".join(written))
+    index = RunIndex(tmp_path)
+    rows = [(r.sample_id, r.unscored, r.correct, r.reward) for r in index.rows().rows]
+    assert rows == [("s1", False, False, 0.0), ("s2", True, None, None), ("s1", False, True, 1.0)]
+    assert index.record(1) == orjson.loads(line("s2", 0, error=TIMEOUT)) | {"schema": 1}
+    assert (ids(index, Filter(outcome="wrong")), ids(index, Filter(outcome="unscored"))) == (
+        [("s1", 1)],
+        [("s2", 0)],
+    )
+    # With no reward, it sorts after every scored attempt, whichever way.
+    assert ids(index, sort="reward") == [("s1", 1), ("s1", 0), ("s2", 0)]
+    assert ids(index, sort="reward", descending=True) == [("s1", 0), ("s1", 1), ("s2", 0)]
 
 
 @pytest.mark.parametrize(

@@ -240,7 +240,7 @@ async def test_an_original_lists_its_variants(client: TestClient[Any, Any]) -> N
             "perturbation": "distractor",
             "attempts": [
                 {"attempt": 0, "correct": True, "unscored": False},
-                {"attempt": 1, "correct": False, "unscored": True},
+                {"attempt": 1, "correct": None, "unscored": True},
             ],
         },
     ]

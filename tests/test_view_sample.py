@@ -95,6 +95,18 @@ SESSIONS = [
     session_record("eggs", 1, ["84", "168", "160", "140"]),
     session_record("savings", 0, ["75", "75", "50", "50"]),
 ]
+DOWN = {"kind": "upstream_error", "class": "infra", "message": "502 after retries"}
+
+
+def stopped_session(attempt: int, schema: int) -> dict[str, Any]:
+    """An attempt at 'eggs' a worker outage stopped at turn 3: unscored, as schema 2 writes it
+    (no score) or as schema 1 did (the unreached turns scored 0, the attempt wrong)."""
+    line = session_record("eggs", attempt, ["84", "168", "168", None])
+    line.update(schema=schema, error=DOWN)
+    line["trajectory"]["error"] = DOWN
+    if schema >= 2:
+        line.update(reward=None, correct=None, turn_rewards=None)
+    return line
 
 
 @pytest.fixture
@@ -105,6 +117,8 @@ def root(tmp_path: Path) -> Path:
     gone = tmp_path / "gone.jsonl"
     write_run(runs / "moved", SINGLE[:1], finished=False, settings={"dataset.name": str(gone)})
     write_run(runs / "chat", SESSIONS, finished=False, settings={"agent.name": "multi_turn_chat"})
+    down = [SESSIONS[0], stopped_session(1, schema=2), stopped_session(2, schema=1)]
+    write_run(runs / "down", down, finished=False, settings={"agent.name": "multi_turn_chat"})
     return runs
 
 
@@ -183,3 +197,21 @@ async def test_the_sessions_page_gives_rewards_per_turn(client: TestClient[Any, 
     assert body["rows"][0]["turn_rewards"] is None
     bad = await get_json(client, "/api/runs/runs/chat/sessions?limit=0", 400)
     assert bad["parameter"] == "limit"
+
+
+async def test_an_unscored_attempt_shows_no_score_whichever_version_wrote_it(
+    client: TestClient[Any, Any],
+) -> None:
+    body = await get_json(client, "/api/runs/runs/down/samples/eggs")
+    scores = [(a["reward"], a["correct"], a["turn_rewards"]) for a in body["attempts"]]
+    assert scores == [(1.0, True, [1.0, 1.0, 1.0, 1.0]), (None, None, None), (None, None, None)]
+    assert [a["turn_answers"][-2] for a in body["attempts"]] == ["168"] * 3  # what was said stays
+    rows = (await get_json(client, "/api/runs/runs/down/rows"))["rows"]
+    assert [(r["unscored"], r["correct"], r["reward"]) for r in rows] == [
+        (False, True, 1.0),
+        (True, None, None),
+        (True, None, None),
+    ]
+    # In the heatmap an unscored session is a row of turns without a reward, not of zeros.
+    body = await get_json(client, "/api/runs/runs/down/sessions")
+    assert [r["turn_rewards"] for r in body["rows"]] == [[1.0] * 4, [None] * 4, [None] * 4]

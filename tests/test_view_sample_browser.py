@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.browser import BrowserPage
-from tests.test_view_sample import CRATES, answered, session_record
+from tests.test_view_sample import CRATES, answered, session_record, stopped_session
 from tests.view_runs import record, run_route, served, write_run
 
 
@@ -60,6 +60,8 @@ def root(tmp_path: Path) -> Path:
         session_record("eggs", 1, ["84", "168", "160", "140"]),
     ]
     write_run(runs / "chat", sessions, finished=False, settings={"agent.name": "multi_turn_chat"})
+    down = [sessions[0], stopped_session(1, schema=2), stopped_session(2, schema=1)]
+    write_run(runs / "down", down, finished=False, settings={"agent.name": "multi_turn_chat"})
     return runs
 
 
@@ -143,4 +145,27 @@ async def test_a_heatmap_cell_opens_its_turn(url: str, browser: BrowserPage) -> 
     # Turn 1's messages hold its tool call, with the call's result.
     turn = attempt.locator('.turn[data-turn="1"]')
     await expect(turn.locator(".tool-call .tool-result")).to_have_text("168.0")
+    assert browser.errors == []
+
+
+async def test_an_unscored_session_shows_as_unscored_not_wrong(
+    url: str, browser: BrowserPage
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/down"))
+    rows = page.locator("#session-heatmap tbody tr")
+    await expect(rows).to_have_count(3)
+    missing = ["cell reward-missing"] * 2 + ["cell reward-missing challenge", "cell reward-missing"]
+    for row in (1, 2):  # the outage's attempts, as schema 2 and as schema 1 wrote them
+        cells = rows.nth(row).locator("td.cell")
+        assert await cells.evaluate_all("cells => cells.map(c => c.className)") == missing
+    await page.goto(url + run_route("runs/down") + "/sample/eggs")
+    await expect(page.locator("#attempt-0")).to_have_class("attempt correct")
+    for n in (1, 2):
+        attempt = page.locator(f"#attempt-{n}")
+        await expect(attempt).to_have_class("attempt unscored")
+        await expect(attempt.locator(".verdict .reward")).to_have_text("")
+        await expect(attempt.locator(".verdict td", has_text="unscored")).to_have_count(1)
     assert browser.errors == []

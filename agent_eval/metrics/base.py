@@ -19,8 +19,9 @@ class AttemptScore:
 
     sample_id: str
     attempt: int
-    reward: float
-    correct: bool
+    reward: float | None
+    """None, as `correct` and `turn_rewards` are, for an unscored attempt: it has no score."""
+    correct: bool | None
     answer: str | None
     error_kind: str | None
     latency_s: float
@@ -46,6 +47,12 @@ class AttemptScore:
     """The original sample's id when this sample is a perturbed variant of it."""
     perturbation: str | None = None
     """The kind of that perturbation (numbers, names, distractor, a plug-in's)."""
+
+    def verdict(self) -> tuple[float, bool]:
+        """The reward and whether it is right, of a scored attempt; a ValueError for another."""
+        if self.reward is None or self.correct is None:
+            raise ValueError(f"attempt {self.attempt} at {self.sample_id!r} has no score")
+        return self.reward, self.correct
 
 
 @dataclass(frozen=True)

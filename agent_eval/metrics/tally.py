@@ -32,22 +32,23 @@ class SampleTally:
     attempts: set[int] = field(default_factory=set)
 
     def add(self, score: AttemptScore) -> None:
-        """Count one attempt; the same (sample_id, attempt) twice is an error."""
+        """Count one scored attempt; the same (sample_id, attempt) twice is an error."""
         if score.attempt in self.attempts:
             raise ValueError(
                 f"sample {score.sample_id!r} has attempt {score.attempt} twice; "
                 "each (sample_id, attempt) must appear once in a run"
             )
         self.attempts.add(score.attempt)
+        reward, correct = score.verdict()
         answer = normalize_answer(score.answer)
         if self.n == 0:
             self.reference = answer
         self.agree = self.agree and answer is not None and answer == self.reference
         self.n += 1
-        self.c += bool(score.correct)
-        self.reward_sum += score.reward
-        self.reward_squares += score.reward * score.reward
-        bisect.insort(self.votes, (score.attempt, answer, bool(score.correct)), key=_attempt)
+        self.c += correct
+        self.reward_sum += reward
+        self.reward_squares += reward * reward
+        bisect.insort(self.votes, (score.attempt, answer, correct), key=_attempt)
         del self.votes[self.keep :]
 
 
@@ -166,8 +167,9 @@ class RunTally:
             return
         self.original_scored += 1
         self.samples.setdefault(score.sample_id, SampleTally(keep=self.keep)).add(score)
-        self.correct += bool(score.correct)
-        self.reward_sum += score.reward
+        reward, correct = score.verdict()
+        self.correct += correct
+        self.reward_sum += reward
         if score.turn_rewards is not None:
             self.sessions.add(
                 score.turn_rewards, score.turn_answers or (), score.challenge_turns or ()

@@ -208,23 +208,34 @@ def _turn_rewards(run: Run) -> Plot:
     order = {
         sample_id: i for i, sample_id in enumerate(dict.fromkeys(s.sample_id for s in run.scores))
     }
+    # A session's attempt has an answer per turn, scored or not; a sample's has none.
     sessions = sorted(
-        (score for score in run.scores if score.turn_rewards is not None),
+        (score for score in run.scores if score.turn_answers is not None),
         key=lambda score: (order[score.sample_id], score.attempt),
     )
     shown = sessions[:MAX_SESSIONS]
-    rows = [score.turn_rewards or [] for score in shown]
+    rows = [_turn_cells(score) for score in shown]
     turns = max((len(row) for row in rows), default=0)
     cells = [[*row, *[None] * (turns - len(row))] for row in rows]
-    rewards = [reward for row in rows for reward in row]
+    rewards = [reward for row in rows for reward in row if reward is not None]
     scale = (min([0.0, *rewards]), max([1.0, *rewards]))
     labels = [f"{score.sample_id}-{score.attempt}" for score in shown]
     columns = [str(turn + 1) for turn in range(turns)]
     chart = heatmap(cells, labels, columns, ("session", "turn"), scale)
-    caption = "Reward of each turn of each session (rows: sample-attempt, as session_id)."
+    caption = (
+        "Reward of each turn of each session (rows: sample-attempt, as session_id); "
+        "grey where a session has no such turn or was not scored."
+    )
     if len(sessions) > len(shown):
         caption += f" The first {len(shown)} of {len(sessions)} sessions."
     return Plot("turn-rewards", chart, caption)
+
+
+def _turn_cells(score: AttemptScore) -> list[float | None]:
+    """A session's reward per turn; a None per turn when the infrastructure left it unscored."""
+    if score.turn_rewards is not None:
+        return list(score.turn_rewards)
+    return [None] * len(score.turn_answers or ())
 
 
 def _unsolved(run: Run) -> str:

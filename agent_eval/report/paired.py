@@ -109,10 +109,10 @@ def pair_runs(a: Run, b: Run) -> Pairing:
         if not (first.scored and second.scored):
             unscored += 1
             continue
-        pair = Pair(first.correct, second.correct, first.reward, second.reward)
-        samples[first.sample_id].append(pair)
-        if first.correct != second.correct:
-            (a_only if first.correct else b_only).append(key)
+        (reward_a, correct_a), (reward_b, correct_b) = first.verdict(), second.verdict()
+        samples[first.sample_id].append(Pair(correct_a, correct_b, reward_a, reward_b))
+        if correct_a != correct_b:
+            (a_only if correct_a else b_only).append(key)
     unmatched = len(scores_a) + len(scores_b) - 2 * matched
     return Pairing(list(samples.values()), a_only, b_only, unscored, unmatched)
 
@@ -193,9 +193,7 @@ def comparison_json(
 
 def _unpaired(a: Run, b: Run, pairing: Pairing) -> PairedComparison:
     """B - A over each run's scored attempts, as independent samples."""
-    scored_a, scored_b = _scored(a), _scored(b)
-    correct_a, correct_b = [s.correct for s in scored_a], [s.correct for s in scored_b]
-    rewards_a, rewards_b = [s.reward for s in scored_a], [s.reward for s in scored_b]
+    (rewards_a, correct_a), (rewards_b, correct_b) = _verdicts(a), _verdicts(b)
     accuracy = accuracy_difference(_accuracy(correct_b), _accuracy(correct_a))
     rows = [
         _row("accuracy", correct_a, correct_b, accuracy),
@@ -212,8 +210,10 @@ def _mean(values: Sequence[float]) -> float:
     return fmean(values) if values else float("nan")
 
 
-def _scored(run: Run) -> list[AttemptScore]:
-    return [score for score in _originals(run) if score.scored]
+def _verdicts(run: Run) -> tuple[list[float], list[bool]]:
+    """The rewards and correctness of the run's scored attempts at original samples."""
+    verdicts = [score.verdict() for score in _originals(run) if score.scored]
+    return [reward for reward, _ in verdicts], [correct for _, correct in verdicts]
 
 
 def _originals(run: Run) -> list[AttemptScore]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ import orjson
 
 from agent_eval.agents.trajectory import question
 from agent_eval.errors import ConfigError
-from agent_eval.failures import FailureClass, recorded_class
+from agent_eval.record import current_form, is_scored
 
 CHUNK = 8 << 20
 """Bytes read at a time: bounds the memory of indexing a large file."""
@@ -65,9 +66,10 @@ class Row:
     index: int
     sample_id: str
     attempt: int
-    correct: bool
+    correct: bool | None
+    """None, as `reward` is, for an unscored attempt: it has no score."""
     unscored: bool
-    reward: float
+    reward: float | None
     error_kind: str | None
     workers: tuple[str, ...]
     model_calls: int
@@ -264,6 +266,7 @@ class RunIndex:
         except orjson.JSONDecodeError as exc:
             raise ConfigError(f"{self.path} at byte {offset} is not valid JSON ({exc})") from None
         error = data.get("error")
+        scored = is_scored(error)
         trajectory = data.get("trajectory") or {}
         sample = self._samples(data["sample_id"])
         if sample == len(self._questions):
@@ -283,15 +286,16 @@ class RunIndex:
         answer = f"{data.get('answer') or ''}\n{trajectory.get('final_output') or ''}"
         self._answers.append(answer.lower())
         # In NUMERIC's order; one tuple per line is several times faster than a list per column.
+        # An unscored attempt is neither right nor of any reward, whatever its line's version.
         batch.rows.append(
             (
                 offset,
                 len(line),
                 sample,
                 data["attempt"],
-                data["correct"],
-                bool(error) and recorded_class(error) is not FailureClass.MODEL,
-                data["reward"],
+                scored and data["correct"],
+                not scored,
+                data["reward"] if scored else math.nan,
                 self._kinds(error["kind"]) if error else 0,
                 data["model_calls"],
                 data["tool_calls"],
@@ -314,9 +318,9 @@ class RunIndex:
         self._worker_codes = np.concatenate([self._worker_codes, codes])
 
     def record(self, index: int) -> dict[str, Any]:
-        """One attempt's full record, read from its place in the file."""
-        parsed: dict[str, Any] = orjson.loads(self._line(index))
-        return parsed
+        """One attempt's full record, read from its place in the file: an unscored one's score
+        fields null, whichever version wrote it."""
+        return current_form(orjson.loads(self._line(index)))
 
     def _line(self, index: int) -> bytes:
         """The bytes at one attempt's place in the file."""
@@ -440,13 +444,14 @@ class RunIndex:
         # Worker pairs are appended in row order, so a row's pairs are one sorted run.
         start, stop = np.searchsorted(self._worker_rows, [index, index + 1])
         codes = self._worker_codes[start:stop]
+        unscored = bool(column["unscored"])
         return Row(
             index=index,
             sample_id=self._samples.names[sample],
             attempt=int(column["attempt"]),
-            correct=bool(column["correct"]),
-            unscored=bool(column["unscored"]),
-            reward=float(column["reward"]),
+            correct=None if unscored else bool(column["correct"]),
+            unscored=unscored,
+            reward=None if unscored else float(column["reward"]),
             error_kind=kind or None,
             workers=tuple(self._worker_names.names[int(code)] for code in codes),
             model_calls=int(column["model_calls"]),

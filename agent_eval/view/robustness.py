@@ -160,7 +160,7 @@ def sample_links(index: RunIndex, sample_id: str) -> dict[str, Any]:
             "attempts": [
                 {
                     "attempt": int(outcomes.attempt[row]),
-                    "correct": bool(outcomes.correct[row]),
+                    "correct": bool(outcomes.correct[row]) if outcomes.scored[row] else None,
                     "unscored": not outcomes.scored[row],
                 }
                 for row in index.attempts_of(variant)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from agent_eval.view.index import RunIndex
 from agent_eval.view.params import Query
@@ -15,8 +16,8 @@ class SessionRow:
     index: int
     sample_id: str
     attempt: int
-    turn_rewards: list[float] | None
-    """None for an attempt at a single-turn sample."""
+    turn_rewards: list[float | None] | None
+    """None for an attempt at a single-turn sample; None per turn for an unscored session."""
     challenge_turns: list[int]
 
 
@@ -39,8 +40,16 @@ def sessions_page(index: RunIndex, query: Query) -> SessionPage:
                 index=row.index,
                 sample_id=row.sample_id,
                 attempt=row.attempt,
-                turn_rewards=record.get("turn_rewards"),
+                turn_rewards=_turn_rewards(record),
                 challenge_turns=record.get("challenge_turns") or [],
             )
         )
     return SessionPage(page.total, rows)
+
+
+def _turn_rewards(record: dict[str, Any]) -> list[float | None] | None:
+    """A session's reward per turn, a None for each turn of one never scored; None for a sample."""
+    rewards: list[float | None] | None = record.get("turn_rewards")
+    # A session's line has an answer per turn, scored or not; a sample's has none.
+    answers = record.get("turn_answers")
+    return [None] * len(answers) if rewards is None and answers is not None else rewards

@@ -40,7 +40,8 @@ export function sampleHref(id, sampleId, attempt, turn) {
 export const pct = (x) => (x == null ? "" : (100 * x).toFixed(1) + "%");
 export const num = (x, digits = 2) => (x == null ? "" : Number(x).toFixed(digits));
 export const interval = (a) => (a ? `${pct(a.value)} [${pct(a.low)}, ${pct(a.high)}]` : "");
-export const outcome = (r) => (r.unscored ? "unscored" : r.correct ? "correct" : "wrong");
+// An attempt never scored has a null `correct` (rows, records, variants alike): no verdict.
+export const outcome = (r) => (r.correct == null ? "unscored" : r.correct ? "correct" : "wrong");
 
 export function show(...nodes) {
   document.getElementById("app").replaceChildren(...nodes);

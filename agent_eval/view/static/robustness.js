@@ -1,7 +1,7 @@
 // Robustness on the run page and the sample page: accuracy on the originals and on each
 // perturbation kind's variants, the samples that break (right on the original, wrong on its
 // variant at the same attempt), and the links between an original and its variants.
-import { api, el, interval, pagerControls, pct, runPath, sampleHref, table } from "./common.js";
+import { api, el, interval, outcome, pagerControls, pct, runPath, sampleHref, table } from "./common.js";
 
 const PAGE = 20;
 const SOURCES = {
@@ -89,7 +89,6 @@ export function variantLinks(id, body) {
       el("a", { id: "original-link", href: sampleHref(id, body.variant_of), text: body.variant_of }))];
   }
   if (!body.variants.length) return [];
-  const outcome = (a) => (a.unscored ? "unscored" : a.correct ? "correct" : "wrong");
   const rows = body.variants.map((v) => el("tr", { "data-variant": v.sample_id }, td(v.perturbation),
     el("td", {}, el("a", { class: "variant-link", href: sampleHref(id, v.sample_id), text: v.sample_id })),
     el("td", {}, ...v.attempts.map((a) => el("a", { class: `attempt-outcome ${outcome(a)}`,

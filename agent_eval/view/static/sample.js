@@ -1,7 +1,7 @@
 // A sample's page: the question once, the original it perturbs or its variants, then every
 // attempt side by side, each with its answer against the gold, its agreement with the others
 // and its whole trajectory (a session's by turn).
-import { api, content, el, num, runHref, runPath, show, table } from "./common.js";
+import { api, content, el, num, outcome, runHref, runPath, show, table } from "./common.js";
 import { variantLinks } from "./robustness.js";
 
 // The tool calls a message makes, in each shape runners write: a Responses-API item, a bare
@@ -103,14 +103,14 @@ function attempt(body, record, n) {
     el("span", { class: "role", text: c.name }), el("pre", { class: "tool-args", text: c.arguments }),
     el("pre", { class: "tool-result", text: content(c.result) })));
   const error = record.error || t.error;
-  return el("section", { id: "attempt-" + record.attempt, class: "attempt " + (record.correct ? "correct" : "wrong") },
+  return el("section", { id: "attempt-" + record.attempt, class: "attempt " + outcome(record) },
     el("h2", { text: `attempt ${record.attempt}` }),
     el("table", { class: "verdict" },
       row("answer", "answer", record.answer ?? ""),
       row("gold", "gold", gold ?? ""),
       row("agreement", "agreement", agreement(body.agreements[n])),
       row("reward", "reward", num(record.reward)),
-      row("correct", "", String(record.correct)),
+      row("correct", "", record.correct == null ? "unscored" : String(record.correct)),
       row("latency s", "", num(record.latency_s))),
     ...(error ? [el("pre", { class: "error", text: content(error) })] : []),
     el("h3", { text: "model calls" }),

@@ -13,7 +13,7 @@ function shade(reward) {
 function cell(id, row, t) {
   const reward = row.turn_rewards[t];
   const challenge = row.challenge_turns.includes(t);
-  const title = `${row.sample_id} attempt ${row.attempt}, turn ${t}: reward ${num(reward)}` +
+  const title = `${row.sample_id} attempt ${row.attempt}, turn ${t}: ` + (reward == null ? "unscored" : `reward ${num(reward)}`) +
     (challenge ? " (challenge)" : "");
   return el("td", { class: `cell ${shade(reward)}` + (challenge ? " challenge" : ""), "data-turn": t },
     el("a", { href: sampleHref(id, row.sample_id, row.attempt, t), title, text: num(reward, 1) }));

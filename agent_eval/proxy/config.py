@@ -210,6 +210,13 @@ class ProxyConfig(BaseModel):
     max_body_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, description="Largest request body accepted."
     )
+    max_response_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        description="Largest answer read whole from a worker (an answer not streamed, an error "
+        "body); past it the worker's connection is dropped and the attempt fails as "
+        "upstream_response_too_large.",
+    )
     record_dir: Path | None = Field(
         None, description="Append every exchange to DIR/<session>.jsonl."
     )

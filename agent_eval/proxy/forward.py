@@ -51,6 +51,7 @@ _EXHAUSTED = {
     "connect": (502, "worker_unreachable"),
     "disconnect": (502, "upstream_disconnected"),
     "busy": (503, "worker_busy"),
+    "too_large": (502, "upstream_response_too_large"),
 }
 
 
@@ -169,12 +170,13 @@ class Forwarder:
         try:
             translation = self._responses.translation(exchange, worker)
             upstream = await self._send(exchange, worker, translation, deadline, headers)
+            limit = self._config.max_response_bytes
             if self._responses.lacks_route(exchange, worker, translation, upstream.status):
-                await upstream.read()
+                await upstream.read(limit)
                 translation = self._responses.translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
-                body = await upstream.read()
+                body = await upstream.read(limit)
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
                 # The attempt's deadline holds until the first bytes; then the stream is the
@@ -183,7 +185,7 @@ class Forwarder:
                 if self._config.timeouts.attempt is not None:
                     upstream.extend(max(deadline - time.monotonic(), 0.001))
                 return await self._stream(exchange, worker, translation, upstream, first, retries)
-            body = await upstream.read()
+            body = await upstream.read(limit)
             return self._answer(exchange, worker, translation, upstream.status, body, retries)
         except RequestRefused as exc:
             return self._refuse(exchange, exc)

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from agent_eval.proxy.connections import UpstreamBusy
 from agent_eval.proxy.errors import error_body
-from agent_eval.proxy.http1 import UpstreamConnectError
+from agent_eval.proxy.http1 import UpstreamConnectError, UpstreamTooLarge
 from agent_eval.proxy.worker import Worker
 
 WORKER_HEADER = "X-Agent-Eval-Worker"
@@ -98,8 +98,9 @@ class Failure:
     @property
     def may_be_the_request(self) -> bool:
         """Whether the request itself may have caused it: a 5xx other than the worker-state
-        ones, a dropped connection (the worker died on it) or silence past the deadline."""
-        if self.reason in ("disconnect", "timeout"):
+        ones, a dropped connection (the worker died on it), silence past the deadline, or an
+        answer past the bound (a request may ask for that much: many choices, logprobs)."""
+        if self.reason in ("disconnect", "timeout", "too_large"):
             return True
         return self.status is not None and self.status not in WORKER_STATE_STATUSES
 
@@ -116,6 +117,12 @@ def classify_exception(exc: OSError, worker_url: str) -> Failure:
         return Failure("connect", f"worker {worker_url}: {exc}")
     if isinstance(exc, UpstreamBusy):
         return Failure("busy", f"{exc}; the proxy's queue for worker {worker_url} is full")
+    if isinstance(exc, UpstreamTooLarge):
+        return Failure(
+            "too_large",
+            f"worker {worker_url} {exc}; the proxy dropped it (raise --max-response-bytes "
+            "if answers this large are real)",
+        )
     if isinstance(exc, TimeoutError):
         return Failure("timeout", f"worker {worker_url} did not answer in time")
     return Failure("disconnect", f"worker {worker_url} dropped the connection ({exc})")

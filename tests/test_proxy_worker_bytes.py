@@ -1,0 +1,135 @@
+"""Workers that send what no worker should, byte for byte: every body read is bounded, every
+error body is handled, and a good worker beside a broken one keeps serving."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.process import proxy_process
+from agent_eval.testing.broken_worker import (
+    CASES,
+    BrokenWorker,
+    Script,
+)
+from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, until, wait_ready
+from tests.test_proxy_edges import assert_openai_error
+from tests.test_proxy_hostile import _rss_mb
+from tests.test_proxy_process import _listener_pid
+
+MODEL = "broken-model"  # the broken worker's; good workers beside it serve it too
+CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}
+MIB = 1024 * 1024
+
+
+async def start_broken(stack: AsyncExitStack, script: Script) -> BrokenWorker:
+    return await stack.enter_async_context(BrokenWorker(script))
+
+
+async def post(
+    base_url: str, body: dict[str, Any], route: str = "/chat/completions"
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Status, JSON body and headers of one request; a minute at most."""
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.post(base_url + route, json=body) as answer,
+    ):
+        return answer.status, await answer.json(content_type=None), dict(answer.headers)
+
+
+async def worker_entry(base_url: str, url: str) -> dict[str, Any]:
+    listed = await until(lambda _: True, base_url, "/workers")
+    return next(w for w in listed["workers"] if w["url"] == url)
+
+
+# 1. A worker's whole answer is read up to --max-response-bytes, never further.
+
+
+async def test_a_declared_gigabyte_answer_is_refused_before_it_is_read(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    broken = await start_broken(stack, CASES["huge_length"]())  # declares 1 GiB, sends "{"
+    base_url = await start_proxy([broken], retry={"max_retries": 0}, timeouts={"total": 20})
+    status, body, _ = await post(base_url, CHAT)
+    assert status == 502, body
+    message = assert_openai_error(body, "upstream_response_too_large")
+    assert "1073741824 bytes" in message and "--max-response-bytes" in message
+    assert broken.url in message
+
+
+async def test_an_endless_chunked_answer_is_cut_at_the_bound_and_charged(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    # Paced, so that without a bound the proxy would wait for the deadline, not fill memory.
+    script = Script.chunked(200, [b'{"choices": ['], forever=b"0," * 32768, delay=0.005)
+    broken = await start_broken(stack, script)
+    base_url = await start_proxy(
+        [broken], retry={"max_retries": 0}, timeouts={"total": 20}, max_response_bytes=MIB
+    )
+    status, body, _ = await post(base_url, CHAT)
+    assert status == 502, body
+    assert f"past the bound of {MIB} bytes" in assert_openai_error(
+        body, "upstream_response_too_large"
+    )
+    assert broken.bytes_sent < 8 * MIB
+    assert (await worker_entry(base_url, broken.url))["failures"] == 1
+
+
+@pytest.mark.parametrize("case", ["huge_length", "endless_chunked"])
+async def test_a_proxy_process_stays_flat_while_a_good_worker_answers_in_place_of_a_broken_one(
+    stack: AsyncExitStack, start_workers: StartWorkers, tmp_path: Path, case: str
+) -> None:
+    script = CASES[case]()
+    if case == "huge_length":  # the worker really sends the gigabyte it declares
+        script = Script(script.head, script.pieces, forever=b" " * 65536)
+    broken = await start_broken(stack, script)
+    (good,) = await start_workers(1, model=MODEL)
+    config = ProxyConfig(
+        endpoints=[broken.url, good.url],
+        port=0,
+        policy="round_robin",
+        health=FAST_HEALTH,
+        timeouts={"total": 10},
+    )
+    async with proxy_process(config, tmp_path) as base_url:
+        await wait_ready(base_url, 2)
+        pid = _listener_pid(base_url)
+        assert pid is not None
+        before = _rss_mb(pid)
+        answers = [await post(base_url, CHAT) for _ in range(6)]
+        after = _rss_mb(pid)
+        broken_state = await worker_entry(base_url, broken.url)
+    assert [status for status, _, _ in answers] == [200] * 6
+    assert {headers["X-Agent-Eval-Worker"] for _, _, headers in answers} == {good.url}
+    assert len(broken.received) >= 3 and broken_state["failures"] >= 3
+    assert after - before < 48, f"the proxy grew from {before:.0f} to {after:.0f} MB"
+
+
+async def test_a_stored_response_fetched_from_its_worker_is_read_up_to_the_bound(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    made = {"id": "resp_1", "object": "response", "status": "completed", "output": []}
+    endless = Script.chunked(200, [b"{"], forever=b" " * 65536, delay=0.005)
+    broken = BrokenWorker(
+        Script.answer(200, json.dumps(made).encode()),
+        # It serves /v1/responses itself (405 to a GET), so the proxy keeps only the id.
+        gets={"/v1/responses": Script.answer(405, b"{}"), "/v1/responses/resp_1": endless},
+    )
+    await stack.enter_async_context(broken)
+    base_url = await start_proxy([broken], max_response_bytes=MIB)
+    assert (await post(base_url, {"model": MODEL, "input": "hi"}, "/responses"))[0] == 200
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.get(f"{base_url}/responses/resp_1") as answer,
+    ):
+        status, error = answer.status, await answer.json()
+    assert status == 502, error
+    assert f"past the bound of {MIB} bytes" in assert_openai_error(
+        error, "upstream_response_too_large"
+    )

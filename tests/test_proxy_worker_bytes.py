@@ -10,9 +10,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.upstream import MESSAGE_CHARS, openai_error_body, upstream_message
 from agent_eval.testing.broken_worker import (
     CASES,
     BrokenWorker,
@@ -133,3 +136,60 @@ async def test_a_stored_response_fetched_from_its_worker_is_read_up_to_the_bound
     assert f"past the bound of {MIB} bytes" in assert_openai_error(
         error, "upstream_response_too_large"
     )
+
+
+# 4. Any bytes in a worker's error body.
+
+
+@given(st.binary(max_size=512))
+def test_the_message_of_any_error_body_is_short_text(body: bytes) -> None:
+    message = upstream_message(body)
+    assert message and len(message) <= MESSAGE_CHARS
+    assert isinstance(json.loads(openai_error_body(500, body))["error"]["message"], str)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+)
+
+
+ERROR_SHAPES = [
+    lambda value: value,
+    lambda value: {"message": value},
+    lambda value: {"error": value},
+    lambda value: {"error": {"message": value}},
+]
+
+
+@given(JSON_VALUES, st.sampled_from(ERROR_SHAPES))
+def test_the_message_of_any_json_error_body_is_short_text(value: object, shape: Any) -> None:
+    body = json.dumps(shape(value)).encode()
+    message = upstream_message(body)
+    assert message and len(message) <= MESSAGE_CHARS
+    assert isinstance(json.loads(openai_error_body(500, body))["error"]["message"], str)
+
+
+@pytest.mark.parametrize("body", [b"\x1c", b"\x85\x1c", b"[" * 1000 + b"]" * 1000, b""])
+async def test_odd_error_bytes_are_retried_on_another_worker(
+    stack: AsyncExitStack, start_workers: StartWorkers, start_proxy: StartProxy, body: bytes
+) -> None:
+    broken = await start_broken(stack, Script.answer(500, body))
+    (good,) = await start_workers(1, model=MODEL)
+    base_url = await start_proxy([broken, good], policy="round_robin")
+    answers = [await post(base_url, CHAT) for _ in range(4)]
+    assert [status for status, _, _ in answers] == [200] * 4
+    assert broken.received, "the broken worker was never tried"
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_odd_error_bytes_from_the_only_worker_are_passed_on(
+    stack: AsyncExitStack, start_proxy: StartProxy, status: int
+) -> None:
+    broken = await start_broken(stack, Script.answer(status, b"\x1c"))
+    base_url = await start_proxy([broken])
+    answered, body, headers = await post(base_url, CHAT)
+    assert answered == status, body
+    assert body["error"]["code"] != "proxy_error"
+    assert "without text" in body["error"]["message"]
+    assert headers["X-Agent-Eval-Worker"] == broken.url

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from multidict import CIMultiDictProxy
@@ -19,6 +20,8 @@ RETRIES_HEADER = "X-Agent-Eval-Retries"
 # Statuses that speak of the worker's state (overloaded, restarting, behind a gateway), not of
 # the request; any other 5xx may come from the request itself.
 WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
+MESSAGE_CHARS = 300
+"""Characters of a worker's error message kept in the proxy's own messages."""
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
@@ -139,32 +142,51 @@ def status_failure(status: int, body: bytes, headers: dict[str, str], url: str) 
 
 
 def upstream_message(body: bytes) -> str:
-    """The message inside an OpenAI or SGLang error body, else the body's first line."""
+    """The message inside an OpenAI or SGLang error body, else the body's first line of text.
+
+    Total over any bytes a worker may send: at most MESSAGE_CHARS characters, never empty.
+    """
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return (
-            body.decode(errors="replace").strip().splitlines()[0][:300]
-            if body.strip()
-            else "no body"
-        )
-    if isinstance(data, dict):
-        inner = data.get("error")
-        if isinstance(inner, dict) and "message" in inner:
-            return str(inner["message"])
-        if "message" in data:
-            return str(data["message"])
-    return str(data)[:300]
+        data = None
+    message = _json_message(data) if isinstance(data, dict) else None
+    if message is None:
+        message = _first_line(body.decode(errors="replace"))
+    return message[:MESSAGE_CHARS] if message else _no_text(body)
+
+
+def _json_message(data: dict[str, Any]) -> str | None:
+    """`error.message`, `message` or a plain-text `error`: the shapes servers answer in."""
+    inner = data.get("error")
+    if isinstance(inner, dict):
+        inner = inner.get("message")
+    for message in (inner, data.get("message")):
+        if isinstance(message, str) and message.strip():
+            return message
+    return None
+
+
+def _first_line(text: str) -> str:
+    # str.splitlines and str.strip take more than newlines and spaces (\x1c, \x85, ...):
+    # every line is checked, none assumed to be there.
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _no_text(body: bytes) -> str:
+    return f"{len(body)} bytes without text: {body[:16]!r}" if body else "no body"
 
 
 def openai_error_body(status: int, body: bytes) -> bytes:
     """A worker's error in OpenAI's shape; a body already in it is kept as it is."""
     try:
         data = orjson.loads(body)
-        if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            return body
     except orjson.JSONDecodeError:
-        pass
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return body
     return error_body(status, "upstream_error", upstream_message(body))
 
 

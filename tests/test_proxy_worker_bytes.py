@@ -3,12 +3,15 @@ error body is handled, and a good worker beside a broken one keeps serving."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,8 +23,11 @@ from agent_eval.testing.broken_worker import (
     CASES,
     BrokenWorker,
     Script,
+    chat_answer,
+    chat_chunk,
 )
-from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, until, wait_ready
+from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, until, wait_ready
+from tests.test_cli import CLI
 from tests.test_proxy_edges import assert_openai_error
 from tests.test_proxy_hostile import _rss_mb
 from tests.test_proxy_process import _listener_pid
@@ -44,6 +50,15 @@ async def post(
         http.post(base_url + route, json=body) as answer,
     ):
         return answer.status, await answer.json(content_type=None), dict(answer.headers)
+
+
+async def post_bytes(base_url: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    """Status and raw body of one chat request."""
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.post(f"{base_url}/chat/completions", json=body) as answer,
+    ):
+        return answer.status, await answer.read()
 
 
 async def worker_entry(base_url: str, url: str) -> dict[str, Any]:
@@ -193,3 +208,164 @@ async def test_odd_error_bytes_from_the_only_worker_are_passed_on(
     assert body["error"]["code"] != "proxy_error"
     assert "without text" in body["error"]["message"]
     assert headers["X-Agent-Eval-Worker"] == broken.url
+
+
+# 6. JSON nested deeper than the proxy can write again: refused where it enters.
+
+
+def nested(depth: int) -> list[Any]:
+    """Lists nested `depth` deep: [[[...]]]."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# Each puts the nested value where the prefix policy and the Responses translation read.
+DEEP_BODIES = {
+    "/chat/completions": lambda deep: {**CHAT, "model": "mock-model", "tools": deep},
+    "/completions": lambda deep: {"model": "mock-model", "prompt": deep},
+    "/responses": lambda deep: {"model": "mock-model", "input": "hello", "tools": deep},
+}
+ROUTES = [
+    ("/chat/completions", True),
+    ("/completions", True),
+    ("/responses", True),  # the worker serves /v1/responses itself
+    ("/responses", False),  # the proxy translates it to Chat Completions
+]
+
+
+@pytest.mark.parametrize("setting", ["record", "prefix"])
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("route", "native"), ROUTES)
+async def test_a_body_nested_past_the_limit_is_refused_before_any_worker_sees_it(
+    start_workers: StartWorkers,
+    start_proxy: StartProxy,
+    tmp_path: Path,
+    route: str,
+    native: bool,
+    stream: bool,
+    setting: str,
+) -> None:
+    (worker,) = await start_workers(1, responses_api=native)
+    settings = {"record_dir": tmp_path} if setting == "record" else {"policy": "prefix"}
+    base_url = await start_proxy([worker], **settings)
+    body = {**DEEP_BODIES[route](nested(300)), "stream": stream}
+    status, error, _ = await post(base_url, body, route)
+    assert status == 400, error
+    assert "more than 128 deep" in assert_openai_error(error, "nesting_too_deep")
+    assert worker.stats.generation_requests == 0
+    fine = {"model": "mock-model", "input": "hi"} if route == "/responses" else None
+    assert (await post(base_url, fine or {**CHAT, "model": "mock-model"}, route))[0] == 200
+
+
+async def test_a_body_nested_to_the_limit_is_served_and_recorded(
+    start_workers: StartWorkers, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker], record_dir=tmp_path, policy="prefix")
+    body = {**CHAT, "model": "mock-model", "metadata": {"deep": nested(126)}}  # 128 in all
+    status, answer, _ = await post(base_url, body)
+    assert status == 200, answer
+    (record,) = await _records(tmp_path)
+    assert record["request"]["metadata"] == {"deep": nested(126)}
+
+
+async def test_a_worker_answer_nested_past_the_limit_reaches_the_client_as_sent(
+    stack: AsyncExitStack, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    # The standard library writes what orjson, the proxy's writer, refuses to.
+    sent = chat_answer()[:-1] + b', "extra": ' + json.dumps(nested(300)).encode() + b"}"
+    broken = await start_broken(stack, Script.answer(200, sent))
+    base_url = await start_proxy([broken], record_dir=tmp_path)
+    assert await post_bytes(base_url, CHAT) == (200, sent)
+    (record,) = await _records(tmp_path)
+    assert record["status"] == 200 and record["response"] is None
+
+
+async def test_a_streamed_answer_nested_past_the_limit_is_recorded_without_it(
+    stack: AsyncExitStack, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    chunk = {**chat_chunk({"content": "hi"}), "usage": nested(300)}
+    deep = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    broken = await start_broken(stack, Script.sse([deep, b"data: [DONE]\n\n"]))
+    base_url = await start_proxy([broken], record_dir=tmp_path)
+    status, streamed = await post_bytes(base_url, {**CHAT, "stream": True})
+    assert status == 200 and streamed.endswith(b"data: [DONE]\n\n")
+    (record,) = await _records(tmp_path)
+    assert record["status"] == 200 and record["response"] is None
+
+
+async def test_a_translated_answer_nested_past_the_limit_is_a_malformed_answer(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    deep = orjson.loads(chat_answer())
+    deep["choices"][0]["message"]["content"] = nested(300)
+    broken = await start_broken(stack, Script.answer(200, json.dumps(deep).encode()))
+    base_url = await start_proxy([broken])  # it has no /v1/responses: the proxy translates
+    status, error, _ = await post(base_url, {"model": MODEL, "input": "hi"}, "/responses")
+    assert status == 502, error
+    assert "more than 128 deep" in assert_openai_error(error, "upstream_error")
+
+
+async def _records(directory: Path) -> list[dict[str, Any]]:
+    """The exchanges recorded in `directory`, once the recorder wrote them."""
+    lines: list[str] = []
+
+    def written() -> bool:
+        lines[:] = [line for f in directory.glob("*.jsonl") for line in f.read_text().splitlines()]
+        return bool(lines)
+
+    await eventually(written, 5, lambda: f"nothing recorded in {directory}")
+    return [json.loads(line) for line in lines]
+
+
+# A cap on the choices one request may ask for.
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("n", 5), ("best_of", 5), ("n", 5.0), ("n", "5"), ("best_of", 1e9)]
+)
+async def test_a_request_over_the_choices_cap_is_refused_naming_the_field(
+    start_workers: StartWorkers, start_proxy: StartProxy, field: str, value: object
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker], limits={"max_choices": 4})
+    status, error, _ = await post(base_url, {**CHAT, "model": "mock-model", field: value})
+    assert status == 400, error
+    assert "cap of 4" in assert_openai_error(error, "too_many_choices")
+    assert error["error"]["param"] == field
+    assert worker.stats.generation_requests == 0
+    allowed = {**CHAT, "model": "mock-model", "n": 4, "best_of": True}
+    assert (await post(base_url, allowed))[0] == 200
+
+
+async def test_without_a_cap_any_number_of_choices_goes_to_the_worker(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker])
+    assert (await post(base_url, {**CHAT, "model": "mock-model", "n": 10_000}))[0] == 200
+    assert worker.stats.generation_requests == 1
+
+
+async def test_serve_takes_the_response_bound_and_the_choices_cap_from_its_flags(
+    stack: AsyncExitStack,
+) -> None:
+    broken = await start_broken(stack, Script.answer(200, chat_answer("x" * 8192)))
+    serve = await asyncio.create_subprocess_exec(
+        *CLI, "serve", "--port", "0", "--endpoint", broken.url,
+        "--max-response-bytes", "4096", "--max-choices", "2", "--max-retries", "0",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
+        await wait_ready(base_url, 1)
+        status, error, _ = await post(base_url, {**CHAT, "n": 3})
+        assert status == 400 and assert_openai_error(error, "too_many_choices")
+        status, error, _ = await post(base_url, {**CHAT, "n": 2})
+        assert "over the bound of 4096" in assert_openai_error(error, "upstream_response_too_large")
+    finally:
+        serve.terminate()
+        await serve.wait()

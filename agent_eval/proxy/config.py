@@ -95,6 +95,12 @@ class LimitsConfig(BaseModel):
         description="Seconds a client may take to send a request's headers, then its body, "
         "or keep an idle connection open; past it the connection is closed.",
     )
+    max_choices: int | None = Field(
+        None,
+        ge=1,
+        description="Most choices one request may ask for in `n` or `best_of`, each a whole "
+        "generation; past it the request gets 400 too_many_choices. Off by default.",
+    )
 
 
 class SessionConfig(BaseModel):

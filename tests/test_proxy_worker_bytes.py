@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.server import running_proxy
 from agent_eval.proxy.upstream import MESSAGE_CHARS, openai_error_body, upstream_message
 from agent_eval.testing.broken_worker import (
     CASES,
@@ -369,3 +370,43 @@ async def test_serve_takes_the_response_bound_and_the_choices_cap_from_its_flags
     finally:
         serve.terminate()
         await serve.wait()
+
+
+# Health probes: no redirect followed, no body read past a bound.
+
+
+def redirect(location: str) -> Script:
+    return Script(
+        b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % location.encode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("redirect", "/health redirected (302) to http://"),
+        (Script.chunked(200, [], forever=b"x" * 65536), "past the bound of 1048576 bytes"),
+        (Script.answer(200, b"{}", content_length=1 << 30), "declared an answer of 1073741824"),
+    ],
+    ids=["redirect", "endless", "declared"],
+)
+async def test_a_health_probe_fails_on_a_redirect_or_an_oversized_answer(
+    stack: AsyncExitStack, start_workers: StartWorkers, answer: Script | str, reason: str
+) -> None:
+    (good,) = await start_workers(1, model=MODEL)
+    if answer == "redirect":  # to a healthy worker, which must not answer for this one
+        answer = redirect(f"{good.url}/health")
+    broken = await stack.enter_async_context(
+        BrokenWorker(CASES["healthy"](), gets={"/health": answer})
+    )
+    config = ProxyConfig(endpoints=[broken.url, good.url], port=0, health=FAST_HEALTH)
+    base_url = await stack.enter_async_context(running_proxy(config))
+    listed = await until(
+        lambda body: all(w["last_error"] or w["healthy"] for w in body["workers"]),
+        base_url,
+        "/workers",
+    )
+    state = {w["url"]: w for w in listed["workers"]}
+    assert state[good.url]["healthy"]
+    assert not state[broken.url]["healthy"]
+    assert reason in state[broken.url]["last_error"]

@@ -22,6 +22,7 @@ RETRIES_HEADER = "X-Agent-Eval-Retries"
 WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
 MESSAGE_CHARS = 300
 """Characters of a worker's error message kept in the proxy's own messages."""
+_TEXT_SCAN = 64 * 1024  # bytes of a body searched for its first line of text
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
@@ -152,7 +153,7 @@ def upstream_message(body: bytes) -> str:
         data = None
     message = _json_message(data) if isinstance(data, dict) else None
     if message is None:
-        message = _first_line(body.decode(errors="replace"))
+        message = _first_line(body[:_TEXT_SCAN].decode(errors="replace"))
     return message[:MESSAGE_CHARS] if message else _no_text(body)
 
 

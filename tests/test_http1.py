@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -14,6 +15,7 @@ from agent_eval.proxy.http1 import (
     UpstreamDisconnected,
     UpstreamResponse,
     UpstreamTimeout,
+    UpstreamTooLarge,
 )
 from tests.conftest import eventually
 
@@ -21,6 +23,7 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
 SSE_HEAD += b"\r\n"
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+LIMIT = 1 << 20  # bytes of one answer read at most, unless a test says otherwise
 
 
 async def read_request(reader: asyncio.StreamReader) -> bytes:
@@ -76,7 +79,7 @@ async def test_keeps_one_connection_alive_across_requests(serve) -> None:
         response = await pool.post(
             origin, "/v1/x", [("Content-Type", "application/json")], b"{}", 5
         )
-        assert (response.status, await response.read()) == (200, b"{}")
+        assert (response.status, await response.read(LIMIT)) == (200, b"{}")
     assert connections == 1
     pool.close()
 
@@ -98,7 +101,7 @@ async def test_stale_kept_alive_connection_is_replaced_silently(serve) -> None:
     pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     for _ in range(3):
         response = await pool.post(origin, "/", [], b"{}", 5)
-        assert await response.read() == b"{}"
+        assert await response.read(LIMIT) == b"{}"
     assert connections == 3, "a dropped kept-alive connection was not replaced"
     pool.close()
 
@@ -121,7 +124,7 @@ async def test_chunked_body_and_request_head(serve) -> None:
         origin, "/v1/chat/completions", [("X-Session-ID", "s1")], b'{"a": 1}', 5
     )
     assert response.content_type == "text/event-stream"
-    assert await response.read() == b"data: 1\n\ndata: [DONE]\n\n"
+    assert await response.read(LIMIT) == b"data: 1\n\ndata: [DONE]\n\n"
     head = seen[0].decode()
     assert head.startswith("POST /prefix/v1/chat/completions HTTP/1.1\r\n")
     assert "X-Session-ID: s1\r\n" in head and "Content-Length: 8\r\n" in head
@@ -150,7 +153,7 @@ async def test_malformed_answer_and_early_close_are_disconnects(serve) -> None:
         await pool.post(await serve(garbage), "/", [], b"{}", 5)
     response = await pool.post(await serve(hang_up), "/", [], b"{}", 5)
     with pytest.raises(UpstreamDisconnected, match="closed"):
-        await response.read()
+        await response.read(LIMIT)
 
 
 async def test_silence_hits_the_deadline_and_the_idle_limit(serve) -> None:
@@ -167,7 +170,7 @@ async def test_silence_hits_the_deadline_and_the_idle_limit(serve) -> None:
         await response.readany()
     with pytest.raises(UpstreamTimeout):
         response = await pool.post(origin, "/", [], b"{}", timeout=0.2)
-        await response.read()
+        await response.read(LIMIT)
     pool.close()
 
 
@@ -191,6 +194,43 @@ async def test_large_body_pauses_and_resumes_reading(serve) -> None:
     pool.close()
 
 
+@pytest.mark.parametrize(
+    ("framing", "piece"),
+    [
+        (b"Content-Length: %d\r\n" % (1 << 30), b""),  # declared: refused before any byte
+        (b"Transfer-Encoding: chunked\r\n", b"10000\r\n" + b"x" * 65536 + b"\r\n"),
+        (b"Connection: close\r\n", b"x" * 65536),  # the body ends when the connection does
+    ],
+    ids=["declared", "chunked", "close-delimited"],
+)
+async def test_an_answer_past_the_bound_is_cut_and_its_connection_dropped(
+    serve, framing: bytes, piece: bytes
+) -> None:
+    sent = 0
+    gone = asyncio.Event()
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal sent
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n" + framing + b"\r\n")
+        with contextlib.suppress(ConnectionError):
+            while not reader.at_eof():
+                writer.write(piece)
+                await writer.drain()
+                sent += len(piece)
+                await asyncio.sleep(0 if piece else 0.01)
+        gone.set()
+
+    pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
+    response = await pool.post(await serve(endless), "/", [], b"{}", 10)
+    with pytest.raises(UpstreamTooLarge):
+        await asyncio.wait_for(response.read(LIMIT), 10)
+    response.close()
+    await asyncio.wait_for(gone.wait(), 5)  # the worker saw the proxy leave
+    assert sent < 4 * LIMIT, f"{sent} bytes sent for a bound of {LIMIT}"
+    pool.close()
+
+
 async def test_closing_a_complete_answer_leaves_its_reused_connection_alone(serve) -> None:
     """A client that leaves while the last bytes of an answer are relayed closes that answer
     after its connection went back to the pool and carries the next request."""
@@ -208,12 +248,12 @@ async def test_closing_a_complete_answer_leaves_its_reused_connection_alone(serv
     origin = await serve(handler)
     pool = UpstreamPool(ConnectionLimits(connect_timeout=2))
     first = await pool.post(origin, "/", [], b"{}", 5)
-    assert await first.read() == b"{}"
+    assert await first.read(LIMIT) == b"{}"
     second = await pool.post(origin, "/", [], b"{}", 5)  # on the same connection
     assert await second.readany() == b"{}"
     first.close()
     finish_second.set()
-    assert await second.read() == b"{}"
+    assert await second.read(LIMIT) == b"{}"
     pool.close()
 
 
@@ -239,7 +279,7 @@ async def test_idle_connections_are_capped_and_trimmed(serve) -> None:
     pool = UpstreamPool(ConnectionLimits(connect_timeout=2, max_idle=2, idle_timeout=0.3))
 
     async def one() -> bytes:
-        return await (await pool.post(origin, "/", [], b"{}", 5)).read()
+        return await (await pool.post(origin, "/", [], b"{}", 5)).read(LIMIT)
 
     assert await asyncio.gather(*(one() for _ in range(6))) == [b"{}"] * 6
     # Closed connections report their loss on a later loop pass; then 2 stay, both idle.
@@ -276,7 +316,7 @@ async def test_requests_past_the_connection_cap_wait_for_a_free_one(serve) -> No
     pool = UpstreamPool(ConnectionLimits(connect_timeout=2, max_connections=2))
 
     async def one() -> bytes:
-        return await (await pool.post(origin, "/", [], b"{}", 5)).read()
+        return await (await pool.post(origin, "/", [], b"{}", 5)).read(LIMIT)
 
     answers = asyncio.gather(*(one() for _ in range(10)))
     await eventually(

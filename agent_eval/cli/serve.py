@@ -74,6 +74,10 @@ def serve(
     ),
     proxy_attempt_timeout: Annotated[float | None, option("proxy_attempt_timeout")] = None,
     max_body_bytes: Annotated[int, option("max_body_bytes")] = default("max_body_bytes"),
+    max_response_bytes: Annotated[int, option("max_response_bytes")] = default(
+        "max_response_bytes"
+    ),
+    max_choices: Annotated[int | None, option("max_choices")] = None,
     max_in_flight: Annotated[int, option("max_in_flight")] = default("max_in_flight"),
     max_connections_per_worker: Annotated[int, option("max_connections_per_worker")] = default(
         "max_connections_per_worker"

@@ -25,6 +25,7 @@ from agent_eval.proxy.errors import (
     expectation_failed,
     invalid_json,
     method_not_allowed,
+    nesting_too_deep,
     no_healthy_worker,
     not_found,
     unauthorized,
@@ -32,12 +33,22 @@ from agent_eval.proxy.errors import (
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.health import HealthChecker
-from agent_eval.proxy.keys import CONFIG, FORWARDER, HEALTH, METRICS, POOL, RESPONSES, SESSION
+from agent_eval.proxy.keys import (
+    CONFIG,
+    FORWARDER,
+    HEALTH,
+    METRICS,
+    NESTING,
+    POOL,
+    RESPONSES,
+    SESSION,
+)
 from agent_eval.proxy.limits import in_flight_cap
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.policies import RequestInfo, build_policy, session_key
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.recorder import Recorder
+from agent_eval.proxy.request_bounds import MAX_NESTING, NestingBound
 from agent_eval.proxy.responses import ResponsesRoute, ResponseStore
 
 log = logging.getLogger(__name__)
@@ -59,6 +70,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     responses = config.responses
     store = ResponseStore(responses.store_capacity, responses.store_ttl, responses.store_bytes)
     app[RESPONSES] = ResponsesRoute(store)
+    app[NESTING] = NestingBound()
     app.cleanup_ctx.append(_upstream)
     for route in GENERATION_ROUTES:
         app.router.add_post(route, generate, expect_handler=_expect)
@@ -163,6 +175,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return invalid_json(str(exc))
     if not isinstance(payload, dict):
         return invalid_json(f"got a JSON {type(payload).__name__}")
+    if request.app[NESTING].exceeded(payload):
+        return nesting_too_deep(MAX_NESTING)
     info = RequestInfo(
         route=request.path,
         model=_text(payload.get("model")),

@@ -95,6 +95,12 @@ class LimitsConfig(BaseModel):
         description="Seconds a client may take to send a request's headers, then its body, "
         "or keep an idle connection open; past it the connection is closed.",
     )
+    max_choices: int | None = Field(
+        None,
+        ge=1,
+        description="Most choices one request may ask for in `n` or `best_of`, each a whole "
+        "generation; past it the request gets 400 too_many_choices. Off by default.",
+    )
 
 
 class SessionConfig(BaseModel):
@@ -209,6 +215,13 @@ class ProxyConfig(BaseModel):
     )
     max_body_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, description="Largest request body accepted."
+    )
+    max_response_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        description="Largest answer read whole from a worker (an answer not streamed, an error "
+        "body); past it the worker's connection is dropped and the attempt fails as "
+        "upstream_response_too_large.",
     )
     record_dir: Path | None = Field(
         None, description="Append every exchange to DIR/<session>.jsonl."

@@ -57,6 +57,25 @@ def body_too_large(limit: int) -> web.Response:
     )
 
 
+def nesting_too_deep(limit: int) -> web.Response:
+    return error_response(
+        400,
+        "nesting_too_deep",
+        f"the request body nests arrays and objects more than {limit} deep, the proxy's "
+        "limit; send a flatter body",
+    )
+
+
+def too_many_choices(field: str, cap: int) -> web.Response:
+    return error_response(
+        400,
+        "too_many_choices",
+        f"`{field}` asks for more choices than the proxy's cap of {cap} per request; ask for "
+        "fewer, or start the proxy with a larger --max-choices",
+        param=field,
+    )
+
+
 def body_too_slow(limit: float) -> web.Response:
     response = error_response(
         408,

@@ -21,12 +21,14 @@ from agent_eval.proxy.errors import (
     no_healthy_worker,
     out_of_resources,
     overloaded,
+    too_many_choices,
 )
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.http1 import ProxyOutOfResources, UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
 from agent_eval.proxy.recorder import Recorder
+from agent_eval.proxy.request_bounds import MAX_NESTING, NestingBound, choices_over
 from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translation
 from agent_eval.proxy.responses.route import CHAT_ROUTE
 from agent_eval.proxy.stream import Passthrough, Relay, pipe_stream
@@ -51,6 +53,7 @@ _EXHAUSTED = {
     "connect": (502, "worker_unreachable"),
     "disconnect": (502, "upstream_disconnected"),
     "busy": (503, "worker_busy"),
+    "too_large": (502, "upstream_response_too_large"),
 }
 
 
@@ -76,6 +79,7 @@ class Forwarder:
         self._worker_key = config.worker_api_key
         self._max_in_flight = max_in_flight
         self._in_flight = 0
+        self._nesting = NestingBound()
 
     async def forward(self, exchange: Exchange) -> web.StreamResponse:
         """The worker's answer, or an OpenAI-style error once every allowed attempt failed.
@@ -122,6 +126,9 @@ class Forwarder:
 
     def _admit(self, exchange: Exchange) -> Exchange | web.StreamResponse:
         """The exchange ready to send, or the answer that refuses it."""
+        cap = self._config.limits.max_choices
+        if cap is not None and (field := choices_over(exchange.payload, cap)) is not None:
+            return self._finish(exchange, too_many_choices(field, cap), None)
         if self._responses.handles(exchange):
             try:
                 exchange = self._responses.prepare(exchange)
@@ -169,12 +176,13 @@ class Forwarder:
         try:
             translation = self._responses.translation(exchange, worker)
             upstream = await self._send(exchange, worker, translation, deadline, headers)
+            limit = self._config.max_response_bytes
             if self._responses.lacks_route(exchange, worker, translation, upstream.status):
-                await upstream.read()
+                await upstream.read(limit)
                 translation = self._responses.translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
-                body = await upstream.read()
+                body = await upstream.read(limit)
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
                 # The attempt's deadline holds until the first bytes; then the stream is the
@@ -183,7 +191,7 @@ class Forwarder:
                 if self._config.timeouts.attempt is not None:
                     upstream.extend(max(deadline - time.monotonic(), 0.001))
                 return await self._stream(exchange, worker, translation, upstream, first, retries)
-            body = await upstream.read()
+            body = await upstream.read(limit)
             return self._answer(exchange, worker, translation, upstream.status, body, retries)
         except RequestRefused as exc:
             return self._refuse(exchange, exc)
@@ -264,7 +272,7 @@ class Forwarder:
         answer = None
         if status == 200 and translation is not None:
             try:
-                answer = translation.answer(body)
+                answer = self._translated(translation, body)
             except ValueError as exc:
                 message = f"worker {worker.url} sent a malformed answer: {exc}"
                 return self._finish(exchange, error_response(502, "upstream_error", message), None)
@@ -282,6 +290,13 @@ class Forwarder:
             headers=served_by(worker.url, retries),
         )
         return self._finish(exchange, response, worker, answer)
+
+    def _translated(self, translation: Translation, chat: bytes) -> dict[str, Any]:
+        """The Responses object for a worker's chat answer. Raises: ValueError when malformed."""
+        answer = translation.answer(chat)
+        if self._nesting.exceeded(answer):
+            raise ValueError(f"it nests arrays and objects more than {MAX_NESTING} deep")
+        return answer
 
     def _refuse(self, exchange: Exchange, refusal: RequestRefused) -> web.StreamResponse:
         response = error_response(refusal.status, refusal.code, refusal.message, refusal.field)
@@ -332,21 +347,38 @@ class Forwarder:
         self._metrics.requests.labels(route, str(response.status), worker_label).inc()
         self._metrics.latency.labels(route).observe(elapsed)
         if self._recorder is not None:
-            self._recorder.record(
-                exchange.info.session_key,
-                {
-                    "time": time.time(),
-                    "session": exchange.info.session_key,
-                    "route": route,
-                    "worker": worker.url if worker else None,
-                    "status": response.status,
-                    "latency_s": round(elapsed, 6),
-                    "request": exchange.payload,
-                    "response": answer if answer is not None else _json_or_none(_body_of(response)),
-                    "usage": (answer or {}).get("usage"),
-                },
-            )
+            self._record(self._recorder, exchange, response, worker, answer, elapsed)
         return response
+
+    def _record(
+        self,
+        recorder: Recorder,
+        exchange: Exchange,
+        response: web.StreamResponse,
+        worker: Worker | None,
+        answer: dict[str, Any] | None,
+        elapsed: float,
+    ) -> None:
+        """Append the exchange to its session's record. An answer nested deeper than the
+        recorder can write is recorded as null: the client had it as it was."""
+        if answer is None:
+            answer = _json_or_none(_body_of(response))
+        if answer is not None and self._nesting.exceeded(answer):
+            answer = None
+        recorder.record(
+            exchange.info.session_key,
+            {
+                "time": time.time(),
+                "session": exchange.info.session_key,
+                "route": exchange.info.route,
+                "worker": worker.url if worker else None,
+                "status": response.status,
+                "latency_s": round(elapsed, 6),
+                "request": exchange.payload,
+                "response": answer,
+                "usage": (answer or {}).get("usage"),
+            },
+        )
 
 
 def _poisoned(failure: Failure, attempts: int) -> web.Response:

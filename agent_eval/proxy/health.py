@@ -12,11 +12,15 @@ from pydantic import SecretStr
 
 from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import HealthConfig
+from agent_eval.proxy.http1 import UpstreamTooLarge, read_whole
 from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.upstream import worker_auth
 from agent_eval.proxy.worker import Worker
 
 log = logging.getLogger(__name__)
+
+PROBE_BYTES = 1 << 20
+"""Bytes of a probe's answer read at most: a health answer or a model list is far smaller."""
 
 
 def parse_model_ids(body: bytes) -> tuple[str, ...]:
@@ -101,15 +105,26 @@ class HealthChecker:
         return None, error or f"{path} answered {status}"
 
     async def _fetch(self, worker: Worker, path: str) -> tuple[int | None, bytes, str | None]:
-        """GET a worker path: (status, body, None), or (None, b"", reason) when it failed."""
+        """GET a worker path: (status, body, None), or (None, b"", reason) when it failed.
+
+        A redirect fails the probe: it is answered by whatever the worker points at, perhaps
+        another host, not by the worker.
+        """
         timeout = aiohttp.ClientTimeout(total=self._config.timeout)
+        headers = worker_auth(self._worker_key, worker)
         try:
             async with self._session.get(
-                worker.url + path, headers=worker_auth(self._worker_key, worker), timeout=timeout
+                worker.url + path, headers=headers, timeout=timeout, allow_redirects=False
             ) as resp:
-                return resp.status, await resp.read(), None
+                if 300 <= resp.status < 400:
+                    where = resp.headers.get("Location", "nowhere")[:200]
+                    return None, b"", f"{path} redirected ({resp.status}) to {where}"
+                body = await read_whole(resp.content.readany, resp.content_length, PROBE_BYTES)
+                return resp.status, body, None
         except aiohttp.ClientConnectorError as exc:
             return None, b"", f"cannot connect ({os_reason(exc.os_error)})"
+        except UpstreamTooLarge as exc:
+            return None, b"", f"{path} {exc}"
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return None, b"", f"{path} failed: {type(exc).__name__} {exc}".strip()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -30,6 +31,10 @@ class UpstreamTimeout(TimeoutError):
 
 class UpstreamConnectError(ConnectionError):
     """No connection could be opened to the worker."""
+
+
+class UpstreamTooLarge(ConnectionError):
+    """The worker's answer has, or declares, more bytes than the proxy reads of one answer."""
 
 
 class ProxyOutOfResources(Exception):
@@ -87,12 +92,12 @@ class UpstreamResponse:
         self._buffered = 0
         return data
 
-    async def read(self) -> bytes:
-        """The whole body."""
-        parts = []
-        while chunk := await self.readany():
-            parts.append(chunk)
-        return b"".join(parts)
+    async def read(self, limit: int) -> bytes:
+        """The whole body. Raises UpstreamTooLarge past `limit` bytes."""
+        declared = self.headers.get("content-length", "")
+        return await read_whole(
+            self.readany, int(declared) if declared.isdecimal() else None, limit
+        )
 
     def close(self) -> None:
         """Drop an unfinished answer's connection: the worker sees its client leave and aborts.
@@ -127,6 +132,23 @@ class UpstreamResponse:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         self._waiter = None
+
+
+async def read_whole(
+    readany: Callable[[], Awaitable[bytes]], declared: int | None, limit: int
+) -> bytes:
+    """A body read piece by piece until `readany` gives b"". Raises UpstreamTooLarge past
+    `limit` bytes, or before reading when its Content-Length, `declared`, is more."""
+    if declared is not None and declared > limit:
+        raise UpstreamTooLarge(f"declared an answer of {declared} bytes, over the bound of {limit}")
+    parts = []
+    size = 0
+    while chunk := await readany():
+        size += len(chunk)
+        if size > limit:
+            raise UpstreamTooLarge(f"sent an answer past the bound of {limit} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 class ConnectionOwner(Protocol):

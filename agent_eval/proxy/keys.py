@@ -10,6 +10,7 @@ from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.health import HealthChecker
 from agent_eval.proxy.metrics import ProxyMetrics
 from agent_eval.proxy.pool import WorkerPool
+from agent_eval.proxy.request_bounds import NestingBound
 from agent_eval.proxy.responses import ResponsesRoute
 
 CONFIG = web.AppKey("config", ProxyConfig)
@@ -19,3 +20,4 @@ FORWARDER = web.AppKey("forwarder", Forwarder)
 HEALTH = web.AppKey("health", HealthChecker)
 RESPONSES = web.AppKey("responses", ResponsesRoute)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
+NESTING = web.AppKey("nesting", NestingBound)

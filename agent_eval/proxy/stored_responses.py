@@ -6,6 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from agent_eval.proxy.errors import error_response
+from agent_eval.proxy.http1 import UpstreamTooLarge, read_whole
 from agent_eval.proxy.keys import CONFIG, POOL, RESPONSES, SESSION
 from agent_eval.proxy.upstream import WORKER_HEADER, openai_error_body, worker_auth
 
@@ -42,17 +43,25 @@ async def delete(request: web.Request) -> web.StreamResponse:
 async def _from_worker(request: web.Request, worker: str) -> web.StreamResponse:
     """The same request made to `worker`, its answer passed back."""
     headers = worker_auth(request.app[CONFIG].worker_api_key, request.app[POOL].get(worker))
+    limit = request.app[CONFIG].max_response_bytes
     try:
         async with request.app[SESSION].request(
-            request.method, worker + request.path, headers=headers, timeout=WORKER_TIMEOUT
+            request.method,
+            worker + request.path,
+            headers=headers,
+            timeout=WORKER_TIMEOUT,
+            allow_redirects=False,
         ) as answer:
-            body = await answer.read()
+            body = await read_whole(answer.content.readany, answer.content_length, limit)
             status = answer.status
+    except UpstreamTooLarge as exc:
+        message = f"worker {worker}, which holds this response, {exc}"
+        return error_response(502, "upstream_response_too_large", message)
     except (aiohttp.ClientError, TimeoutError) as exc:
         return error_response(
             502, "worker_unreachable", f"worker {worker}, which holds this response: {exc}"
         )
-    if status >= 400:
+    if status >= 300:  # a redirect is not followed: it may point anywhere
         body = openai_error_body(status, body)
     return web.Response(
         status=status, body=body, content_type="application/json", headers={WORKER_HEADER: worker}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from multidict import CIMultiDictProxy
@@ -10,7 +11,7 @@ from pydantic import SecretStr
 
 from agent_eval.proxy.connections import UpstreamBusy
 from agent_eval.proxy.errors import error_body
-from agent_eval.proxy.http1 import UpstreamConnectError
+from agent_eval.proxy.http1 import UpstreamConnectError, UpstreamTooLarge
 from agent_eval.proxy.worker import Worker
 
 WORKER_HEADER = "X-Agent-Eval-Worker"
@@ -19,6 +20,9 @@ RETRIES_HEADER = "X-Agent-Eval-Retries"
 # Statuses that speak of the worker's state (overloaded, restarting, behind a gateway), not of
 # the request; any other 5xx may come from the request itself.
 WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
+MESSAGE_CHARS = 300
+"""Characters of a worker's error message kept in the proxy's own messages."""
+_TEXT_SCAN = 64 * 1024  # bytes of a body searched for its first line of text
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
@@ -98,8 +102,9 @@ class Failure:
     @property
     def may_be_the_request(self) -> bool:
         """Whether the request itself may have caused it: a 5xx other than the worker-state
-        ones, a dropped connection (the worker died on it) or silence past the deadline."""
-        if self.reason in ("disconnect", "timeout"):
+        ones, a dropped connection (the worker died on it), silence past the deadline, or an
+        answer past the bound (a request may ask for that much: many choices, logprobs)."""
+        if self.reason in ("disconnect", "timeout", "too_large"):
             return True
         return self.status is not None and self.status not in WORKER_STATE_STATUSES
 
@@ -116,6 +121,12 @@ def classify_exception(exc: OSError, worker_url: str) -> Failure:
         return Failure("connect", f"worker {worker_url}: {exc}")
     if isinstance(exc, UpstreamBusy):
         return Failure("busy", f"{exc}; the proxy's queue for worker {worker_url} is full")
+    if isinstance(exc, UpstreamTooLarge):
+        return Failure(
+            "too_large",
+            f"worker {worker_url} {exc}; the proxy dropped it (raise --max-response-bytes "
+            "if answers this large are real)",
+        )
     if isinstance(exc, TimeoutError):
         return Failure("timeout", f"worker {worker_url} did not answer in time")
     return Failure("disconnect", f"worker {worker_url} dropped the connection ({exc})")
@@ -132,32 +143,51 @@ def status_failure(status: int, body: bytes, headers: dict[str, str], url: str) 
 
 
 def upstream_message(body: bytes) -> str:
-    """The message inside an OpenAI or SGLang error body, else the body's first line."""
+    """The message inside an OpenAI or SGLang error body, else the body's first line of text.
+
+    Total over any bytes a worker may send: at most MESSAGE_CHARS characters, never empty.
+    """
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return (
-            body.decode(errors="replace").strip().splitlines()[0][:300]
-            if body.strip()
-            else "no body"
-        )
-    if isinstance(data, dict):
-        inner = data.get("error")
-        if isinstance(inner, dict) and "message" in inner:
-            return str(inner["message"])
-        if "message" in data:
-            return str(data["message"])
-    return str(data)[:300]
+        data = None
+    message = _json_message(data) if isinstance(data, dict) else None
+    if message is None:
+        message = _first_line(body[:_TEXT_SCAN].decode(errors="replace"))
+    return message[:MESSAGE_CHARS] if message else _no_text(body)
+
+
+def _json_message(data: dict[str, Any]) -> str | None:
+    """`error.message`, `message` or a plain-text `error`: the shapes servers answer in."""
+    inner = data.get("error")
+    if isinstance(inner, dict):
+        inner = inner.get("message")
+    for message in (inner, data.get("message")):
+        if isinstance(message, str) and message.strip():
+            return message
+    return None
+
+
+def _first_line(text: str) -> str:
+    # str.splitlines and str.strip take more than newlines and spaces (\x1c, \x85, ...):
+    # every line is checked, none assumed to be there.
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _no_text(body: bytes) -> str:
+    return f"{len(body)} bytes without text: {body[:16]!r}" if body else "no body"
 
 
 def openai_error_body(status: int, body: bytes) -> bytes:
     """A worker's error in OpenAI's shape; a body already in it is kept as it is."""
     try:
         data = orjson.loads(body)
-        if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            return body
     except orjson.JSONDecodeError:
-        pass
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return body
     return error_body(status, "upstream_error", upstream_message(body))
 
 

@@ -158,11 +158,15 @@ class Received:
 
 @dataclass
 class BrokenWorker:
-    """Serves `script` to every POST; health and model routes answer as a healthy worker's."""
+    """Serves `script` to every POST; health and model routes answer as a healthy worker's,
+    unless `gets` scripts them."""
 
     script: Script
     host: str = "127.0.0.1"
     port: int = 0
+    gets: dict[str, Script] = field(default_factory=dict)
+    """Answers to GET paths (a health route that redirects, an endless model list) in place
+    of a healthy server's."""
     received: list[Received] = field(default_factory=list)
     bytes_sent: int = 0
     _server: asyncio.Server | None = None
@@ -200,6 +204,8 @@ class BrokenWorker:
                 await self._answer(request, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             pass  # the client left, or sent what a broken worker need not understand
+        except asyncio.CancelledError:
+            pass  # the worker stops: Python 3.11's asyncio logs a cancelled handler as an error
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -208,10 +214,15 @@ class BrokenWorker:
 
     async def _answer(self, request: Received, writer: asyncio.StreamWriter) -> None:
         if request.method != "POST":
-            await self._write(writer, _healthy_get(request.path))
+            if (scripted := self.gets.get(request.path)) is not None:
+                await self._play(scripted, writer)
+            else:
+                await self._write(writer, _healthy_get(request.path))
             return
         self.received.append(request)
-        script = self.script
+        await self._play(self.script, writer)
+
+    async def _play(self, script: Script, writer: asyncio.StreamWriter) -> None:
         await self._write(writer, script.head)
         for piece in script.pieces:
             await self._write(writer, piece, script.delay)

@@ -1,0 +1,412 @@
+"""Workers that send what no worker should, byte for byte: every body read is bounded, every
+error body is handled, and a good worker beside a broken one keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.server import running_proxy
+from agent_eval.proxy.upstream import MESSAGE_CHARS, openai_error_body, upstream_message
+from agent_eval.testing.broken_worker import (
+    CASES,
+    BrokenWorker,
+    Script,
+    chat_answer,
+    chat_chunk,
+)
+from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, until, wait_ready
+from tests.test_cli import CLI
+from tests.test_proxy_edges import assert_openai_error
+from tests.test_proxy_hostile import _rss_mb
+from tests.test_proxy_process import _listener_pid
+
+MODEL = "broken-model"  # the broken worker's; good workers beside it serve it too
+CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}
+MIB = 1024 * 1024
+
+
+async def start_broken(stack: AsyncExitStack, script: Script) -> BrokenWorker:
+    return await stack.enter_async_context(BrokenWorker(script))
+
+
+async def post(
+    base_url: str, body: dict[str, Any], route: str = "/chat/completions"
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Status, JSON body and headers of one request; a minute at most."""
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.post(base_url + route, json=body) as answer,
+    ):
+        return answer.status, await answer.json(content_type=None), dict(answer.headers)
+
+
+async def post_bytes(base_url: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    """Status and raw body of one chat request."""
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.post(f"{base_url}/chat/completions", json=body) as answer,
+    ):
+        return answer.status, await answer.read()
+
+
+async def worker_entry(base_url: str, url: str) -> dict[str, Any]:
+    listed = await until(lambda _: True, base_url, "/workers")
+    return next(w for w in listed["workers"] if w["url"] == url)
+
+
+# 1. A worker's whole answer is read up to --max-response-bytes, never further.
+
+
+async def test_a_declared_gigabyte_answer_is_refused_before_it_is_read(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    broken = await start_broken(stack, CASES["huge_length"]())  # declares 1 GiB, sends "{"
+    base_url = await start_proxy([broken], retry={"max_retries": 0}, timeouts={"total": 20})
+    status, body, _ = await post(base_url, CHAT)
+    assert status == 502, body
+    message = assert_openai_error(body, "upstream_response_too_large")
+    assert "1073741824 bytes" in message and "--max-response-bytes" in message
+    assert broken.url in message
+
+
+async def test_an_endless_chunked_answer_is_cut_at_the_bound_and_charged(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    # Paced, so that without a bound the proxy would wait for the deadline, not fill memory.
+    script = Script.chunked(200, [b'{"choices": ['], forever=b"0," * 32768, delay=0.005)
+    broken = await start_broken(stack, script)
+    base_url = await start_proxy(
+        [broken], retry={"max_retries": 0}, timeouts={"total": 20}, max_response_bytes=MIB
+    )
+    status, body, _ = await post(base_url, CHAT)
+    assert status == 502, body
+    assert f"past the bound of {MIB} bytes" in assert_openai_error(
+        body, "upstream_response_too_large"
+    )
+    assert broken.bytes_sent < 8 * MIB
+    assert (await worker_entry(base_url, broken.url))["failures"] == 1
+
+
+@pytest.mark.parametrize("case", ["huge_length", "endless_chunked"])
+async def test_a_proxy_process_stays_flat_while_a_good_worker_answers_in_place_of_a_broken_one(
+    stack: AsyncExitStack, start_workers: StartWorkers, tmp_path: Path, case: str
+) -> None:
+    script = CASES[case]()
+    if case == "huge_length":  # the worker really sends the gigabyte it declares
+        script = Script(script.head, script.pieces, forever=b" " * 65536)
+    broken = await start_broken(stack, script)
+    (good,) = await start_workers(1, model=MODEL)
+    config = ProxyConfig(
+        endpoints=[broken.url, good.url],
+        port=0,
+        policy="round_robin",
+        health=FAST_HEALTH,
+        timeouts={"total": 10},
+    )
+    async with proxy_process(config, tmp_path) as base_url:
+        await wait_ready(base_url, 2)
+        pid = _listener_pid(base_url)
+        assert pid is not None
+        before = _rss_mb(pid)
+        answers = [await post(base_url, CHAT) for _ in range(6)]
+        after = _rss_mb(pid)
+        broken_state = await worker_entry(base_url, broken.url)
+    assert [status for status, _, _ in answers] == [200] * 6
+    assert {headers["X-Agent-Eval-Worker"] for _, _, headers in answers} == {good.url}
+    assert len(broken.received) >= 3 and broken_state["failures"] >= 3
+    assert after - before < 48, f"the proxy grew from {before:.0f} to {after:.0f} MB"
+
+
+async def test_a_stored_response_fetched_from_its_worker_is_read_up_to_the_bound(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    made = {"id": "resp_1", "object": "response", "status": "completed", "output": []}
+    endless = Script.chunked(200, [b"{"], forever=b" " * 65536, delay=0.005)
+    broken = BrokenWorker(
+        Script.answer(200, json.dumps(made).encode()),
+        # It serves /v1/responses itself (405 to a GET), so the proxy keeps only the id.
+        gets={"/v1/responses": Script.answer(405, b"{}"), "/v1/responses/resp_1": endless},
+    )
+    await stack.enter_async_context(broken)
+    base_url = await start_proxy([broken], max_response_bytes=MIB)
+    assert (await post(base_url, {"model": MODEL, "input": "hi"}, "/responses"))[0] == 200
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.get(f"{base_url}/responses/resp_1") as answer,
+    ):
+        status, error = answer.status, await answer.json()
+    assert status == 502, error
+    assert f"past the bound of {MIB} bytes" in assert_openai_error(
+        error, "upstream_response_too_large"
+    )
+
+
+# 4. Any bytes in a worker's error body.
+
+
+@given(st.binary(max_size=512))
+def test_the_message_of_any_error_body_is_short_text(body: bytes) -> None:
+    message = upstream_message(body)
+    assert message and len(message) <= MESSAGE_CHARS
+    assert isinstance(json.loads(openai_error_body(500, body))["error"]["message"], str)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+)
+
+
+ERROR_SHAPES = [
+    lambda value: value,
+    lambda value: {"message": value},
+    lambda value: {"error": value},
+    lambda value: {"error": {"message": value}},
+]
+
+
+@given(JSON_VALUES, st.sampled_from(ERROR_SHAPES))
+def test_the_message_of_any_json_error_body_is_short_text(value: object, shape: Any) -> None:
+    body = json.dumps(shape(value)).encode()
+    message = upstream_message(body)
+    assert message and len(message) <= MESSAGE_CHARS
+    assert isinstance(json.loads(openai_error_body(500, body))["error"]["message"], str)
+
+
+@pytest.mark.parametrize("body", [b"\x1c", b"\x85\x1c", b"[" * 1000 + b"]" * 1000, b""])
+async def test_odd_error_bytes_are_retried_on_another_worker(
+    stack: AsyncExitStack, start_workers: StartWorkers, start_proxy: StartProxy, body: bytes
+) -> None:
+    broken = await start_broken(stack, Script.answer(500, body))
+    (good,) = await start_workers(1, model=MODEL)
+    base_url = await start_proxy([broken, good], policy="round_robin")
+    answers = [await post(base_url, CHAT) for _ in range(4)]
+    assert [status for status, _, _ in answers] == [200] * 4
+    assert broken.received, "the broken worker was never tried"
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_odd_error_bytes_from_the_only_worker_are_passed_on(
+    stack: AsyncExitStack, start_proxy: StartProxy, status: int
+) -> None:
+    broken = await start_broken(stack, Script.answer(status, b"\x1c"))
+    base_url = await start_proxy([broken])
+    answered, body, headers = await post(base_url, CHAT)
+    assert answered == status, body
+    assert body["error"]["code"] != "proxy_error"
+    assert "without text" in body["error"]["message"]
+    assert headers["X-Agent-Eval-Worker"] == broken.url
+
+
+# 6. JSON nested deeper than the proxy can write again: refused where it enters.
+
+
+def nested(depth: int) -> list[Any]:
+    """Lists nested `depth` deep: [[[...]]]."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# Each puts the nested value where the prefix policy and the Responses translation read.
+DEEP_BODIES = {
+    "/chat/completions": lambda deep: {**CHAT, "model": "mock-model", "tools": deep},
+    "/completions": lambda deep: {"model": "mock-model", "prompt": deep},
+    "/responses": lambda deep: {"model": "mock-model", "input": "hello", "tools": deep},
+}
+ROUTES = [
+    ("/chat/completions", True),
+    ("/completions", True),
+    ("/responses", True),  # the worker serves /v1/responses itself
+    ("/responses", False),  # the proxy translates it to Chat Completions
+]
+
+
+@pytest.mark.parametrize("setting", ["record", "prefix"])
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("route", "native"), ROUTES)
+async def test_a_body_nested_past_the_limit_is_refused_before_any_worker_sees_it(
+    start_workers: StartWorkers,
+    start_proxy: StartProxy,
+    tmp_path: Path,
+    route: str,
+    native: bool,
+    stream: bool,
+    setting: str,
+) -> None:
+    (worker,) = await start_workers(1, responses_api=native)
+    settings = {"record_dir": tmp_path} if setting == "record" else {"policy": "prefix"}
+    base_url = await start_proxy([worker], **settings)
+    body = {**DEEP_BODIES[route](nested(300)), "stream": stream}
+    status, error, _ = await post(base_url, body, route)
+    assert status == 400, error
+    assert "more than 128 deep" in assert_openai_error(error, "nesting_too_deep")
+    assert worker.stats.generation_requests == 0
+    fine = {"model": "mock-model", "input": "hi"} if route == "/responses" else None
+    assert (await post(base_url, fine or {**CHAT, "model": "mock-model"}, route))[0] == 200
+
+
+async def test_a_body_nested_to_the_limit_is_served_and_recorded(
+    start_workers: StartWorkers, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker], record_dir=tmp_path, policy="prefix")
+    body = {**CHAT, "model": "mock-model", "metadata": {"deep": nested(126)}}  # 128 in all
+    status, answer, _ = await post(base_url, body)
+    assert status == 200, answer
+    (record,) = await _records(tmp_path)
+    assert record["request"]["metadata"] == {"deep": nested(126)}
+
+
+async def test_a_worker_answer_nested_past_the_limit_reaches_the_client_as_sent(
+    stack: AsyncExitStack, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    # The standard library writes what orjson, the proxy's writer, refuses to.
+    sent = chat_answer()[:-1] + b', "extra": ' + json.dumps(nested(300)).encode() + b"}"
+    broken = await start_broken(stack, Script.answer(200, sent))
+    base_url = await start_proxy([broken], record_dir=tmp_path)
+    assert await post_bytes(base_url, CHAT) == (200, sent)
+    (record,) = await _records(tmp_path)
+    assert record["status"] == 200 and record["response"] is None
+
+
+async def test_a_streamed_answer_nested_past_the_limit_is_recorded_without_it(
+    stack: AsyncExitStack, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    chunk = {**chat_chunk({"content": "hi"}), "usage": nested(300)}
+    deep = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    broken = await start_broken(stack, Script.sse([deep, b"data: [DONE]\n\n"]))
+    base_url = await start_proxy([broken], record_dir=tmp_path)
+    status, streamed = await post_bytes(base_url, {**CHAT, "stream": True})
+    assert status == 200 and streamed.endswith(b"data: [DONE]\n\n")
+    (record,) = await _records(tmp_path)
+    assert record["status"] == 200 and record["response"] is None
+
+
+async def test_a_translated_answer_nested_past_the_limit_is_a_malformed_answer(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    deep = orjson.loads(chat_answer())
+    deep["choices"][0]["message"]["content"] = nested(300)
+    broken = await start_broken(stack, Script.answer(200, json.dumps(deep).encode()))
+    base_url = await start_proxy([broken])  # it has no /v1/responses: the proxy translates
+    status, error, _ = await post(base_url, {"model": MODEL, "input": "hi"}, "/responses")
+    assert status == 502, error
+    assert "more than 128 deep" in assert_openai_error(error, "upstream_error")
+
+
+async def _records(directory: Path) -> list[dict[str, Any]]:
+    """The exchanges recorded in `directory`, once the recorder wrote them."""
+    lines: list[str] = []
+
+    def written() -> bool:
+        lines[:] = [line for f in directory.glob("*.jsonl") for line in f.read_text().splitlines()]
+        return bool(lines)
+
+    await eventually(written, 5, lambda: f"nothing recorded in {directory}")
+    return [json.loads(line) for line in lines]
+
+
+# A cap on the choices one request may ask for.
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("n", 5), ("best_of", 5), ("n", 5.0), ("n", "5"), ("best_of", 1e9)]
+)
+async def test_a_request_over_the_choices_cap_is_refused_naming_the_field(
+    start_workers: StartWorkers, start_proxy: StartProxy, field: str, value: object
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker], limits={"max_choices": 4})
+    status, error, _ = await post(base_url, {**CHAT, "model": "mock-model", field: value})
+    assert status == 400, error
+    assert "cap of 4" in assert_openai_error(error, "too_many_choices")
+    assert error["error"]["param"] == field
+    assert worker.stats.generation_requests == 0
+    allowed = {**CHAT, "model": "mock-model", "n": 4, "best_of": True}
+    assert (await post(base_url, allowed))[0] == 200
+
+
+async def test_without_a_cap_any_number_of_choices_goes_to_the_worker(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker])
+    assert (await post(base_url, {**CHAT, "model": "mock-model", "n": 10_000}))[0] == 200
+    assert worker.stats.generation_requests == 1
+
+
+async def test_serve_takes_the_response_bound_and_the_choices_cap_from_its_flags(
+    stack: AsyncExitStack,
+) -> None:
+    broken = await start_broken(stack, Script.answer(200, chat_answer("x" * 8192)))
+    serve = await asyncio.create_subprocess_exec(
+        *CLI, "serve", "--port", "0", "--endpoint", broken.url,
+        "--max-response-bytes", "4096", "--max-choices", "2", "--max-retries", "0",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
+        await wait_ready(base_url, 1)
+        status, error, _ = await post(base_url, {**CHAT, "n": 3})
+        assert status == 400 and assert_openai_error(error, "too_many_choices")
+        status, error, _ = await post(base_url, {**CHAT, "n": 2})
+        assert "over the bound of 4096" in assert_openai_error(error, "upstream_response_too_large")
+    finally:
+        serve.terminate()
+        await serve.wait()
+
+
+# Health probes: no redirect followed, no body read past a bound.
+
+
+def redirect(location: str) -> Script:
+    return Script(
+        b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % location.encode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("redirect", "/health redirected (302) to http://"),
+        (Script.chunked(200, [], forever=b"x" * 65536), "past the bound of 1048576 bytes"),
+        (Script.answer(200, b"{}", content_length=1 << 30), "declared an answer of 1073741824"),
+    ],
+    ids=["redirect", "endless", "declared"],
+)
+async def test_a_health_probe_fails_on_a_redirect_or_an_oversized_answer(
+    stack: AsyncExitStack, start_workers: StartWorkers, answer: Script | str, reason: str
+) -> None:
+    (good,) = await start_workers(1, model=MODEL)
+    if answer == "redirect":  # to a healthy worker, which must not answer for this one
+        answer = redirect(f"{good.url}/health")
+    broken = await stack.enter_async_context(
+        BrokenWorker(CASES["healthy"](), gets={"/health": answer})
+    )
+    config = ProxyConfig(endpoints=[broken.url, good.url], port=0, health=FAST_HEALTH)
+    base_url = await stack.enter_async_context(running_proxy(config))
+    listed = await until(
+        lambda body: all(w["last_error"] or w["healthy"] for w in body["workers"]),
+        base_url,
+        "/workers",
+    )
+    state = {w["url"]: w for w in listed["workers"]}
+    assert state[good.url]["healthy"]
+    assert not state[broken.url]["healthy"]
+    assert reason in state[broken.url]["last_error"]

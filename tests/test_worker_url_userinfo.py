@@ -7,6 +7,7 @@ and in workers.json; the refusal says how to pass a worker key instead, and neve
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
 
@@ -96,3 +97,17 @@ async def test_the_admin_api_refuses_a_worker_url_with_a_password(
     assert (status, error["code"]) == (400, "invalid_worker_url"), error
     refusal_is_clear(error["message"])
     assert not any(SECRET in text for text in shown)
+
+
+def test_a_slurm_host_with_a_password_is_refused(tmp_path: Path) -> None:
+    # Slurm workers publish http://HOST:PORT from scheduler.slurm.host: the one URL not given.
+    result = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "workers", "up", "--run-dir", str(tmp_path / "w"),
+         "--backend", "llamacpp:d1", "--scheduler", "slurm",
+         f"scheduler.slurm.host=user:{SECRET}@10.0.0.5"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "scheduler.slurm.host must be a host name" in result.stderr
+    assert SECRET not in result.stdout + result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "w").exists()

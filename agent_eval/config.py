@@ -13,6 +13,7 @@ import yaml
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from agent_eval.agents.base import Sampling
+from agent_eval.credentials import VARIABLES
 from agent_eval.data.loaders import DATASETS
 from agent_eval.launch import LaunchConfig
 from agent_eval.perturb import PERTURBATIONS
@@ -222,15 +223,15 @@ def load_run_config(
 
 
 def save_run_config(config: RunConfig, run_dir: Path) -> Path:
-    """The resolved config as YAML in the run directory (made if needed); keys are masked.
+    """The resolved config as YAML in the run directory (made if needed), without its keys.
 
-    Written whole or not at all: `--resume` reads it.
-    """
+    Left out, not masked: a resume or replay reads the file back, and would take a mask for
+    the key; without one, it takes the keys from the environment as the first run did.
+    Written whole or not at all: `--resume` reads it."""
     directory = RunDirectory(run_dir)
     directory.create()
-    return directory.write_text(
-        CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
-    )
+    data = config.model_dump(mode="json", exclude={"proxy": set(VARIABLES)})
+    return directory.write_text(CONFIG_FILE, yaml.safe_dump(data, sort_keys=False))
 
 
 def safe_name(name: str) -> str:

@@ -37,6 +37,14 @@ SCHEDULERS: Registry[type[Scheduler]] = Registry(
 SchedulerName = Annotated[str, AfterValidator(SCHEDULERS.check)]
 
 
+def _worker_urls(urls: list[str]) -> list[str]:
+    """Each URL as the proxy spells it; a malformed one stops a command before it starts."""
+    return [normalize_worker_url(url) for url in urls]
+
+
+WorkerUrls = Annotated[list[str], AfterValidator(_worker_urls)]
+
+
 class ModelSection(Section):
     """The model under evaluation."""
 
@@ -53,7 +61,7 @@ class RolloutSection(Section):
     """The inference workers: launched from an allocation, or existing endpoints."""
 
     backend: str = Field("llamacpp:d2", description="Allocation, e.g. sglang:d4p1t1.")
-    endpoints: list[str] = Field(
+    endpoints: WorkerUrls = Field(
         default_factory=list, description="URLs of running servers; nothing is launched."
     )
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
@@ -148,10 +156,7 @@ async def launched_workers(
     if not backend.launches:
         if not config.rollout.endpoints:
             raise ConfigError("the external backend needs worker URLs: pass --endpoint URL")
-        yield [
-            WorkerEndpoint(normalize_worker_url(u), worker.health_path)
-            for u in config.rollout.endpoints
-        ]
+        yield [WorkerEndpoint(url, worker.health_path) for url in config.rollout.endpoints]
         return
     async with build_scheduler(config, run_dir) as scheduler:
         scheduler.worker_key = worker_key

@@ -75,7 +75,7 @@ async def test_keyed_worker_refuses_others_and_serves_the_proxy(
 
 
 def test_unkeyed_workers_do_not_inherit_a_key_from_the_shell() -> None:
-    # `run` takes no worker key from the shell, so a worker must not either.
+    # A worker's key comes from its scheduler (the proxy's), never straight from the shell.
     command = Launch(MockBackend(), WorkerConfig(), Allocation("mock")).command("h", 1)
     assert command.env == {WORKER_API_KEY: ""}
 

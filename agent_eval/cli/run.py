@@ -62,6 +62,8 @@ def run(
     scheduler: Annotated[str | None, option("scheduler")] = None,
     endpoint: Annotated[list[str] | None, option("endpoint")] = None,
     run_dir: Annotated[Path | None, option("run_dir")] = None,
+    api_key: Annotated[str | None, option("api_key")] = None,
+    worker_api_key: Annotated[str | None, option("worker_api_key")] = None,
     resume: Annotated[
         Path | None,
         typer.Option(help="Finish an interrupted run in this directory.", rich_help_panel=HOW),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
+from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
 
 # RFC 3986 path characters (unreserved, sub-delims, ':', '@', '/', percent escapes).
@@ -15,6 +16,7 @@ def normalize_worker_url(url: str) -> str:
     """`scheme://host:port[/prefix]` without a trailing `/` or `/v1`; ConfigError if not a URL."""
     text = url.strip()
     parts = urlsplit(text)
+    _refuse_userinfo(parts)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"worker URL {url!r} is not an http(s) URL: write it like http://127.0.0.1:30000"
@@ -30,6 +32,21 @@ def normalize_worker_url(url: str) -> str:
         raise ConfigError(f"worker URL {url!r} has characters a URL path cannot hold as they are")
     path = path.removesuffix("/v1")
     return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _refuse_userinfo(parts: SplitResult) -> None:
+    """A user name or password in a worker URL would show wherever the URL does: refused."""
+    if "@" not in parts.netloc:
+        return
+    # The message shows the URL without what it refuses: a password is never echoed.
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    raise ConfigError(
+        f"the worker URL for {bare} holds a user name or password, which would show on "
+        "/metrics, in every answer's X-Agent-Eval-Worker header and in workers.json: "
+        f"give the URL without them, as {bare}, and the worker's key with --worker-api-key or "
+        f"the {WORKER_API_KEY} environment variable (a worker added with POST /workers "
+        'then takes it with "worker_key": true)'
+    )
 
 
 def check_health_path(path: str) -> None:

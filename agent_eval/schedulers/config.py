@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_eval.errors import ConfigError
+
+# A host name or an IPv4 address: what a worker binds and the proxy's URL of it holds.
+_HOST = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class RayConfig(BaseModel):
@@ -52,3 +59,14 @@ class SlurmConfig(BaseModel):
     port_attempts: int = Field(
         5, ge=1, description="Launches of a worker whose port turns out to be taken."
     )
+
+    @field_validator("host")
+    @classmethod
+    def _plain_host(cls, host: str | None) -> str | None:
+        # A ConfigError, not a ValueError: the refusal must not echo the value (a password).
+        if host is not None and not _HOST.fullmatch(host):
+            raise ConfigError(
+                "scheduler.slurm.host must be a host name or an IPv4 address, like node01 or "
+                "10.0.0.5, without a user name, password, port or path: workers listen on it"
+            )
+        return host

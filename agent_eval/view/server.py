@@ -20,6 +20,7 @@ from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
 from agent_eval.view.figures import Plots, standalone
 from agent_eval.view.headline import run_headline
+from agent_eval.view.hosts import AllowedHosts
 from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import (
     attempts_by_worker,
@@ -39,6 +40,7 @@ from agent_eval.view.watch import watch_body
 STATIC = Path(__file__).parent / "static"
 CATALOG = web.AppKey("catalog", Catalog)
 COMPARISONS = web.AppKey("comparisons", Comparisons)
+HOSTS = web.AppKey("hosts", AllowedHosts)
 PLOTS = web.AppKey("plots", Plots)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'",
@@ -54,7 +56,7 @@ async def serve_view(
     roots: list[Path], host: str, port: int, on_ready: Callable[[str], None]
 ) -> None:
     """Serve the runs under `roots` until cancelled; `on_ready` gets the URL (port 0: any free)."""
-    runner = web.AppRunner(create_app(roots), access_log=None)
+    runner = web.AppRunner(create_app(roots, host), access_log=None)
     await runner.setup()
     try:
         try:
@@ -74,9 +76,12 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def create_app(roots: list[Path]) -> web.Application:
-    """The app serving the runs under `roots`; it only reads, and only GET is routed."""
-    app = web.Application(middlewares=[_secured])
+def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
+    """The app serving the runs under `roots`; it only reads, and only GET is routed.
+
+    Only requests addressed to a name of `host`, the address it listens on, are answered."""
+    app = web.Application(middlewares=[_secured, _for_this_server])
+    app[HOSTS] = AllowedHosts.bound_to(host)
     app[CATALOG] = Catalog(roots)
     app[COMPARISONS] = Comparisons(app[CATALOG])
     app[PLOTS] = Plots(app[CATALOG])
@@ -113,6 +118,15 @@ async def _secured(request: web.Request, handler: Handler) -> web.StreamResponse
         response = _json({"error": str(exc)}, 409)
     response.headers.update(SECURITY_HEADERS)
     return response
+
+
+@web.middleware
+async def _for_this_server(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A request for another name is refused before any route sees it (see view.hosts)."""
+    hosts, header = request.app[HOSTS], request.headers.get("Host")
+    if not hosts.allows(header):
+        raise Refused(403, hosts.refusal(header))
+    return await handler(request)
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

@@ -142,6 +142,9 @@ _MIB = 1024 * 1024
 
 CASES: dict[str, Callable[[], Script]] = {
     "huge_length": lambda: Script.answer(200, b"{", content_length=1024 * _MIB),
+    "huge_body": lambda: Script(
+        Script.answer(200, b"", content_length=1024 * _MIB).head, (b"x" * _MIB,) * 1024
+    ),
     "endless_chunked": lambda: Script.chunked(200, [b'{"choices": ['], forever=b"0," * 32768),
     "sse_no_boundary": lambda: Script.sse([b"data: {"], forever=b"x" * 65536),
     "odd_error_bytes": lambda: Script.answer(500, b"\x1c"),

@@ -186,6 +186,17 @@ def start_mock_workers(fleet: Fleet, names: Sequence[str], extra: Sequence[str] 
     return worker_urls([fleet.start(name, [*argv, "--name", name]) for name in names])
 
 
+def start_broken_worker(fleet: Fleet, case: str) -> tuple[Proc, str]:
+    """The broken worker playing `case` (agent_eval.testing.broken_worker.CASES), answering its
+    health route; the process and its base URL."""
+    port = free_port("127.0.0.1")
+    argv = [sys.executable, "-m", "agent_eval.testing.broken_worker", "--case", case]
+    worker = fleet.start(f"broken-{case}", [*argv, "--port", str(port)])
+    url = f"http://127.0.0.1:{port}"
+    wait_for_ok(worker, url + "/health", START_TIMEOUT)
+    return worker, url
+
+
 def start_agent_eval(
     fleet: Fleet, urls: list[str], policy: str, extra: Sequence[str] = ()
 ) -> tuple[Proc, str]:

@@ -1,4 +1,5 @@
-"""Soak test: agent-eval and sglang-router against a stream flood, huge bodies and slowloris.
+"""Soak test: agent-eval and sglang-router against a stream flood, huge bodies, slowloris and
+broken workers.
 
 Each phase runs once per router, on fresh processes: one mock worker, the router in front of
 it, and a separate client process (uvloop, one aiohttp session) that attacks the router while
@@ -10,11 +11,16 @@ every 0.2 s. After each attack it waits 2 s, samples again and checks the router
 2. big bodies: N chat requests of M MB each, a few at a time; statuses, RSS peak and after.
 3. slowloris: N connections sending a request head one byte a second while a normal client
    keeps asking; how many the router closes and when, whether the normal client is served.
+4. broken workers (soak_broken.py): the router over a broken worker and a mock worker while a
+   client keeps sending requests the broken one answers (a 1 GiB body, a body without end, an
+   event without end, odd error bytes, a malformed delta); the router's RSS, /health's
+   latency, the mock worker's latency through the router, what the broken requests got.
 
 Every phase and every request loop has a deadline; every process started is stopped at the
-end. Run from the repository root (about 4 minutes with the defaults):
-`python bench/soak.py [--streams 10000] [--big-bodies 20] [--body-mb 50] [--slow-clients 500]
-[--json PATH] [--keep]`; small counts for a quick run.
+end. Run from the repository root (about 6 minutes with the defaults, the broken workers'
+about 2 of them): `python bench/soak.py [--streams 10000] [--big-bodies 20] [--body-mb 50]
+[--slow-clients 500] [--broken-seconds 4] [--only attacks|broken] [--json PATH] [--keep]`;
+small counts for a quick run.
 """
 
 from __future__ import annotations
@@ -24,18 +30,12 @@ import asyncio
 import functools
 import itertools
 import json
-import multiprocessing
-import os
 import resource
-import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -43,33 +43,32 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
-import uvloop
-from fleet import (
-    BenchError,
-    Fleet,
-    Proc,
-    run_with_fleet,
-    start_agent_eval,
-    start_sglang_router,
-    worker_urls,
-)
+from fleet import Fleet, Proc, run_with_fleet, worker_urls
 from loadgen import CHAT_PATH, LoadSpec, percentile
 from proxy import WIDTH, machine
-from report import number, ratio
-from rich import box
 from rich.console import Console
-from rich.table import Table
+from soak_broken import run_all_broken
+from soak_parts import (
+    CHECK_TIMEOUT,
+    TARGETS,
+    Figures,
+    Job,
+    Row,
+    Watch,
+    client_session,
+    get,
+    kinds,
+    ms,
+    run_client,
+    start_router,
+    table,
+)
 
 from agent_eval.proxy.limits import in_flight_cap
 
-TARGETS = ("agent-eval", "sglang-router")
-SAMPLE_EVERY = 0.2  # seconds between /proc samples of the router and the worker
 SETTLE = 2.0  # seconds after an attack before the "after" sample
 CHILD_GRACE = 30.0  # seconds a client process may run past its own deadline
-CHECK_TIMEOUT = 10.0  # seconds for each request of the survival check
-PAGE = os.sysconf("SC_PAGE_SIZE")
 FDS_MARGIN = 32  # descriptors a router needs besides its connections
-JSON_HEADERS = {"Content-Type": "application/json"}
 
 # The flood's worker: streams last ~3.5 s, so thousands overlap.
 FLOOD_WORKER = ("--latency", "2.0", "--chunk-delay", "0.25")
@@ -91,18 +90,6 @@ NORMAL_PAUSE = 0.1  # seconds between the normal client's requests during slowlo
 
 PS = ("p50 ms", "p99 ms")
 
-Value = int | float | str | None
-Figures = dict[str, Value]
-Job = Callable[[], Coroutine[Any, Any, Figures]]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One figure of a phase table; `ratio` says whether agent-eval ÷ sglang-router means much."""
-
-    name: str
-    ratio: bool = False
-
 
 @dataclass(frozen=True)
 class Phase:
@@ -116,103 +103,6 @@ class Phase:
     deadline: float
     rows: tuple[Row, ...]
     notes: tuple[str, ...] = ()
-
-
-# ---------------------------------------------------------------- /proc sampling
-
-
-def open_files(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def rss_mb(pid: int) -> float:
-    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 1e6
-
-
-@dataclass
-class Watch:
-    """Peaks of the router's open files and RSS and of the worker's open files."""
-
-    router: Proc
-    worker: Proc
-    figures: Figures = field(default_factory=dict)
-    peaks: dict[str, float] = field(default_factory=dict)
-
-    def sample(self) -> None:
-        """One sample; a process that has gone is skipped (the survival check reports it)."""
-        try:
-            self._peak("router fds peak", open_files(self.router.pid))
-            self._peak("router RSS MB peak", rss_mb(self.router.pid))
-            self._peak("worker fds peak", open_files(self.worker.pid))
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-
-    def _peak(self, name: str, value: float) -> None:
-        self.peaks[name] = max(self.peaks.get(name, 0), value)
-
-    def snapshot(self, when: str) -> None:
-        """Record the router's open files and RSS now as `... before` or `... after`."""
-        if self.router.popen.poll() is None:
-            self.figures[f"router fds {when}"] = open_files(self.router.pid)
-            self.figures[f"router RSS MB {when}"] = rss_mb(self.router.pid)
-
-    def result(self) -> Figures:
-        return {**self.figures, **self.peaks}
-
-
-# ---------------------------------------------------------------- client process
-
-
-def _child_main(job: Job, sender: Connection) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # on Ctrl-C the parent stops it
-    sender.send(uvloop.run(job()))
-
-
-def run_client(job: Job, timeout: float, tick: Callable[[], None]) -> Figures:
-    """Run `job` in a forked process, calling `tick` every SAMPLE_EVERY s until it answers.
-
-    Raises: BenchError when the client process dies or overruns `timeout`.
-    """
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child_main, args=(job, sender), daemon=True)
-    child.start()
-    sender.close()
-    deadline = time.monotonic() + timeout
-    try:
-        while not receiver.poll(SAMPLE_EVERY):
-            tick()
-            if time.monotonic() > deadline:
-                raise BenchError(f"the client process ran past {timeout:.0f} s")
-        return receiver.recv()
-    except EOFError:
-        raise BenchError(f"the client process died (exit code {child.exitcode})") from None
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-
-
-def _session(
-    limit: int, seconds: float, force_close: bool = False, trace: aiohttp.TraceConfig | None = None
-) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=limit, force_close=force_close)
-    return aiohttp.ClientSession(
-        connector=connector,
-        timeout=aiohttp.ClientTimeout(total=seconds),
-        headers=JSON_HEADERS,
-        cookie_jar=aiohttp.DummyCookieJar(),
-        trace_configs=[trace] if trace else None,
-    )
-
-
-def _ms(seconds: list[float], q: float) -> float:
-    return percentile(sorted(seconds), q) * 1000
-
-
-def _kinds(counts: Counter[str]) -> str | None:
-    """`500: 3, ClientOSError: 1`, or None when there are none."""
-    return ", ".join(f"{kind}: {n}" for kind, n in counts.most_common(4)) or None
 
 
 # ---------------------------------------------------------------- phase 1: flood
@@ -252,11 +142,11 @@ class FloodTally:
     def figures(self, seconds: float) -> Figures:
         return {
             **{outcome: self.outcomes[outcome] for outcome in FLOOD_OUTCOMES},
-            "other kinds": _kinds(self.others),
-            "429/503 p50 ms": _ms(self.refused_s, 0.5),
-            "429/503 p99 ms": _ms(self.refused_s, 0.99),
-            "complete stream p50 ms": _ms(self.complete_s, 0.5),
-            "complete stream p99 ms": _ms(self.complete_s, 0.99),
+            "other kinds": kinds(self.others),
+            "429/503 p50 ms": ms(self.refused_s, 0.5),
+            "429/503 p99 ms": ms(self.refused_s, 0.99),
+            "complete stream p50 ms": ms(self.complete_s, 0.5),
+            "complete stream p99 ms": ms(self.complete_s, 0.99),
             "all sent after s": self.last_sent,
             "seconds": seconds,
         }
@@ -299,7 +189,7 @@ async def flood(url: str, streams: int, deadline: float) -> Figures:
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(_head_sent)
     started = time.perf_counter()
-    async with _session(0, deadline, trace=trace) as session:
+    async with client_session(0, deadline, trace=trace) as session:
         chat = url + CHAT_PATH
         await asyncio.gather(
             *(_one_stream(session, chat, body, tally, started) for _ in range(streams))
@@ -335,16 +225,16 @@ async def big_bodies(url: str, count: int, megabytes: int, deadline: float) -> F
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 statuses[type(exc).__name__] += 1
 
-    async with _session(BODY_PARALLEL, deadline) as session:
+    async with client_session(BODY_PARALLEL, deadline) as session:
         await asyncio.gather(*(one(session) for _ in range(count)))
     return {
         "body MB": len(body) / 1e6,
         "200": statuses.pop("200", 0),
         "413": statuses.pop("413", 0),
         "other answers": sum(statuses.values()),
-        "other kinds": _kinds(statuses),
-        "answer p50 ms": _ms(seconds, 0.5),
-        "answer max ms": _ms(seconds, 1.0),
+        "other kinds": kinds(statuses),
+        "answer p50 ms": ms(seconds, 0.5),
+        "answer max ms": ms(seconds, 1.0),
     }
 
 
@@ -397,7 +287,7 @@ async def _normal_client(url: str, until: float) -> tuple[list[float], Counter[s
     body = LoadSpec([url], 1, 1, False, 0).body()
     seconds: list[float] = []
     failures: Counter[str] = Counter()
-    async with _session(1, CHECK_TIMEOUT, force_close=True) as session:
+    async with client_session(1, CHECK_TIMEOUT, force_close=True) as session:
         while time.monotonic() < until:
             started = time.perf_counter()
             try:
@@ -422,13 +312,13 @@ def _slow_figures(ends: list[SlowEnd], seconds: list[float], failures: Counter[s
         "closed by the router": len(closed),
         "closed after p50 s": percentile(closed, 0.5),
         "closed after max s": percentile(closed, 1.0),
-        "router's answer before closing": _kinds(answers),
+        "router's answer before closing": kinds(answers),
         "still open at the end": sum(e.closed_after is None and not e.connect_error for e in ends),
         "normal requests ok": len(seconds),
         "normal requests failed": sum(failures.values()),
-        "normal failure kinds": _kinds(failures),
-        "normal p50 ms": _ms(seconds, 0.5),
-        "normal p99 ms": _ms(seconds, 0.99),
+        "normal failure kinds": kinds(failures),
+        "normal p50 ms": ms(seconds, 0.5),
+        "normal p99 ms": ms(seconds, 0.99),
     }
 
 
@@ -546,25 +436,15 @@ def _usage_rows(worker: bool = False) -> tuple[Row, ...]:
     return (*rows, Row("router alive after"), Row("worker after"), Row("request after"))
 
 
-def _get(url: str, body: bytes | None = None) -> tuple[int, bytes]:
-    """One request with urllib; the status and body, errors included."""
-    request = urllib.request.Request(url, data=body, headers=JSON_HEADERS)
-    try:
-        with urllib.request.urlopen(request, timeout=CHECK_TIMEOUT) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
 def survival(target: str, router: Proc, url: str) -> Figures:
     """Is the router alive, its worker healthy (agent-eval: breaker closed), a request served?"""
     if (code := router.popen.poll()) is not None:
         return {"router alive after": f"no: exit code {code}"}
     figures: Figures = {"router alive after": "yes"}
     try:
-        (worker,) = orjson.loads(_get(url + "/workers")[1])["workers"]
+        (worker,) = orjson.loads(get(url + "/workers")[1])["workers"]
         figures["worker after"] = _worker_state(worker)
-        status, _ = _get(url + CHAT_PATH, LoadSpec([url], 1, 1, False, 0).body())
+        status, _ = get(url + CHAT_PATH, LoadSpec([url], 1, 1, False, 0).body())
         figures["request after"] = status
     except (OSError, ValueError, KeyError) as exc:
         figures["request after"] = f"{type(exc).__name__}: {exc}"
@@ -576,14 +456,6 @@ def _worker_state(worker: dict[str, Any]) -> str:
     healthy = worker.get("healthy", worker.get("is_healthy"))
     state = {True: "healthy", False: "unhealthy"}.get(healthy, "health unknown")
     return f"{state}, breaker {worker['breaker']}" if "breaker" in worker else state
-
-
-def start_router(
-    fleet: Fleet, target: str, urls: list[str], extra: Sequence[str]
-) -> tuple[Proc, str]:
-    if target == "agent-eval":
-        return start_agent_eval(fleet, urls, "round_robin", extra)
-    return start_sglang_router(fleet, urls, "round_robin", extra)
 
 
 def run_phase(phase: Phase, target: str, work: Path) -> Figures:
@@ -603,28 +475,6 @@ def run_phase(phase: Phase, target: str, work: Path) -> Figures:
 
 
 # ---------------------------------------------------------------- output
-
-
-def _cell(value: Value) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return f"{value:,}"
-    return number(value)
-
-
-def phase_table(phase: Phase, figures: dict[str, Figures]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, title=phase.title, caption="\n".join(phase.notes))
-    table.add_column("figure")
-    for target in TARGETS:
-        table.add_column(target, justify="right")
-    table.add_column("agent-eval ÷ sglang", justify="right")
-    for row in phase.rows:
-        values = [figures[target].get(row.name) for target in TARGETS]
-        numbers = [v if isinstance(v, int | float) else None for v in values]
-        shown = ratio(*numbers) if row.ratio else ""
-        table.add_row(row.name, *map(_cell, values), shown)
-    return table
 
 
 def raise_open_files() -> str:
@@ -664,6 +514,14 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--big-bodies", type=int, default=20, help="big bodies: requests")
     parser.add_argument("--body-mb", type=int, default=50, help="big bodies: MB each")
     parser.add_argument("--slow-clients", type=int, default=500, help="slowloris: connections")
+    parser.add_argument(
+        "--broken-seconds", type=float, default=4.0, help="broken workers: seconds per case"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("attacks", "broken"),
+        help="run only the client attacks, or only the broken workers",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the processes' logs")
     return parser.parse_args(argv)
@@ -672,7 +530,17 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def run_all(
     args: argparse.Namespace, console: Console, work: Path
 ) -> dict[str, dict[str, Figures]]:
-    """Every phase against each router in turn; figures by phase, then router."""
+    """Every phase asked for against each router in turn; figures by phase, then router."""
+    results = run_attacks(args, console, work) if args.only != "broken" else {}
+    if args.only != "attacks":
+        results |= run_all_broken(args.broken_seconds, console, work)
+    return results
+
+
+def run_attacks(
+    args: argparse.Namespace, console: Console, work: Path
+) -> dict[str, dict[str, Figures]]:
+    """The client attacks against each router in turn."""
     in_flight = in_flight_cap(AGENT_EVAL_IN_FLIGHT)
     for note in _limited(args, in_flight):
         console.print(f"[yellow]limited: {note}[/]")
@@ -684,7 +552,7 @@ def run_all(
             results[phase.name][target] = run_phase(phase, target, work)
             if note := _at_the_limit(results[phase.name][target]):
                 console.print(f"[yellow]limited: {target} {note}[/]")
-        console.print(phase_table(phase, results[phase.name]))
+        console.print(table(phase.title, phase.rows, phase.notes, results[phase.name]))
     return results
 
 

@@ -165,3 +165,29 @@ async def answers(url: str, path: str = "/health") -> bool:
             return response.status == 200
     except aiohttp.ClientError:
         return False
+
+
+def listener_pid(base_url: str) -> int | None:
+    """The pid of the process listening on the server's port, found through /proc."""
+    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                inodes.add(fields[9])
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            target = fd.readlink().name
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return int(fd.parts[2])
+    return None
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of a process, in MB (2^20 bytes), read from /proc."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024

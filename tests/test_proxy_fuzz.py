@@ -24,13 +24,12 @@ from hypothesis import strategies as st
 
 from agent_eval.testing.mock_worker import MockWorker
 from tests.conftest import StartProxy, StartWorkers
+from tests.json_values import DELETE, JSON, mutated, paths
 
 MODEL = "mock-model"
 ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
 # How a stream that reached its end ends: Chat Completions and completions, then Responses.
 FINAL_EVENTS = (b"event: response.completed", b"event: response.incomplete")
-# Removes the field it is put at, instead of setting it.
-DELETE = object()
 CALL = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
 # One request per route that uses every field the proxy reads, so mutations reach them all.
 VALID: dict[str, dict[str, Any]] = {
@@ -135,23 +134,8 @@ HEADER_NAMES = st.sampled_from(
 HEADER_VALUES = st.text(st.characters(codec="latin-1", categories=["L", "N", "P", "S", "Zs"]))
 HEADERS = st.lists(st.tuples(HEADER_NAMES, HEADER_VALUES.map(str.strip)), max_size=5)
 
-SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
 # What Python's json writes but is no JSON, or what JSON parsers read as something else.
 ODD_NUMBERS = st.sampled_from([float("nan"), float("inf"), 2**64, -(2**63) - 1, 10**400])
-JSON = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=10,
-)
-
 FUZZ = settings(
     max_examples=500,
     deadline=None,
@@ -161,55 +145,13 @@ FUZZ = settings(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """The path (keys and indexes) of every value nested in `value`."""
-    if isinstance(value, dict):
-        children = list(value.items())
-    elif isinstance(value, list):
-        children = list(enumerate(value))
-    else:
-        children = []
-    found = []
-    for key, child in children:
-        found += [(*prefix, key), *_paths(child, (*prefix, key))]
-    return found
-
-
-def _mutated(body: dict[str, Any], changes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
-    """A copy of `body` with each path set to its value (or deleted); paths gone are skipped."""
-    body = orjson.loads(orjson.dumps(body))
-    for path, value in changes:
-        parent: Any = body
-        for key in path[:-1]:
-            parent = _child(parent, key)
-        key = path[-1]
-        if isinstance(parent, dict) or (isinstance(parent, list) and _index(key, parent)):
-            if value is DELETE:
-                parent.pop(key) if isinstance(parent, list) else parent.pop(key, None)
-            else:
-                parent[key] = value
-    return body
-
-
-def _child(parent: Any, key: Any) -> Any:
-    if isinstance(parent, dict):
-        return parent.get(key)
-    if isinstance(parent, list) and _index(key, parent):
-        return parent[key]
-    return None
-
-
-def _index(key: Any, items: list[Any]) -> bool:
-    return isinstance(key, int) and key < len(items)
-
-
 def _near_valid(route: str, values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """The route's valid request, streamed or not, with one to three fields set to `values`."""
     valid = VALID[route]
-    paths = _paths(valid) + [(name,) for name in EXTRA_FIELDS]
-    change = st.tuples(st.sampled_from(paths), values)
+    fields = paths(valid) + [(name,) for name in EXTRA_FIELDS]
+    change = st.tuples(st.sampled_from(fields), values)
     bases = st.sampled_from([valid, {**valid, "stream": True}])
-    return st.builds(_mutated, bases, st.lists(change, min_size=1, max_size=3))
+    return st.builds(mutated, bases, st.lists(change, min_size=1, max_size=3))
 
 
 @st.composite

@@ -17,7 +17,7 @@ import pytest
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.process import proxy_process
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, wait_ready
+from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, rss_mb, wait_ready
 from tests.test_cli import CLI
 from tests.test_proxy_edges import assert_openai_error, raw
 from tests.test_proxy_failures import CHAT, worker_state
@@ -391,14 +391,6 @@ async def test_malformed_http_gets_an_openai_error(
 # 6. Memory bounded by bytes: stored conversations and session ids.
 
 
-def _rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return (
-        int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1])
-        / 1024
-    )
-
-
 async def test_200_mb_of_conversations_and_session_ids_leave_memory_bounded() -> None:
     async with MockWorker(responses_api=False) as worker:
         serve = await asyncio.create_subprocess_exec(
@@ -409,18 +401,18 @@ async def test_200_mb_of_conversations_and_session_ids_leave_memory_bounded() ->
         try:
             base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
             await wait_ready(base_url, 1)
-            before = _rss_mb(serve.pid)
+            before = rss_mb(serve.pid)
             async with aiohttp.ClientSession() as http:
                 for i in range(100):  # 2 MB of input each, every response stored
                     body = {"model": "mock-model", "input": f"{i} " + "x" * 2_000_000}
                     async with http.post(f"{base_url}/responses", json=body) as answer:
                         assert answer.status == 200
-                stored = _rss_mb(serve.pid)
+                stored = rss_mb(serve.pid)
                 for i in range(200):  # a distinct 1 MB session id each
                     body = {**CHAT, "user": f"{i}" + "u" * 1_000_000}
                     async with http.post(f"{base_url}/chat/completions", json=body) as answer:
                         assert answer.status == 200
-                sessions = _rss_mb(serve.pid)
+                sessions = rss_mb(serve.pid)
         finally:
             serve.terminate()
             await serve.wait()

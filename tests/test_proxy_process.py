@@ -11,7 +11,14 @@ import pytest
 from agent_eval.errors import ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.process import proxy_process
-from tests.conftest import FAST_HEALTH, MakeClient, StartWorkers, alive, wait_ready
+from tests.conftest import (
+    FAST_HEALTH,
+    MakeClient,
+    StartWorkers,
+    alive,
+    listener_pid,
+    wait_ready,
+)
 
 
 async def test_serves_over_workers_and_stops_with_the_block(
@@ -25,7 +32,7 @@ async def test_serves_over_workers_and_stops_with_the_block(
             model="mock-model", messages=[{"role": "user", "content": "hi"}]
         )
         assert answer.choices[0].message.content
-        pid = _listener_pid(base_url)
+        pid = listener_pid(base_url)
     assert pid is not None and not alive(pid)
     assert "proxy ready" not in (tmp_path / "proxy.log").read_text()
 
@@ -60,22 +67,3 @@ async def test_a_proxy_that_cannot_start_says_why(tmp_path: Path) -> None:
         with pytest.raises(ProxyStartError, match=expected):
             async with proxy_process(ProxyConfig(port=port), tmp_path):
                 pass
-
-
-def _listener_pid(base_url: str) -> int | None:
-    """The pid of the process listening on the proxy's port, found through /proc."""
-    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
-                inodes.add(fields[9])
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        try:
-            target = fd.readlink().name
-        except OSError:
-            continue
-        if target.startswith("socket:[") and target[8:-1] in inodes:
-            return int(fd.parts[2])
-    return None

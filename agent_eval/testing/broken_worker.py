@@ -23,7 +23,7 @@ import orjson
 
 log = logging.getLogger(__name__)
 
-_MODEL = "broken-model"
+MODEL = "broken-model"  # the one model it lists, and names in its answers
 _HEAD_LIMIT = 64 * 1024
 
 
@@ -73,6 +73,13 @@ class Script:
         return cls(head, tuple(framed), chunk(forever) if forever else b"", delay)
 
     @classmethod
+    def unframed(
+        cls, status: int, pieces: list[bytes], content_type: str = "application/json"
+    ) -> Script:
+        """A body without Content-Length or chunks: only the connection's close ends it."""
+        return cls(_head(status, content_type), tuple(pieces))
+
+    @classmethod
     def sse(
         cls,
         events: list[bytes],
@@ -94,8 +101,8 @@ def sse_event(payload: object) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def _head(status: int, content_type: str, framing: str) -> bytes:
-    lines = [f"HTTP/1.1 {status} Broken", f"Content-Type: {content_type}", framing]
+def _head(status: int, content_type: str, *framing: str) -> bytes:
+    lines = [f"HTTP/1.1 {status} Broken", f"Content-Type: {content_type}", *framing]
     return ("\r\n".join([*lines, "Connection: close"]) + "\r\n\r\n").encode("latin-1")
 
 
@@ -106,7 +113,7 @@ def chat_answer(content: str = "ok") -> bytes:
             "id": "chatcmpl-broken",
             "object": "chat.completion",
             "created": 0,
-            "model": _MODEL,
+            "model": MODEL,
             "choices": [
                 {
                     "index": 0,
@@ -126,7 +133,7 @@ def chat_chunk(delta: object, finish_reason: str | None = None) -> dict[str, obj
         "id": "chatcmpl-broken",
         "object": "chat.completion.chunk",
         "created": 0,
-        "model": _MODEL,
+        "model": MODEL,
         "choices": [choice],
     }
 
@@ -135,6 +142,9 @@ _MIB = 1024 * 1024
 
 CASES: dict[str, Callable[[], Script]] = {
     "huge_length": lambda: Script.answer(200, b"{", content_length=1024 * _MIB),
+    "huge_body": lambda: Script(
+        Script.answer(200, b"", content_length=1024 * _MIB).head, (b"x" * _MIB,) * 1024
+    ),
     "endless_chunked": lambda: Script.chunked(200, [b'{"choices": ['], forever=b"0," * 32768),
     "sse_no_boundary": lambda: Script.sse([b"data: {"], forever=b"x" * 65536),
     "odd_error_bytes": lambda: Script.answer(500, b"\x1c"),
@@ -167,6 +177,9 @@ class BrokenWorker:
     gets: dict[str, Script] = field(default_factory=dict)
     """Answers to GET paths (a health route that redirects, an endless model list) in place
     of a healthy server's."""
+    responses_api: bool = False
+    """Whether GET /v1/responses answers 405, as on a server with the POST route (the proxy
+    then forwards Responses requests as they are), rather than 404 (it translates them)."""
     received: list[Received] = field(default_factory=list)
     bytes_sent: int = 0
     _server: asyncio.Server | None = None
@@ -217,7 +230,7 @@ class BrokenWorker:
             if (scripted := self.gets.get(request.path)) is not None:
                 await self._play(scripted, writer)
             else:
-                await self._write(writer, _healthy_get(request.path))
+                await self._write(writer, _healthy_get(request.path, self.responses_api))
             return
         self.received.append(request)
         await self._play(self.script, writer)
@@ -230,8 +243,9 @@ class BrokenWorker:
             await self._write(writer, script.forever, script.delay)
 
     async def _write(self, writer: asyncio.StreamWriter, data: bytes, delay: float = 0.0) -> None:
-        if delay:
-            await asyncio.sleep(delay)
+        # Even without a delay: drain() returns at once while the peer keeps up, and a body
+        # without end would then hold the loop, and every server and client sharing it.
+        await asyncio.sleep(delay)
         writer.write(data)
         await writer.drain()
         self.bytes_sent += len(data)
@@ -252,12 +266,12 @@ async def _read_request(reader: asyncio.StreamReader) -> Received | None:
     return Received(method, path, body)
 
 
-def _healthy_get(path: str) -> bytes:
+def _healthy_get(path: str, responses_api: bool) -> bytes:
     if path.rstrip("/") in ("/v1/models", "/models"):
-        body = orjson.dumps({"object": "list", "data": [{"id": _MODEL, "object": "model"}]})
+        body = orjson.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
         return Script.answer(200, body).head + body
     if path.startswith("/v1/responses"):
-        return Script.answer(404, b"{}").head + b"{}"
+        return Script.answer(405 if responses_api else 404, b"{}").head + b"{}"
     return Script.answer(200, b"{}").head + b"{}"
 
 

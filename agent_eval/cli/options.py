@@ -86,6 +86,7 @@ FLAGS: dict[str, Flag] = {
     "stream_idle_timeout": _flag("proxy.timeouts.stream_idle", RETRIES, "--stream-idle-timeout"),
     "proxy_attempt_timeout": _flag("proxy.timeouts.attempt", RETRIES, "--attempt-timeout"),
     "max_body_bytes": _flag("proxy.max_body_bytes", LIMITS, "--max-body-bytes"),
+    "max_event_bytes": _flag("proxy.max_event_bytes", LIMITS, "--max-event-bytes"),
     "max_in_flight": _flag("proxy.limits.max_in_flight", LIMITS, "--max-in-flight"),
     "max_connections_per_worker": _flag(
         "proxy.limits.max_connections_per_worker", LIMITS, "--max-connections-per-worker"

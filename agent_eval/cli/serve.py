@@ -74,6 +74,7 @@ def serve(
     ),
     proxy_attempt_timeout: Annotated[float | None, option("proxy_attempt_timeout")] = None,
     max_body_bytes: Annotated[int, option("max_body_bytes")] = default("max_body_bytes"),
+    max_event_bytes: Annotated[int, option("max_event_bytes")] = default("max_event_bytes"),
     max_in_flight: Annotated[int, option("max_in_flight")] = default("max_in_flight"),
     max_connections_per_worker: Annotated[int, option("max_connections_per_worker")] = default(
         "max_connections_per_worker"

@@ -163,6 +163,9 @@ class BrokenWorker:
     script: Script
     host: str = "127.0.0.1"
     port: int = 0
+    responses_api: bool = False
+    """Whether probes find /v1/responses (405 to a GET), so the proxy sends it requests as
+    they are; without it they are translated to Chat Completions."""
     received: list[Received] = field(default_factory=list)
     bytes_sent: int = 0
     _server: asyncio.Server | None = None
@@ -208,7 +211,7 @@ class BrokenWorker:
 
     async def _answer(self, request: Received, writer: asyncio.StreamWriter) -> None:
         if request.method != "POST":
-            await self._write(writer, _healthy_get(request.path))
+            await self._write(writer, _healthy_get(request.path, self.responses_api))
             return
         self.received.append(request)
         script = self.script
@@ -241,12 +244,12 @@ async def _read_request(reader: asyncio.StreamReader) -> Received | None:
     return Received(method, path, body)
 
 
-def _healthy_get(path: str) -> bytes:
+def _healthy_get(path: str, responses_api: bool) -> bytes:
     if path.rstrip("/") in ("/v1/models", "/models"):
         body = orjson.dumps({"object": "list", "data": [{"id": _MODEL, "object": "model"}]})
         return Script.answer(200, body).head + body
     if path.startswith("/v1/responses"):
-        return Script.answer(404, b"{}").head + b"{}"
+        return Script.answer(405 if responses_api else 404, b"{}").head + b"{}"
     return Script.answer(200, b"{}").head + b"{}"
 
 

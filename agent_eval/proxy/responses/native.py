@@ -7,7 +7,6 @@ from typing import Any
 
 from agent_eval.proxy.responses.response import base_response, new_response_id
 from agent_eval.proxy.responses.stream import encode_event
-from agent_eval.proxy.sse import SSEReader
 
 # Events after which the stream has said its last word; a break after one needs no event.
 FINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
@@ -22,16 +21,21 @@ class NativeFailure:
 
     def __init__(self, request: dict[str, Any]) -> None:
         self._request = request
-        self._reader = SSEReader()
         self._response: dict[str, Any] = {}
         self._output: list[dict[str, Any]] = []
         self._sequence = 0
         self._ended = False
 
-    def feed(self, chunk: bytes) -> None:
-        """Follow the worker's bytes as they pass to the client."""
-        for event in self._reader.feed(chunk):
-            self._follow(event)
+    def follow(self, event: dict[str, Any]) -> None:
+        """Follow one event of the worker's on its way to the client."""
+        if isinstance(event.get("sequence_number"), int):
+            self._sequence = event["sequence_number"] + 1
+        if isinstance(event.get("response"), dict):
+            self._response = event["response"]
+        kind, item = event.get("type"), event.get("item")
+        if kind == "response.output_item.done" and isinstance(item, dict):
+            self._output.append(item)
+        self._ended = self._ended or (isinstance(kind, str) and kind in FINAL_EVENTS)
 
     def broken(self, message: str) -> bytes:
         """The `response.failed` event saying `message`; nothing once the stream had ended."""
@@ -48,13 +52,3 @@ class NativeFailure:
         response["error"] = {"code": "server_error", "message": message}
         event = {"type": "response.failed", "sequence_number": self._sequence, "response": response}
         return encode_event(event)
-
-    def _follow(self, event: dict[str, Any]) -> None:
-        if isinstance(event.get("sequence_number"), int):
-            self._sequence = event["sequence_number"] + 1
-        if isinstance(event.get("response"), dict):
-            self._response = event["response"]
-        kind, item = event.get("type"), event.get("item")
-        if kind == "response.output_item.done" and isinstance(item, dict):
-            self._output.append(item)
-        self._ended = self._ended or (isinstance(kind, str) and kind in FINAL_EVENTS)

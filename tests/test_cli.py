@@ -36,7 +36,7 @@ def test_serve_help_explains_every_flag() -> None:
     flags = set(re.findall(r"--[a-z][a-z-]+", result.stdout))
     expected = {
         *("--endpoint", "--host", "--port", "--policy", "--record"),
-        *("--api-key", "--worker-api-key", "--max-body-bytes"),
+        *("--api-key", "--worker-api-key", "--max-body-bytes", "--max-event-bytes"),
         *("--health-path", "--health-interval", "--failure-threshold", "--success-threshold"),
         *("--breaker-failures", "--breaker-cooldown", "--session-balance", "--session-ttl"),
         *("--max-retries", "--connect-timeout", "--timeout", "--stream-idle-timeout"),

@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.responses import NativeFailure, StreamTranslator, encode_event
 from agent_eval.proxy.sse import MalformedStream, SSEReader
+from agent_eval.proxy.stream import Passthrough
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 FUZZ = settings(max_examples=150, derandomize=True, deadline=None)
@@ -187,3 +188,14 @@ def test_a_translated_stream_that_ends_well_finishes_with_events_a_client_parses
         return
     for event in [*events, *translator.finish()]:
         EVENTS.validate_python(orjson.loads(orjson.dumps(event)))
+
+
+def test_a_native_ending_says_its_failure_whatever_numbers_and_nesting_the_worker_sent() -> None:
+    deep = b"[" * 300 + b"]" * 300  # orjson reads 1,024 levels but writes 255
+    ending = NativeFailure({"model": "m", "input": "hi"})
+    relay = Passthrough(None, ending, LIMIT)
+    relay.feed(b'data: {"type": "response.created", "sequence_number": 18446744073709551615}\n\n')
+    relay.feed(b'data: {"type": "x", "response": {"metadata": ' + deep + b"}}\n\n")
+    (event,) = SSEReader(LIMIT).feed(ending.broken("broken"))
+    assert (event["type"], event["sequence_number"]) == ("response.failed", 0)
+    assert event["response"]["error"]["message"] == "broken"

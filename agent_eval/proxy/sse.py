@@ -18,8 +18,8 @@ class SSEReader:
     """Feed it raw bytes as they arrive; it returns each complete event's JSON object.
 
     Each byte is looked at a bounded number of times, whatever the chunking: a chunk is
-    searched once for event boundaries, and an unfinished event is kept as a list of
-    pieces, joined once when it ends. No event may pass `max_event_bytes`.
+    split once at event boundaries, and an unfinished event is kept as a list of pieces,
+    joined once when it ends. No event may pass `max_event_bytes`.
     """
 
     def __init__(self, max_event_bytes: int) -> None:
@@ -33,43 +33,44 @@ class SSEReader:
 
         Raises: MalformedStream when an event grows past `max_event_bytes`.
         """
-        data = self._newlines(chunk)
-        payloads: list[dict[str, Any]] = []
-        start = 0
-        if data[:1] == b"\n" and self._pieces and self._pieces[-1][-1:] == b"\n":
-            start = 1  # the blank line that ends the event began in the last chunk
-            self._end_event(b"", payloads)
-        while (at := data.find(b"\n\n", start)) >= 0:
-            self._end_event(data[start:at], payloads)
-            start = at + 2
-        if start < len(data):
-            self._keep(data[start:])
-        return payloads
+        if self._carriage or chunk[-1:] == b"\r":
+            chunk = self._carried(chunk)
+        events = self._events(chunk.replace(b"\r\n", b"\n"))
+        return [payload for event in events if (payload := _payload(event)) is not None]
 
-    def _newlines(self, chunk: bytes) -> bytes:
-        """`chunk` with CRLF as LF; a "\r" that ends it waits for the next chunk's "\n"."""
+    def _events(self, data: bytes) -> list[bytes]:
+        """The events `data` ends, in order; what follows the last one is kept for later."""
+        ended: list[bytes] = []
+        if self._pieces and data[:1] == b"\n" and self._pieces[-1][-1:] == b"\n":
+            ended.append(self._take(b""))  # the blank line that ends it began in the last chunk
+            data = data[1:]
+        *complete, rest = data.split(b"\n\n")
+        if complete:
+            ended.append(self._take(complete[0]) if self._pieces else complete[0])
+            ended += complete[1:]
+            if len(data) > self._max_event_bytes:
+                for event in complete:
+                    self._check(len(event))
+        if rest:
+            self._size += len(rest)
+            self._check(self._size)
+            self._pieces.append(rest)
+        return ended
+
+    def _carried(self, chunk: bytes) -> bytes:
+        """`chunk` after the last one's final "\r", less its own: it may begin a CRLF."""
         if self._carriage:
             chunk = b"\r" + chunk
         self._carriage = chunk[-1:] == b"\r"
-        if self._carriage:
-            chunk = chunk[:-1]
-        return chunk.replace(b"\r\n", b"\n")
+        return chunk[:-1] if self._carriage else chunk
 
-    def _keep(self, piece: bytes) -> None:
-        self._size += len(piece)
-        self._check(self._size)
-        self._pieces.append(piece)
-
-    def _end_event(self, last: bytes, payloads: list[dict[str, Any]]) -> None:
-        if self._pieces:
-            self._check(self._size + len(last))
-            last = b"".join([*self._pieces, last])
-            self._pieces.clear()
-            self._size = 0
-        else:
-            self._check(len(last))
-        if (payload := _payload(last)) is not None:
-            payloads.append(payload)
+    def _take(self, last: bytes) -> bytes:
+        """The event the pieces kept so far and `last` make up; no piece is kept after it."""
+        self._check(self._size + len(last))
+        event = b"".join([*self._pieces, last])
+        self._pieces.clear()
+        self._size = 0
+        return event
 
     def _check(self, size: int) -> None:
         if size > self._max_event_bytes:

@@ -132,8 +132,9 @@ async def pipe_stream(
     answer it spelled out; the head says the worker and the `retries` it took to reach it.
 
     Once a byte has reached the client the stream is never replayed: an upstream
-    failure ends it with an error event. A client that leaves closes the upstream
-    request, so the engine aborts the generation.
+    failure, or bytes a following relay cannot read, end it with an error event, charged
+    to the worker. A client that leaves closes the upstream request, so the engine aborts
+    the generation.
     """
     response = web.StreamResponse(
         status=upstream.status,

@@ -37,7 +37,7 @@ def test_serve_help_explains_every_flag() -> None:
     expected = {
         *("--endpoint", "--host", "--port", "--policy", "--record"),
         *("--api-key", "--worker-api-key", "--max-body-bytes", "--max-response-bytes"),
-        "--max-choices",
+        *("--max-choices", "--max-event-bytes"),
         *("--health-path", "--health-interval", "--failure-threshold", "--success-threshold"),
         *("--breaker-failures", "--breaker-cooldown", "--session-balance", "--session-ttl"),
         *("--max-retries", "--connect-timeout", "--timeout", "--stream-idle-timeout"),

@@ -102,7 +102,7 @@ async def test_a_followed_stream_is_counted_from_the_answer_it_spelled_out(
 
 
 def test_the_usage_event_is_found_across_the_last_two_chunks() -> None:
-    relay = Passthrough(None)
+    relay = Passthrough(None, None, max_event_bytes=1024)
     usage = b'data: {"choices": [], "usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cac'
     for chunk in (b'data: {"choices": [{"delta": {"content": "\\"usage\\""}}]}\n\n', usage):
         relay.feed(chunk)

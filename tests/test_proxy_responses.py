@@ -277,8 +277,6 @@ async def test_a_stream_broken_mid_way_ends_with_response_failed(
     assert "response.completed" not in [event.type for event in events]
 
 
-# TODO(lead): remove the mark once forward.py's Forwarder._stream builds
-# `Passthrough(..., self._responses.stream_ending(exchange))`; strict, so it says when.
 async def test_a_native_stream_broken_mid_way_ends_with_response_failed(
     start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:

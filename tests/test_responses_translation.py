@@ -38,6 +38,7 @@ WEATHER_TOOL = {
     "strict": True,
 }
 RESPONSE_ID = "resp_abc"
+MAX_EVENT_BYTES = 1 << 20
 
 
 def chat_answer(
@@ -667,7 +668,7 @@ def native_events(reply: Reply) -> list[bytes]:
 
 def failed_event(ending: bytes) -> Any:
     """The one `response.failed` event in `ending`, as the SDK parses it."""
-    (event,) = SSEReader().feed(ending)
+    (event,) = SSEReader(MAX_EVENT_BYTES).feed(ending)
     return EVENTS.validate_python(event)
 
 
@@ -675,7 +676,7 @@ def test_a_native_stream_broken_mid_way_ends_with_its_own_response_failed() -> N
     sent = native_events(Reply("Hello there.", [ToolCall("weather", '{"city": "Oslo"}', "c1")]))
     done = next(i for i, event in enumerate(sent) if b"response.output_item.done" in event)
     ending = NativeFailure({"model": "qwen", "input": "hi"})
-    relay = Passthrough(StreamAssembler(), ending)
+    relay = Passthrough(StreamAssembler(), ending, MAX_EVENT_BYTES)
     assert [relay.feed(event) for event in sent[: done + 2]] == sent[: done + 2]
     failed = failed_event(relay.broken("the stream broke"))
     assert (failed.type, failed.sequence_number) == ("response.failed", done + 2)
@@ -688,7 +689,7 @@ def test_a_native_stream_broken_mid_way_ends_with_its_own_response_failed() -> N
 
 def test_a_native_stream_broken_before_its_first_event_gets_a_fresh_id() -> None:
     ending = NativeFailure({"model": "qwen", "input": "hi", "temperature": 0.5})
-    ending.feed(b'event: response.created\ndata: {"type": "respo')
+    Passthrough(None, ending, MAX_EVENT_BYTES).feed(b'event: response.created\ndata: {"type": "r')
     failed = failed_event(ending.broken("gone"))
     assert failed.sequence_number == 0 and failed.response.id.startswith("resp_")
     assert (failed.response.model, failed.response.temperature) == ("qwen", 0.5)
@@ -696,12 +697,13 @@ def test_a_native_stream_broken_before_its_first_event_gets_a_fresh_id() -> None
 
 def test_a_native_stream_that_already_ended_gets_nothing_more() -> None:
     ending = NativeFailure({})
+    relay = Passthrough(None, ending, MAX_EVENT_BYTES)
     for event in native_events(Reply("Hi.")):
-        ending.feed(event)
+        relay.feed(event)
     assert ending.broken("late") == b""
 
 
 def test_other_streams_end_with_an_error_line() -> None:
-    line = Passthrough(None).broken("the stream broke")
+    line = Passthrough(None, None, MAX_EVENT_BYTES).broken("the stream broke")
     assert line.startswith(b"data: ") and line.endswith(b"\n\n")
     assert orjson.loads(line[6:])["error"]["code"] == "stream_interrupted"

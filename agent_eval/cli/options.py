@@ -88,6 +88,7 @@ FLAGS: dict[str, Flag] = {
     "max_body_bytes": _flag("proxy.max_body_bytes", LIMITS, "--max-body-bytes"),
     "max_response_bytes": _flag("proxy.max_response_bytes", LIMITS, "--max-response-bytes"),
     "max_choices": _flag("proxy.limits.max_choices", LIMITS, "--max-choices"),
+    "max_event_bytes": _flag("proxy.max_event_bytes", LIMITS, "--max-event-bytes"),
     "max_in_flight": _flag("proxy.limits.max_in_flight", LIMITS, "--max-in-flight"),
     "max_connections_per_worker": _flag(
         "proxy.limits.max_connections_per_worker", LIMITS, "--max-connections-per-worker"

@@ -78,6 +78,7 @@ def serve(
         "max_response_bytes"
     ),
     max_choices: Annotated[int | None, option("max_choices")] = None,
+    max_event_bytes: Annotated[int, option("max_event_bytes")] = default("max_event_bytes"),
     max_in_flight: Annotated[int, option("max_in_flight")] = default("max_in_flight"),
     max_connections_per_worker: Annotated[int, option("max_connections_per_worker")] = default(
         "max_connections_per_worker"

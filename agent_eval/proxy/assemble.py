@@ -1,58 +1,81 @@
-"""Turn a stream of server-sent events back into the one answer it spelled out."""
+"""Turn a stream's events back into the one answer they spelled out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.proxy.sse import SSEReader
+from agent_eval.proxy.chunks import ChoiceChunk, Delta, Usage, chat_chunk, completed_response
+
+
+@dataclass
+class _Call:
+    id: str | None = None
+    name: list[str] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        function = {"name": "".join(self.name), "arguments": "".join(self.arguments)}
+        return {"id": self.id, "type": "function", "function": function}
 
 
 @dataclass
 class _Choice:
+    """One choice's deltas, kept as pieces: a string grown by `+=` is copied at every piece."""
+
     role: str = "assistant"
-    content: str = ""
-    reasoning: str = ""
-    text: str = ""
-    tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    tool_calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
 
-    def add_delta(self, delta: dict[str, Any]) -> None:
+    def add(self, raw: ChoiceChunk) -> None:
+        self.finish_reason = raw.get("finish_reason") or self.finish_reason
+        _append(self.text, raw.get("text"))
+        delta: Delta = raw.get("delta") or {}
         self.role = delta.get("role") or self.role
-        self.content += delta.get("content") or ""
-        self.reasoning += delta.get("reasoning_content") or ""
+        _append(self.content, delta.get("content"))
+        _append(self.reasoning, delta.get("reasoning_content"))
         for call in delta.get("tool_calls") or []:
-            slot = self.tool_calls.setdefault(
-                call.get("index", len(self.tool_calls)),
-                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
-            )
-            slot["id"] = call.get("id") or slot["id"]
+            slot = self.tool_calls.setdefault(call.get("index", len(self.tool_calls)), _Call())
+            slot.id = call.get("id") or slot.id
             function = call.get("function") or {}
-            slot["function"]["name"] += function.get("name") or ""
-            slot["function"]["arguments"] += function.get("arguments") or ""
+            _append(slot.name, function.get("name"))
+            _append(slot.arguments, function.get("arguments"))
 
     def as_message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": self.role, "content": self.content or None}
+        message: dict[str, Any] = {"role": self.role, "content": "".join(self.content) or None}
         if self.reasoning:
-            message["reasoning_content"] = self.reasoning
+            message["reasoning_content"] = "".join(self.reasoning)
         if self.tool_calls:
-            message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
+            message["tool_calls"] = [self.tool_calls[i].as_dict() for i in sorted(self.tool_calls)]
         return message
+
+
+def _append(pieces: list[str], piece: str | None) -> None:
+    if piece:
+        pieces.append(piece)
 
 
 @dataclass
 class StreamAssembler:
-    """Feeds on raw SSE bytes; `result()` gives the final chat/completion/response object."""
+    """Follows a stream's events; `result()` gives the final chat/completion/response object."""
 
-    _reader: SSEReader = field(default_factory=SSEReader)
     _head: dict[str, Any] = field(default_factory=dict)
     _choices: dict[int, _Choice] = field(default_factory=dict)
-    _usage: dict[str, Any] | None = None
+    _usage: Usage | None = None
     _response: dict[str, Any] | None = None
 
-    def feed(self, chunk: bytes) -> None:
-        for payload in self._reader.feed(chunk):
-            self._on_payload(payload)
+    def follow(self, payload: dict[str, Any]) -> None:
+        """Take in one event's JSON; one it cannot read leaves the answer as it was.
+
+        Raises: MalformedStream when a field it reads has the wrong shape.
+        """
+        if payload.get("type") == "response.completed":
+            self._response = completed_response(payload.get("response"))
+        elif "choices" in payload:
+            self._add_chunk(payload)
 
     def result(self) -> dict[str, Any] | None:
         if self._response is not None:
@@ -70,20 +93,13 @@ class StreamAssembler:
         if chat:
             body["message"] = choice.as_message()
         else:
-            body["text"] = choice.text
+            body["text"] = "".join(choice.text)
         return body
 
-    def _on_payload(self, payload: dict[str, Any]) -> None:
-        if payload.get("type") == "response.completed":
-            self._response = payload.get("response")
-            return
-        if "choices" not in payload:
-            return
-        self._head = self._head or {k: payload.get(k) for k in ("id", "created", "model")}
-        self._head["object"] = payload.get("object")
-        self._usage = payload.get("usage") or self._usage
-        for raw in payload["choices"]:
-            choice = self._choices.setdefault(raw.get("index", 0), _Choice())
-            choice.add_delta(raw.get("delta") or {})
-            choice.text += raw.get("text") or ""
-            choice.finish_reason = raw.get("finish_reason") or choice.finish_reason
+    def _add_chunk(self, payload: dict[str, Any]) -> None:
+        chunk = chat_chunk(payload)  # checked whole before anything is taken from it
+        self._head = self._head or {k: chunk.get(k) for k in ("id", "created", "model")}
+        self._head["object"] = chunk.get("object")
+        self._usage = chunk.get("usage") or self._usage
+        for raw in chunk.get("choices") or []:
+            self._choices.setdefault(raw.get("index", 0), _Choice()).add(raw)

@@ -223,6 +223,12 @@ class ProxyConfig(BaseModel):
         "body); past it the worker's connection is dropped and the attempt fails as "
         "upstream_response_too_large.",
     )
+    max_event_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="Longest event of a worker's stream the proxy follows (--record, "
+        "/v1/responses); past it the stream ends with its route's error event.",
+    )
     record_dir: Path | None = Field(
         None, description="Append every exchange to DIR/<session>.jsonl."
     )

@@ -240,12 +240,13 @@ class Forwarder:
     ) -> web.StreamResponse:
         self._succeeded(worker)
         relay: Relay
+        limit = self._config.max_event_bytes
         if translation is not None:
-            relay = translation.relay()
+            relay = translation.relay(limit)
         else:
             follow = self._recorder is not None or self._responses.handles(exchange)
             ending = self._responses.stream_ending(exchange)
-            relay = Passthrough(StreamAssembler() if follow else None, ending)
+            relay = Passthrough(StreamAssembler() if follow else None, ending, limit)
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()

@@ -2,23 +2,82 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from agent_eval.errors import AgentEvalError
 
-@dataclass
+
+class MalformedStream(AgentEvalError):
+    """A worker's stream the proxy follows is not what its route sends; the message names
+    what the worker sent ("a malformed chunk (...)")."""
+
+
 class SSEReader:
-    """Feed it raw bytes as they arrive; it returns each complete event's JSON object."""
+    """Feed it raw bytes as they arrive; it returns each complete event's JSON object.
 
-    _buffer: bytes = b""
+    Each byte is looked at a bounded number of times, whatever the chunking: a chunk is
+    split once at event boundaries, and an unfinished event is kept as a list of pieces,
+    joined once when it ends. No event may pass `max_event_bytes`.
+    """
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self._max_event_bytes = max_event_bytes
+        self._pieces: list[bytes] = []
+        self._size = 0
+        self._carriage = False  # the last chunk ended in "\r": the next may start with its "\n"
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
-        """The JSON objects of the events `chunk` completes; `[DONE]` and non-JSON are skipped."""
-        self._buffer += chunk.replace(b"\r\n", b"\n")
-        *events, self._buffer = self._buffer.split(b"\n\n")
+        """The JSON objects of the events `chunk` completes; `[DONE]` and non-JSON are skipped.
+
+        Raises: MalformedStream when an event grows past `max_event_bytes`.
+        """
+        if self._carriage or chunk[-1:] == b"\r":
+            chunk = self._carried(chunk)
+        events = self._events(chunk.replace(b"\r\n", b"\n"))
         return [payload for event in events if (payload := _payload(event)) is not None]
+
+    def _events(self, data: bytes) -> list[bytes]:
+        """The events `data` ends, in order; what follows the last one is kept for later."""
+        ended: list[bytes] = []
+        if self._pieces and data[:1] == b"\n" and self._pieces[-1][-1:] == b"\n":
+            ended.append(self._take(b""))  # the blank line that ends it began in the last chunk
+            data = data[1:]
+        *complete, rest = data.split(b"\n\n")
+        if complete:
+            ended.append(self._take(complete[0]) if self._pieces else complete[0])
+            ended += complete[1:]
+            if len(data) > self._max_event_bytes:
+                for event in complete:
+                    self._check(len(event))
+        if rest:
+            self._size += len(rest)
+            self._check(self._size)
+            self._pieces.append(rest)
+        return ended
+
+    def _carried(self, chunk: bytes) -> bytes:
+        """`chunk` after the last one's final "\r", less its own: it may begin a CRLF."""
+        if self._carriage:
+            chunk = b"\r" + chunk
+        self._carriage = chunk[-1:] == b"\r"
+        return chunk[:-1] if self._carriage else chunk
+
+    def _take(self, last: bytes) -> bytes:
+        """The event the pieces kept so far and `last` make up; no piece is kept after it."""
+        self._check(self._size + len(last))
+        event = b"".join([*self._pieces, last])
+        self._pieces.clear()
+        self._size = 0
+        return event
+
+    def _check(self, size: int) -> None:
+        if size > self._max_event_bytes:
+            raise MalformedStream(
+                f"an event longer than {self._max_event_bytes:,} bytes (the proxy's "
+                "--max-event-bytes)"
+            )
 
 
 def _payload(event: bytes) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.http1 import UpstreamResponse
 from agent_eval.proxy.metrics import ProxyMetrics
+from agent_eval.proxy.sse import MalformedStream, SSEReader
 from agent_eval.proxy.upstream import UPSTREAM_ERRORS, classify_exception, served_by
 from agent_eval.proxy.worker import Worker
 
@@ -24,7 +25,10 @@ class Relay(Protocol):
     """What becomes of a worker's stream bytes on their way to the client."""
 
     def feed(self, chunk: bytes) -> bytes:
-        """The bytes to send for one chunk from the worker."""
+        """The bytes to send for one chunk from the worker.
+
+        Raises: MalformedStream when the relay follows the stream and cannot read it.
+        """
 
     def end(self) -> bytes:
         """The bytes to send once the worker's stream ended cleanly."""
@@ -37,40 +41,59 @@ class Relay(Protocol):
 
 
 class BreakEnding(Protocol):
-    """How a passed-through stream of one kind ends when it breaks; it follows the bytes."""
+    """How a passed-through stream of one kind ends when it breaks; it follows the events."""
 
-    def feed(self, chunk: bytes) -> None:
-        """Follow one chunk on its way to the client."""
+    def follow(self, event: dict[str, Any]) -> None:
+        """Follow one event on its way to the client."""
 
     def broken(self, message: str) -> bytes:
         """The bytes that end the stream as broken, in `message`'s words."""
 
 
 class Passthrough:
-    """The worker's bytes unchanged; followed by an assembler when the answer is wanted.
+    """The worker's bytes unchanged; its events followed when the answer is wanted.
 
     A break ends the stream as `ending` says; without one, with an error `data:` line, the
-    way SGLang and vLLM report errors in Chat Completions and completion streams.
+    way SGLang and vLLM report errors in Chat Completions and completion streams. A stream
+    nobody follows is never parsed: its bytes pass as they come and none is kept.
     """
 
     def __init__(
-        self, assembler: StreamAssembler | None, ending: BreakEnding | None = None
+        self,
+        assembler: StreamAssembler | None,
+        ending: BreakEnding | None,
+        max_event_bytes: int,
     ) -> None:
         self._assembler = assembler
         self._ending = ending
+        followed = assembler is not None or ending is not None
+        self._reader = SSEReader(max_event_bytes) if followed else None
         self._before = self._last = b""
 
     def feed(self, chunk: bytes) -> bytes:
+        """`chunk` as it came, once followed.
+
+        Raises: MalformedStream when an event is too long, or one the assembler reads is
+        malformed; the chunk is then not sent.
+        """
         # The last two chunks, by reference: where the final usage event is, at no cost.
         self._before, self._last = self._last, chunk
-        if self._assembler is not None:
-            self._assembler.feed(chunk)
-        if self._ending is not None:
-            self._ending.feed(chunk)
+        if self._reader is not None:
+            self._follow(self._reader.feed(chunk))
         return chunk
 
     def end(self) -> bytes:
         return b""
+
+    def _follow(self, events: list[dict[str, Any]]) -> None:
+        # The assembler first: when it refuses an event, the ending has followed none of
+        # the chunk, as the client has seen none of it.
+        if self._assembler is not None:
+            for event in events:
+                self._assembler.follow(event)
+        if self._ending is not None:
+            for event in events:
+                self._ending.follow(event)
 
     def broken(self, message: str) -> bytes:
         if self._ending is not None:
@@ -109,8 +132,9 @@ async def pipe_stream(
     answer it spelled out; the head says the worker and the `retries` it took to reach it.
 
     Once a byte has reached the client the stream is never replayed: an upstream
-    failure ends it with an error event. A client that leaves closes the upstream
-    request, so the engine aborts the generation.
+    failure, or bytes a following relay cannot read, end it with an error event, charged
+    to the worker. A client that leaves closes the upstream request, so the engine aborts
+    the generation.
     """
     response = web.StreamResponse(
         status=upstream.status,
@@ -147,22 +171,28 @@ async def _relay(
     if chunk:
         metrics.first_byte.labels(exchange.info.route).observe(time.monotonic() - exchange.started)
     while chunk:
-        if out := relay.feed(chunk):
+        try:
+            out = relay.feed(chunk)
+        except MalformedStream as exc:
+            await _end_broken(response, worker, f"worker {worker.url} sent {exc}", relay)
+            return False
+        if out:
             await response.write(out)
         try:
             chunk = await upstream.readany()
         except UPSTREAM_ERRORS as exc:
-            await _end_with_error(response, worker, exc, relay)
+            failure = classify_exception(exc, worker.url)
+            await _end_broken(response, worker, failure.message, relay)
             return False
     await response.write_eof(relay.end())
     return True
 
 
-async def _end_with_error(
-    response: web.StreamResponse, worker: Worker, exc: OSError, relay: Relay
+async def _end_broken(
+    response: web.StreamResponse, worker: Worker, cause: str, relay: Relay
 ) -> None:
-    failure = classify_exception(exc, worker.url)
+    """End the stream with `relay`'s error event saying `cause`, charged to `worker`."""
     worker.record_failure()
-    message = f"the stream broke after it started: {failure.message}; retry the request"
+    message = f"the stream broke after it started: {cause}; retry the request"
     log.warning(message)
     await response.write_eof(relay.broken(message))

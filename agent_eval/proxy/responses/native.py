@@ -5,12 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import orjson
+
 from agent_eval.proxy.responses.response import base_response, new_response_id
 from agent_eval.proxy.responses.stream import encode_event
-from agent_eval.proxy.sse import SSEReader
 
 # Events after which the stream has said its last word; a break after one needs no event.
 FINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
+# Beyond it the next sequence number would not fit the 64 bits JSON numbers are written in.
+_LAST_SEQUENCE = 2**63
 
 
 class NativeFailure:
@@ -22,21 +25,34 @@ class NativeFailure:
 
     def __init__(self, request: dict[str, Any]) -> None:
         self._request = request
-        self._reader = SSEReader()
         self._response: dict[str, Any] = {}
         self._output: list[dict[str, Any]] = []
         self._sequence = 0
         self._ended = False
 
-    def feed(self, chunk: bytes) -> None:
-        """Follow the worker's bytes as they pass to the client."""
-        for event in self._reader.feed(chunk):
-            self._follow(event)
+    def follow(self, event: dict[str, Any]) -> None:
+        """Follow one event of the worker's on its way to the client."""
+        sequence = event.get("sequence_number")
+        if isinstance(sequence, int) and 0 <= sequence < _LAST_SEQUENCE:
+            self._sequence = sequence + 1
+        if isinstance(event.get("response"), dict):
+            self._response = event["response"]
+        kind, item = event.get("type"), event.get("item")
+        if kind == "response.output_item.done" and isinstance(item, dict):
+            self._output.append(item)
+        self._ended = self._ended or (isinstance(kind, str) and kind in FINAL_EVENTS)
 
     def broken(self, message: str) -> bytes:
         """The `response.failed` event saying `message`; nothing once the stream had ended."""
         if self._ended:
             return b""
+        try:
+            return self._failed(message, self._response, self._output)
+        except orjson.JSONEncodeError:
+            # The worker's response nests deeper than JSON is written here: fail without it.
+            return self._failed(message, {}, [])
+
+    def _failed(self, message: str, said: dict[str, Any], output: list[dict[str, Any]]) -> bytes:
         model = self._request.get("model")
         shell = base_response(
             self._request,
@@ -44,17 +60,7 @@ class NativeFailure:
             model if isinstance(model, str) else "",
             time.time(),
         )
-        response = {**shell, **self._response, "output": self._output, "status": "failed"}
+        response = {**shell, **said, "output": output, "status": "failed"}
         response["error"] = {"code": "server_error", "message": message}
         event = {"type": "response.failed", "sequence_number": self._sequence, "response": response}
         return encode_event(event)
-
-    def _follow(self, event: dict[str, Any]) -> None:
-        if isinstance(event.get("sequence_number"), int):
-            self._sequence = event["sequence_number"] + 1
-        if isinstance(event.get("response"), dict):
-            self._response = event["response"]
-        kind, item = event.get("type"), event.get("item")
-        if kind == "response.output_item.done" and isinstance(item, dict):
-            self._output.append(item)
-        self._ended = self._ended or (isinstance(kind, str) and kind in FINAL_EVENTS)

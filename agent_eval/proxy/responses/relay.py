@@ -5,26 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.proxy.responses.stream import StreamTranslator, encode_event
-from agent_eval.proxy.sse import SSEReader
+from agent_eval.proxy.sse import MalformedStream, SSEReader
 
 
 class ResponsesRelay:
     """Chat Completions SSE bytes in, Responses event bytes out; see `proxy.stream.Relay`."""
 
-    def __init__(self, translator: StreamTranslator) -> None:
+    def __init__(self, translator: StreamTranslator, max_event_bytes: int) -> None:
         self._translator = translator
-        self._reader = SSEReader()
+        self._reader = SSEReader(max_event_bytes)
         self._final: dict[str, Any] | None = None
+        self._unsent: list[dict[str, Any]] = []
 
     def feed(self, chunk: bytes) -> bytes:
+        """The Responses events for `chunk`.
+
+        Raises: MalformedStream when the chunk is not of a Chat Completions stream; the
+        events of its chat chunks before the malformed one go out with `broken`'s ending.
+        """
         if self._final is not None:
             return b""
         events: list[dict[str, Any]] = []
-        for payload in self._reader.feed(chunk):
-            if "error" in payload:
-                # SGLang and vLLM report a failure inside a started stream this way.
-                return _encode(events + self._close(self._translator.fail(_message(payload))))
-            events += self._translator.feed(payload)
+        try:
+            for payload in self._reader.feed(chunk):
+                if "error" in payload:
+                    # SGLang and vLLM report a failure inside a started stream this way.
+                    ending = self._close(self._translator.fail(_message(payload)))
+                    return _encode(events + ending)
+                events += self._translator.feed(payload)
+        except MalformedStream:
+            self._unsent = events
+            raise
         return _encode(events)
 
     def end(self) -> bytes:
@@ -35,7 +46,7 @@ class ResponsesRelay:
     def broken(self, message: str) -> bytes:
         if self._final is not None:
             return b""
-        return _encode(self._close(self._translator.fail(message)))
+        return _encode(self._unsent + self._close(self._translator.fail(message)))
 
     def answer(self) -> dict[str, Any] | None:
         """The final Responses object, once the stream has ended."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from agent_eval.proxy.chunks import ToolCallDelta, Usage, chat_chunk
 from agent_eval.proxy.responses.response import (
     base_response,
     fallback_call_id,
@@ -34,7 +35,7 @@ class _Call:
     position: int
     call_id: str | None = None
     name: str | None = None
-    arguments: str = ""
+    arguments: list[str] = field(default_factory=list)  # joined once: `+=` copies every time
     output_index: int | None = None
 
 
@@ -43,7 +44,8 @@ class StreamTranslator:
 
     Items stay open until `finish`, so text arriving after a tool call still has a
     message to go to; `finish` closes them all and sends the final response, which is
-    what `to_response` gives for the assembled answer.
+    what `to_response` gives for the assembled answer. A chunk it cannot read raises
+    MalformedStream and changes nothing, so `fail` still ends the stream cleanly.
     """
 
     def __init__(self, request: dict[str, Any], response_id: str | None = None) -> None:
@@ -53,34 +55,36 @@ class StreamTranslator:
         self._started = False
         self._model: str = request.get("model") or ""
         self._created: float = time.time()
-        self._text: str | None = None
+        self._text: list[str] = []  # joined once: `+=` copies the whole text every time
         self._message_index: int | None = None
         self._calls: dict[int, _Call] = {}
         self._output_indexes: dict[str, int] = {}
         self._finish_reason: str | None = None
-        self._usage: dict[str, Any] | None = None
+        self._usage: Usage | None = None
 
-    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        """The events for one parsed `chat.completion.chunk`."""
-        events = [] if self._started else self._start(chunk)
-        if chunk.get("usage"):
-            self._usage = chunk["usage"]
+    def feed(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events for one parsed `chat.completion.chunk`.
+
+        Raises: MalformedStream when a field it reads has the wrong shape.
+        """
+        chunk = chat_chunk(payload)
+        events = [] if self._started else self._start(chunk.get("model"), chunk.get("created"))
+        self._usage = chunk.get("usage") or self._usage
         # Responses has no `n`; only the first choice is translated.
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                events += self._text_delta(delta["content"])
+            if content := delta.get("content"):
+                events += self._text_delta(content)
             for call in delta.get("tool_calls") or []:
                 events += self._call_delta(call)
-            if choice.get("finish_reason"):
-                self._finish_reason = choice["finish_reason"]
+            self._finish_reason = choice.get("finish_reason") or self._finish_reason
         return events
 
     def finish(self) -> list[dict[str, Any]]:
         """The closing events, once the chat stream has ended: item `.done`s, then the response."""
-        events = [] if self._started else self._start({})
+        events = [] if self._started else self._start(None, None)
         final = to_response(self.assembled(), self.request, self.response_id)
         for item in sorted(final["output"], key=lambda item: self._output_indexes[item["id"]]):
             events += self._close(item)
@@ -90,7 +94,7 @@ class StreamTranslator:
 
     def fail(self, message: str) -> list[dict[str, Any]]:
         """The event that ends the stream as failed, keeping what was generated before."""
-        events = [] if self._started else self._start({})
+        events = [] if self._started else self._start(None, None)
         response = base_response(self.request, self.response_id, self._model, self._created)
         message_so_far = self.assembled()["choices"][0]["message"]
         response["status"] = "failed"
@@ -106,11 +110,12 @@ class StreamTranslator:
             {
                 "id": call.call_id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
+                "function": {"name": call.name, "arguments": "".join(call.arguments)},
             }
             for call in sorted(calls, key=lambda call: call.position)
         ]
-        message: dict[str, Any] = {"role": "assistant", "content": self._text}
+        text = None if self._message_index is None else "".join(self._text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if tool_calls:
             message["tool_calls"] = tool_calls
         choice = {"index": 0, "message": message, "finish_reason": self._finish_reason}
@@ -127,10 +132,10 @@ class StreamTranslator:
         self._sequence += 1
         return event
 
-    def _start(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    def _start(self, model: str | None, created: float | None) -> list[dict[str, Any]]:
         self._started = True
-        self._model = chunk.get("model") or self._model
-        self._created = chunk.get("created") or self._created
+        self._model = model or self._model
+        self._created = created or self._created
         response = base_response(self.request, self.response_id, self._model, self._created)
         return [
             self._event("response.created", response=response),
@@ -145,7 +150,6 @@ class StreamTranslator:
         events = []
         if self._message_index is None:
             self._message_index = self._claim_output_index(message_id(self.response_id))
-            self._text = ""
             item = message_item(self.response_id, None, "in_progress")
             events += [
                 self._event(
@@ -157,7 +161,7 @@ class StreamTranslator:
                     part=output_text_part(""),
                 ),
             ]
-        self._text = (self._text or "") + text
+        self._text.append(text)
         events.append(
             self._event(
                 "response.output_text.delta", **self._text_location(), delta=text, logprobs=[]
@@ -172,7 +176,7 @@ class StreamTranslator:
             "content_index": 0,
         }
 
-    def _call_delta(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
+    def _call_delta(self, delta: ToolCallDelta) -> list[dict[str, Any]]:
         index = delta.get("index", 0)
         if index not in self._calls:
             self._calls[index] = _Call(position=len(self._calls))
@@ -181,7 +185,7 @@ class StreamTranslator:
         call.call_id = call.call_id or delta.get("id")
         call.name = call.name or function.get("name")
         fragment = function.get("arguments") or ""
-        call.arguments += fragment
+        call.arguments.append(fragment)
         if call.output_index is None:
             # The added event must carry the name; arguments wait for it in `call.arguments`.
             return self._announce(call) if call.name else []
@@ -196,7 +200,7 @@ class StreamTranslator:
             self.response_id, call.position, call.call_id, call.name or "", "", "in_progress"
         )
         added = self._event("response.output_item.added", output_index=call.output_index, item=item)
-        return [added, *self._arguments_delta(call, call.arguments)]
+        return [added, *self._arguments_delta(call, "".join(call.arguments))]
 
     def _arguments_delta(self, call: _Call, fragment: str) -> list[dict[str, Any]]:
         if not fragment:

@@ -27,11 +27,18 @@ from agent_eval.testing.broken_worker import (
     chat_answer,
     chat_chunk,
 )
-from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, until, wait_ready
+from tests.conftest import (
+    FAST_HEALTH,
+    StartProxy,
+    StartWorkers,
+    eventually,
+    listener_pid,
+    rss_mb,
+    until,
+    wait_ready,
+)
 from tests.test_cli import CLI
 from tests.test_proxy_edges import assert_openai_error
-from tests.test_proxy_hostile import _rss_mb
-from tests.test_proxy_process import _listener_pid
 
 MODEL = "broken-model"  # the broken worker's; good workers beside it serve it too
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}
@@ -118,11 +125,11 @@ async def test_a_proxy_process_stays_flat_while_a_good_worker_answers_in_place_o
     )
     async with proxy_process(config, tmp_path) as base_url:
         await wait_ready(base_url, 2)
-        pid = _listener_pid(base_url)
+        pid = listener_pid(base_url)
         assert pid is not None
-        before = _rss_mb(pid)
+        before = rss_mb(pid)
         answers = [await post(base_url, CHAT) for _ in range(6)]
-        after = _rss_mb(pid)
+        after = rss_mb(pid)
         broken_state = await worker_entry(base_url, broken.url)
     assert [status for status, _, _ in answers] == [200] * 6
     assert {headers["X-Agent-Eval-Worker"] for _, _, headers in answers} == {good.url}
@@ -287,7 +294,7 @@ async def test_a_worker_answer_nested_past_the_limit_reaches_the_client_as_sent(
 async def test_a_streamed_answer_nested_past_the_limit_is_recorded_without_it(
     stack: AsyncExitStack, start_proxy: StartProxy, tmp_path: Path
 ) -> None:
-    chunk = {**chat_chunk({"content": "hi"}), "usage": nested(300)}
+    chunk = {**chat_chunk({"content": "hi"}), "usage": {"details": nested(300)}}
     deep = b"data: " + json.dumps(chunk).encode() + b"\n\n"
     broken = await start_broken(stack, Script.sse([deep, b"data: [DONE]\n\n"]))
     base_url = await start_proxy([broken], record_dir=tmp_path)

@@ -472,27 +472,34 @@ async def test_the_responses_store_bound_holds_in_resident_memory() -> None:
     assert grown < 2 * bound_mb, f"RSS grew {grown:.0f} MB for a {bound_mb} MB store"
 
 
+async def chain(http: aiohttp.ClientSession, url: str, turns: int, text: str) -> list[str]:
+    """The ids of `turns` responses, each continuing the one before with `text`."""
+    made = [(await respond(http, url, input=text))["id"]]
+    for _ in range(turns - 1):
+        made.append((await respond(http, url, input=text, previous_response_id=made[-1]))["id"])
+    return made
+
+
 async def test_a_chain_of_200_turns_holds_each_turn_once() -> None:
     """Every response of a chain keeps only the items it added: the store counts, and memory
     holds, the conversation once, not once per turn."""
-    turn = "x" * 10_000
+    text = "x" * 20_000
     async with (
         MockWorker(responses_api=False) as worker,
         serve_process(worker, "--responses-store-bytes", str(40 * 1024**2)) as (url, pid),
         aiohttp.ClientSession() as http,
     ):
-        # What serving the last turn takes: a request of the whole conversation's size.
-        await respond(http, url, input=[{"role": "user", "content": turn}] * 200, store=False)
+        # The first chain also grows the proxy's working memory to what serving one takes.
+        made = await chain(http, url, 200, text)
         before = _rss_mb(pid)
-        made = [await respond(http, url, input=turn)]
-        for _ in range(199):
-            made.append(await respond(http, url, input=turn, previous_response_id=made[-1]["id"]))
+        made += await chain(http, url, 200, text)
         grown = _rss_mb(pid) - before
-        for response in made:  # 2 MB in all, counted once, fits 40 MB (per turn, 200 MB did not)
-            async with http.get(f"{url}/responses/{response['id']}") as kept:
-                assert kept.status == 200 and (await kept.json())["id"] == response["id"]
+        # Two chains of 4 MB fit 40 MB; counted per response (400 MB a chain) they did not.
+        for response_id in made:
+            async with http.get(f"{url}/responses/{response_id}") as kept:
+                assert kept.status == 200 and (await kept.json())["id"] == response_id
     conversation = worker.requests_to("/v1/chat/completions")[-1]["messages"]
-    assert len(conversation) == 399 and sum(len(m["content"]) for m in conversation) > 2_000_000
+    assert len(conversation) == 399 and sum(len(m["content"]) for m in conversation) > 4_000_000
     assert grown < 3 * len(orjson.dumps(conversation)) / 1024**2, f"RSS grew {grown:.1f} MB"
 
 

@@ -27,8 +27,8 @@ def stored(worker: str = "http://w") -> StoredResponse:
 
 
 def holding(size: int) -> StoredResponse:
-    """A stored response that holds `size` bytes in all."""
-    return StoredResponse("http://w", None, b"x" * (size - ENTRY_BYTES))
+    """A stored response that holds `size` bytes of JSON, besides its entry."""
+    return StoredResponse("http://w", None, memoryview(b"x" * size))
 
 
 def test_the_least_recently_used_go_first_past_capacity() -> None:
@@ -42,15 +42,15 @@ def test_the_least_recently_used_go_first_past_capacity() -> None:
 
 
 def test_the_least_recently_used_go_first_past_the_byte_bound() -> None:
-    store = ResponseStore(capacity=100, ttl=60, max_bytes=10_000, clock=Clock())
+    store = ResponseStore(capacity=100, ttl=60, max_bytes=3 * ENTRY_BYTES + 10_000, clock=Clock())
     for name in "abc":
         store.put(name, holding(4000))
-    assert (store.get("a"), len(store), store.bytes) == (None, 2, 8000)
+    assert (store.get("a"), len(store), store.bytes) == (None, 2, 2 * (ENTRY_BYTES + 4000))
     store.put("huge", holding(50_000))
     assert (store.get("huge"), len(store), store.bytes) == (None, 0, 0)
     store.put("b", holding(2000))
     store.put("b", holding(3000))
-    assert (len(store), store.bytes) == (1, 3000)
+    assert (len(store), store.bytes) == (1, ENTRY_BYTES + 3000)
     assert store.pop("b") is not None and store.bytes == 0
 
 

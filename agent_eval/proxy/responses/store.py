@@ -7,6 +7,7 @@ while the store holds the JSON itself.
 
 from __future__ import annotations
 
+import mmap
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -15,15 +16,32 @@ from typing import Any
 
 import orjson
 
-# What one stored response costs beyond its JSON (its entry, objects and id: about 500 bytes
-# measured, doubled for the index's growth), so many small ones are not counted as nothing.
-ENTRY_BYTES = 1024
+# What one stored response costs beyond its JSON (its entry, objects and id: 1,150 bytes
+# measured, rounded up for the index's growth), so many small ones are not counted as nothing.
+ENTRY_BYTES = 1536
+# JSON kept from this size on gets a memory map of its own. Freed, a map goes back to the
+# system at once, where a block of the heap leaves a hole that the next requests' buffers fill
+# and keep resident: a store that churns would hold well over its bound.
+MAPPED_BYTES = 256 * 1024
 
 
-def kept_json(value: object) -> bytes:
-    """`value` as JSON, in a block of its own length for keeping: orjson returns its output in
-    the buffer it wrote, rounded up to a power of two and 4 KB at least."""
-    return bytes(memoryview(orjson.dumps(value)))
+def kept_json(value: object) -> memoryview:
+    """`value` as JSON in memory of its own length, for keeping (orjson returns its output in
+    the buffer it wrote, rounded up to a power of two and 4 KB at least)."""
+    data = orjson.dumps(value)
+    mapped = _mapped(len(data)) if len(data) >= MAPPED_BYTES else None
+    if mapped is None:
+        return memoryview(bytes(memoryview(data)))
+    mapped.write(data)
+    return memoryview(mapped)
+
+
+def _mapped(size: int) -> mmap.mmap | None:
+    """An anonymous memory map of `size` bytes; None when the process may map no more."""
+    try:
+        return mmap.mmap(-1, size)
+    except OSError:  # vm.max_map_count reached: the heap will do
+        return None
 
 
 @dataclass(eq=False, slots=True)
@@ -31,7 +49,7 @@ class Turn:
     """The items one response added to its conversation; a follow-up's turn points at the one
     it continues, so a chain of N turns holds each item once, not N times."""
 
-    items: bytes
+    items: memoryview
     """The items as a JSON array."""
     previous: Turn | None
     count: int
@@ -47,7 +65,7 @@ class Turn:
 
     def conversation(self) -> list[dict[str, Any]]:
         """Every item of the conversation, oldest first, parsed afresh."""
-        arrays: list[bytes] = []
+        arrays: list[memoryview] = []
         turn: Turn | None = self
         while turn is not None:
             arrays.append(turn.items)
@@ -56,7 +74,7 @@ class Turn:
             conversation: list[dict[str, Any]] = orjson.loads(self.items)
             return conversation
         # One parse of the arrays' elements joined, rather than one list per turn to chain.
-        elements = [memoryview(array)[1:-1] for array in reversed(arrays) if len(array) > 2]
+        elements = [array[1:-1] for array in reversed(arrays) if len(array) > 2]
         conversation = orjson.loads(b"[" + b",".join(elements) + b"]")
         return conversation
 
@@ -70,13 +88,13 @@ class StoredResponse:
     conversation: Turn | None = None
     """The last turn of a translated response's conversation (input, then output items); None
     when a worker serving the Responses API natively made it and keeps it itself."""
-    response: bytes | None = None
+    response: memoryview | None = None
     """The Responses object of a translated response as JSON, for GET /v1/responses/{id}."""
 
     @property
     def size(self) -> int:
         """Bytes it holds of its own; its conversation's turns are counted by the store."""
-        return ENTRY_BYTES + len(self.response or b"")
+        return ENTRY_BYTES + (len(self.response) if self.response is not None else 0)
 
 
 class ResponseStore:

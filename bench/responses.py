@@ -5,7 +5,11 @@ Agents SDK code talks the Responses API. Mock workers play a calculator round tr
 two serve /v1/responses as SGLang does, two do not, as llama.cpp does. Each router is
 put in front of each pair and the same round trips run through it, plain and streamed;
 the figures print side by side, with agent-eval's as ratios to sglang-router's.
-Run from the repository root: `python bench/responses.py [--round-trips N] [--concurrency C]`.
+With `--chained` the second request names the first by `previous_response_id` instead of
+sending the conversation again (the proxy's store fills it in); `--history N` puts N earlier
+messages before each question, as a long conversation has.
+Run from the repository root:
+`python bench/responses.py [--round-trips N] [--concurrency C] [--chained] [--history N]`.
 """
 
 from __future__ import annotations
@@ -47,6 +51,20 @@ ADD = {
 }
 KINDS = {"native": [], "chat-only": ["--no-responses-api"]}
 ROUTERS = ("agent-eval", "sglang-router")
+
+
+@dataclass(frozen=True)
+class Talk:
+    """How round trips talk: `earlier` messages before the question, the answer `chained`."""
+
+    earlier: list[dict[str, Any]] = field(default_factory=list)
+    chained: bool = False
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Talk:
+        turns = [("user", "Hi."), ("assistant", "Hello.")]
+        earlier = [turns[i % 2] for i in range(args.history)]
+        return cls([{"role": role, "content": text} for role, text in earlier], args.chained)
 
 
 class RoundTripError(Exception):
@@ -96,18 +114,24 @@ def _error_message(text: str) -> str:
         return text[:160]
 
 
-async def round_trip(http: aiohttp.ClientSession, url: str, index: int, stream: bool) -> None:
+async def round_trip(
+    http: aiohttp.ClientSession, url: str, index: int, stream: bool, talk: Talk
+) -> None:
     """Question, tool call, tool result, answer; raises RoundTripError when any step is off."""
-    question = {"role": "user", "content": f"What is {index} plus 7?"}
+    question = [*talk.earlier, {"role": "user", "content": f"What is {index} plus 7?"}]
     ask = {"model": MODEL, "tools": [ADD], "stream": stream}
-    first = await respond(http, url, {**ask, "input": [question]})
+    first = await respond(http, url, {**ask, "input": question})
     calls = [item for item in first.get("output", []) if item.get("type") == "function_call"]
     if len(calls) != 1:
         raise RoundTripError("no single function_call in the first answer")
     arguments = json.loads(calls[0]["arguments"])
     result = str(float(arguments["a"]) + float(arguments["b"]))
     output = {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": result}
-    second = await respond(http, url, {**ask, "input": [question, calls[0], output]})
+    if talk.chained:
+        follow_up = {**ask, "input": [output], "previous_response_id": first.get("id")}
+    else:
+        follow_up = {**ask, "input": [*question, calls[0], output]}
+    second = await respond(http, url, follow_up)
     texts = [
         part.get("text", "")
         for item in second.get("output", [])
@@ -118,7 +142,7 @@ async def round_trip(http: aiohttp.ClientSession, url: str, index: int, stream: 
         raise RoundTripError("the answer does not carry the tool's result")
 
 
-async def run_load(url: str, stream: bool, round_trips: int, concurrency: int) -> Load:
+async def run_load(url: str, stream: bool, round_trips: int, concurrency: int, talk: Talk) -> Load:
     """`round_trips` round trips, `concurrency` at a time; failures counted by kind."""
     load = Load()
     gate = asyncio.Semaphore(concurrency)
@@ -128,7 +152,7 @@ async def run_load(url: str, stream: bool, round_trips: int, concurrency: int) -
         async def one(index: int) -> None:
             async with gate:
                 try:
-                    await round_trip(http, url, index, stream)
+                    await round_trip(http, url, index, stream, talk)
                 except RoundTripError as exc:
                     load.failures[str(exc)] += 1
                 else:
@@ -142,9 +166,10 @@ async def run_load(url: str, stream: bool, round_trips: int, concurrency: int) -
 
 def measure(router: Proc, url: str, stream: bool, args: argparse.Namespace) -> Load:
     """A short warm-up, then the measured load and the router's CPU over it."""
-    run_event_loop(run_load(url, stream, args.concurrency, args.concurrency))
+    talk = Talk.of(args)
+    run_event_loop(run_load(url, stream, args.concurrency, args.concurrency, talk))
     before = router.cpu_seconds()
-    load = run_event_loop(run_load(url, stream, args.round_trips, args.concurrency))
+    load = run_event_loop(run_load(url, stream, args.round_trips, args.concurrency, talk))
     load.router_cpu = router.cpu_seconds() - before
     return load
 
@@ -169,7 +194,10 @@ def _cell(load: Load, total: int) -> list[str]:
 
 
 def report(results: dict[tuple[str, str, str], Load], args: argparse.Namespace) -> None:
-    table = Table(title=f"Responses API tool round trips, concurrency {args.concurrency}")
+    title = f"Responses API tool round trips, concurrency {args.concurrency}"
+    title += ", chained by previous_response_id" if args.chained else ""
+    title += f", {args.history} earlier messages" if args.history else ""
+    table = Table(title=title)
     for name in ("workers", "mode", "router"):
         table.add_column(name)
     for name in ("round trips ok", "round trips/s", "router CPU ms/rt"):
@@ -192,6 +220,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--round-trips", type=int, default=400, help="measured, per cell")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--chained", action="store_true", help="follow up by previous_response_id")
+    parser.add_argument("--history", type=int, default=0, help="earlier messages per question")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
 

@@ -4,14 +4,18 @@ or its workers down, and what a request causes is charged to that request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import os
 import re
 import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from agent_eval.proxy.config import ProxyConfig
@@ -391,33 +395,104 @@ async def test_malformed_http_gets_an_openai_error(
 # 6. Memory bounded by bytes: stored conversations and session ids.
 
 
+@contextlib.asynccontextmanager
+async def serve_process(worker: MockWorker, *flags: str) -> AsyncIterator[tuple[str, int]]:
+    """`agent-eval serve` over `worker` in a process of its own: its base URL and pid."""
+    serve = await asyncio.create_subprocess_exec(
+        *CLI, "serve", "--port", "0", "--endpoint", worker.url, *flags,
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
+        await wait_ready(base_url, 1)
+        yield base_url, serve.pid
+    finally:
+        serve.terminate()
+        await serve.wait()
+
+
+async def respond(http: aiohttp.ClientSession, base_url: str, **fields: Any) -> dict[str, Any]:
+    """POST /v1/responses with `fields`: the response object."""
+    body = orjson.dumps({"model": "mock-model", **fields})
+    headers = {"Content-Type": "application/json"}
+    async with http.post(f"{base_url}/responses", data=body, headers=headers) as answer:
+        assert answer.status == 200, await answer.text()
+        response: dict[str, Any] = await answer.json()
+        return response
+
+
 async def test_200_mb_of_conversations_and_session_ids_leave_memory_bounded() -> None:
-    async with MockWorker(responses_api=False) as worker:
-        serve = await asyncio.create_subprocess_exec(
-            *CLI, "serve", "--port", "0", "--endpoint", worker.url,
-            "--responses-store-bytes", str(16 * 1024**2),
-            stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
-            await wait_ready(base_url, 1)
-            before = rss_mb(serve.pid)
-            async with aiohttp.ClientSession() as http:
-                for i in range(100):  # 2 MB of input each, every response stored
-                    body = {"model": "mock-model", "input": f"{i} " + "x" * 2_000_000}
-                    async with http.post(f"{base_url}/responses", json=body) as answer:
-                        assert answer.status == 200
-                stored = rss_mb(serve.pid)
-                for i in range(200):  # a distinct 1 MB session id each
-                    body = {**CHAT, "user": f"{i}" + "u" * 1_000_000}
-                    async with http.post(f"{base_url}/chat/completions", json=body) as answer:
-                        assert answer.status == 200
-                sessions = rss_mb(serve.pid)
-        finally:
-            serve.terminate()
-            await serve.wait()
+    bound = str(16 * 1024**2)
+    async with (
+        MockWorker(responses_api=False) as worker,
+        serve_process(worker, "--responses-store-bytes", bound) as (base_url, pid),
+        aiohttp.ClientSession() as http,
+    ):
+        before = rss_mb(pid)
+        for i in range(100):  # 2 MB of input each, every response stored
+            await respond(http, base_url, input=f"{i} " + "x" * 2_000_000)
+        stored = rss_mb(pid)
+        for i in range(200):  # a distinct 1 MB session id each
+            body = {**CHAT, "user": f"{i}" + "u" * 1_000_000}
+            async with http.post(f"{base_url}/chat/completions", json=body) as answer:
+                assert answer.status == 200
+        sessions = rss_mb(pid)
     assert stored - before < 64, f"RSS grew from {before:.0f} to {stored:.0f} MB"
     assert sessions - stored < 32, f"RSS grew from {stored:.0f} to {sessions:.0f} MB"
+
+
+async def test_the_responses_store_bound_holds_in_resident_memory() -> None:
+    """Conversations of tiny items, whose parsed objects cost ten times their JSON, stay within
+    a small multiple of the store's bound (they took eleven times it)."""
+    bound_mb = 24
+    items = [{"role": "user", "content": "x"}] * 40_000  # 1.2 MB of JSON
+    async with (
+        MockWorker(responses_api=False) as worker,
+        serve_process(worker, "--responses-store-bytes", str(bound_mb * 1024**2)) as (url, pid),
+        aiohttp.ClientSession() as http,
+    ):
+        for _ in range(6):  # what serving such requests takes, before anything is stored
+            await respond(http, url, input=items, store=False)
+        before = rss_mb(pid)
+        made = [await respond(http, url, input=items) for _ in range(30)]
+        grown = rss_mb(pid) - before
+        async with http.get(f"{url}/responses/{made[0]['id']}") as oldest:
+            assert oldest.status == 404  # past the bound, the least recently used went
+        await respond(http, url, input="And?", previous_response_id=made[-1]["id"])
+    assert len(worker.requests_to("/v1/chat/completions")[-1]["messages"]) == 40_002
+    assert grown < 2 * bound_mb, f"RSS grew {grown:.0f} MB for a {bound_mb} MB store"
+
+
+async def chain(http: aiohttp.ClientSession, url: str, turns: int, text: str) -> list[str]:
+    """The ids of `turns` responses, each continuing the one before with `text`."""
+    made = [(await respond(http, url, input=text))["id"]]
+    for _ in range(turns - 1):
+        made.append((await respond(http, url, input=text, previous_response_id=made[-1]))["id"])
+    return made
+
+
+async def test_a_chain_of_200_turns_holds_each_turn_once() -> None:
+    """Every response of a chain keeps only the items it added: the store counts, and memory
+    holds, the conversation once, not once per turn."""
+    text = "x" * 20_000
+    async with (
+        MockWorker(responses_api=False) as worker,
+        serve_process(worker, "--responses-store-bytes", str(40 * 1024**2)) as (url, pid),
+        aiohttp.ClientSession() as http,
+    ):
+        # The first chain also grows the proxy's working memory to what serving one takes.
+        made = await chain(http, url, 200, text)
+        before = rss_mb(pid)
+        made += await chain(http, url, 200, text)
+        grown = rss_mb(pid) - before
+        # Two chains of 4 MB fit 40 MB; counted per response (400 MB a chain) they did not.
+        for response_id in made:
+            async with http.get(f"{url}/responses/{response_id}") as kept:
+                assert kept.status == 200 and (await kept.json())["id"] == response_id
+    conversation = worker.requests_to("/v1/chat/completions")[-1]["messages"]
+    assert len(conversation) == 399 and sum(len(m["content"]) for m in conversation) > 4_000_000
+    assert grown < 3 * len(orjson.dumps(conversation)) / 1024**2, f"RSS grew {grown:.1f} MB"
 
 
 async def test_an_expectation_other_than_continue_gets_an_openai_error(

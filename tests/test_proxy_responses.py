@@ -392,6 +392,21 @@ async def test_stored_responses_can_be_retrieved_and_deleted(
     assert len(worker.requests_to(CHAT)) == 1
 
 
+async def test_a_large_stored_response_is_retrieved_and_continued_whole(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    (worker,) = await start_workers(1, responses_api=False)
+    text = "long " * 100_000  # kept in a memory map of its own, as large conversations are
+    worker.script(Reply(text), Reply("Done."))
+    client = make_client(await start_proxy([worker]))
+    made = await client.responses.create(model=MODEL, input="Say it long.")
+    again = await client.responses.retrieve(made.id)
+    assert again.output_text == made.output_text == text
+    await client.responses.create(model=MODEL, input="Again.", previous_response_id=made.id)
+    messages = worker.requests_to(CHAT)[-1]["messages"]
+    assert [m["content"] for m in messages] == ["Say it long.", text, "Again."]
+
+
 async def test_a_native_response_is_retrieved_from_the_worker_that_made_it(
     start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:

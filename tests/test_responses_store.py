@@ -8,6 +8,7 @@ from pydantic import TypeAdapter
 
 from agent_eval.proxy.responses import ResponseStore, StoredResponse, Translation
 from agent_eval.proxy.responses.request import input_items
+from agent_eval.proxy.responses.store import ENTRY_BYTES, Turn
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 ITEM = {"type": "message", "role": "user", "content": "hi"}
@@ -22,7 +23,12 @@ class Clock:
 
 
 def stored(worker: str = "http://w") -> StoredResponse:
-    return StoredResponse(worker, (ITEM,))
+    return StoredResponse(worker, Turn.after(None, [ITEM]))
+
+
+def holding(size: int) -> StoredResponse:
+    """A stored response that holds `size` bytes of JSON, besides its entry."""
+    return StoredResponse("http://w", None, memoryview(b"x" * size))
 
 
 def test_the_least_recently_used_go_first_past_capacity() -> None:
@@ -31,21 +37,48 @@ def test_the_least_recently_used_go_first_past_capacity() -> None:
     store.put("b", stored())
     assert store.get("a") is not None  # a is now the most recently used
     store.put("c", stored())
-    assert (store.get("a"), store.get("b"), len(store)) == (stored(), None, 2)
-    assert store.pop("a") == stored() and store.pop("a") is None and store.get("a") is None
+    assert store.get("b") is None and len(store) == 2
+    assert store.pop("a") is not None and store.pop("a") is None and store.get("a") is None
 
 
 def test_the_least_recently_used_go_first_past_the_byte_bound() -> None:
-    store = ResponseStore(capacity=100, ttl=60, max_bytes=1000, clock=Clock())
+    store = ResponseStore(capacity=100, ttl=60, max_bytes=3 * ENTRY_BYTES + 10_000, clock=Clock())
     for name in "abc":
-        store.put(name, StoredResponse("http://w", (ITEM,), size=400))
-    assert (store.get("a"), len(store), store.bytes) == (None, 2, 800)
-    store.put("huge", StoredResponse("http://w", (ITEM,), size=5000))
+        store.put(name, holding(4000))
+    assert (store.get("a"), len(store), store.bytes) == (None, 2, 2 * (ENTRY_BYTES + 4000))
+    store.put("huge", holding(50_000))
     assert (store.get("huge"), len(store), store.bytes) == (None, 0, 0)
-    store.put("b", StoredResponse("http://w", (ITEM,), size=100))
-    store.put("b", StoredResponse("http://w", (ITEM,), size=300))
-    assert (len(store), store.bytes) == (1, 300)
+    store.put("b", holding(2000))
+    store.put("b", holding(3000))
+    assert (len(store), store.bytes) == (1, ENTRY_BYTES + 3000)
     assert store.pop("b") is not None and store.bytes == 0
+
+
+def test_turns_shared_by_a_chain_are_counted_once_while_any_response_holds_them() -> None:
+    first = Turn.after(None, [ITEM, ITEM])
+    second = Turn.after(first, [ITEM])
+    fork = Turn.after(first, [{"type": "message", "role": "user", "content": "bye"}])
+    store = ResponseStore(capacity=100, ttl=60, clock=Clock())
+    for name, turn in (("first", first), ("second", second), ("fork", fork)):
+        store.put(name, StoredResponse("http://w", turn))
+    turns = len(first.items) + len(second.items) + len(fork.items)
+    assert store.bytes == 3 * ENTRY_BYTES + turns
+    store.pop("first")  # both later turns still hold it
+    assert store.bytes == 2 * ENTRY_BYTES + turns
+    store.pop("second")
+    assert store.bytes == ENTRY_BYTES + len(first.items) + len(fork.items)
+    store.pop("fork")
+    assert store.bytes == 0 and first.holders == second.holders == fork.holders == 0
+
+
+def test_a_conversation_is_its_turns_items_in_order() -> None:
+    reply = {"type": "message", "role": "assistant", "content": "hello"}
+    first = Turn.after(None, [ITEM, reply])
+    empty = Turn.after(first, [])
+    last = Turn.after(empty, [ITEM])
+    assert (first.count, empty.count, last.count) == (2, 2, 3)
+    assert last.conversation() == [ITEM, reply, ITEM] and empty.conversation() == [ITEM, reply]
+    assert Turn.after(None, []).conversation() == []
 
 
 def test_a_response_expires_ttl_after_its_last_use() -> None:
@@ -61,10 +94,8 @@ def test_a_response_expires_ttl_after_its_last_use() -> None:
     assert store.get("a") is None and len(store) == 0
 
 
-def test_a_conversation_continues_from_input_then_output() -> None:
-    translation = Translation.of({"model": "m", "input": "hi"})
-    answer = {"output": [{"type": "message", "role": "assistant", "content": "hello"}]}
-    assert translation.conversation(answer) == (ITEM, *answer["output"])
+def test_input_is_an_item_list() -> None:
+    assert input_items("hi") == [ITEM]
     assert input_items([ITEM]) == [ITEM] and input_items(None) == []
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from agent_eval.proxy.policies import RequestInfo
+
+if TYPE_CHECKING:
+    from agent_eval.proxy.responses.store import Turn
 
 
 @dataclass
@@ -19,3 +22,5 @@ class Exchange:
     payload: dict[str, Any]
     info: RequestInfo
     started: float
+    history: Turn | None = None
+    """The stored conversation a Responses follow-up continues, put in front of its input."""

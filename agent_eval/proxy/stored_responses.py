@@ -26,7 +26,11 @@ async def retrieve(request: web.Request) -> web.StreamResponse:
         return _unknown(response_id)
     if stored.response is None:
         return await _from_worker(request, stored.worker)
-    return web.json_response(stored.response, headers={WORKER_HEADER: stored.worker})
+    return web.Response(
+        body=stored.response,
+        content_type="application/json",
+        headers={WORKER_HEADER: stored.worker},
+    )
 
 
 async def delete(request: web.Request) -> web.StreamResponse:

@@ -11,7 +11,7 @@ import orjson
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.responses.native import NativeFailure
 from agent_eval.proxy.responses.request import input_items
-from agent_eval.proxy.responses.store import ResponseStore, StoredResponse
+from agent_eval.proxy.responses.store import ResponseStore, StoredResponse, Turn, kept_json
 from agent_eval.proxy.responses.translation import Translation
 from agent_eval.proxy.worker import Worker
 
@@ -44,11 +44,13 @@ class ResponsesRoute:
             # Unknown here: a native worker may hold it; a translated one answers 404.
             return exchange
         info = replace(exchange.info, prefer=stored.worker)
-        if stored.items is None:
+        history = stored.conversation
+        if history is None:
             return replace(exchange, info=info)
         payload = {k: v for k, v in exchange.payload.items() if k != "previous_response_id"}
-        payload["input"] = [*stored.items, *input_items(exchange.payload.get("input"))]
-        return replace(exchange, payload=payload, body=orjson.dumps(payload), info=info)
+        payload["input"] = [*history.conversation(), *input_items(exchange.payload.get("input"))]
+        body = orjson.dumps(payload)
+        return replace(exchange, payload=payload, body=body, info=info, history=history)
 
     def translation(self, exchange: Exchange, worker: Worker) -> Translation | None:
         """The translation to send `worker`, or None when it gets the request as it is.
@@ -93,10 +95,16 @@ class ResponsesRoute:
         if answer.get("status") not in {"completed", "incomplete"} or "id" not in answer:
             return
         if translation is None:
-            stored = StoredResponse(worker.url, None)
+            stored = StoredResponse(worker.url)
         else:
-            # The request body holds the conversation so far: the stored history went into it.
-            size = len(exchange.body) + len(orjson.dumps(answer))
-            conversation = translation.conversation(answer)
-            stored = StoredResponse(worker.url, conversation, answer, size)
+            turn = Turn.after(exchange.history, _added_items(exchange, answer))
+            stored = StoredResponse(worker.url, turn, kept_json(answer))
         self.store.put(str(answer["id"]), stored)
+
+
+def _added_items(exchange: Exchange, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items a response adds to its conversation: its own input items, then its output."""
+    history = exchange.history
+    # `prepare` put the stored history in front of the input; it is stored already.
+    own_input = input_items(exchange.payload.get("input"))[history.count if history else 0 :]
+    return [*own_input, *answer.get("output", ())]

@@ -9,7 +9,7 @@ import orjson
 
 from agent_eval.proxy.responses.errors import InvalidType, PreviousResponseNotFound
 from agent_eval.proxy.responses.relay import ResponsesRelay
-from agent_eval.proxy.responses.request import input_items, to_chat_request
+from agent_eval.proxy.responses.request import to_chat_request
 from agent_eval.proxy.responses.response import new_response_id, to_response
 from agent_eval.proxy.responses.stream import StreamTranslator
 
@@ -47,7 +47,3 @@ class Translation:
     def relay(self, max_event_bytes: int) -> ResponsesRelay:
         """A relay turning the worker's chat stream into this response's events."""
         return ResponsesRelay(StreamTranslator(self.request, self.response_id), max_event_bytes)
-
-    def conversation(self, response: dict[str, Any]) -> tuple[dict[str, Any], ...]:
-        """The items a follow-up naming this response continues from: input, then output."""
-        return (*input_items(self.request.get("input")), *response.get("output", ()))

@@ -240,13 +240,14 @@ class Forwarder:
     ) -> web.StreamResponse:
         self._succeeded(worker)
         relay: Relay
-        limit = self._config.max_event_bytes
+        # A stream followed is bounded as an answer read whole is: what follows it grows with it.
+        limits = self._config.max_event_bytes, self._config.max_response_bytes
         if translation is not None:
-            relay = translation.relay(limit)
+            relay = translation.relay(*limits)
         else:
             follow = self._recorder is not None or self._responses.handles(exchange)
             ending = self._responses.stream_ending(exchange)
-            relay = Passthrough(StreamAssembler() if follow else None, ending, limit)
+            relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()

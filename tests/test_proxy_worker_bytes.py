@@ -482,3 +482,33 @@ async def test_a_stream_that_the_close_ends_ends_cleanly(
     answered, body = await post_within(base_url, {**CHAT, "stream": True})
     assert (answered, body) == (200, b"".join(events))
     assert (await worker_entry(base_url, broken.url))["failures"] == 0
+
+
+# Native Responses answers of the wrong shape: passed on as sent, never stored, never a 500.
+
+NATIVE_ANSWER = {"id": "resp_1", "object": "response", "status": "completed", "output": []}
+WRONG_SHAPES = {
+    "status a list": json.dumps({**NATIVE_ANSWER, "status": []}),
+    # 1,000 arrays deep: more than Python's json writes, as much as orjson reads.
+    "id nested deep": json.dumps({**NATIVE_ANSWER, "id": 0}).replace("0", "[" * 1000 + "]" * 1000),
+    "id a number": json.dumps({**NATIVE_ANSWER, "id": 5}),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG_SHAPES))
+async def test_a_native_responses_answer_of_the_wrong_shape_reaches_the_client_as_sent(
+    stack: AsyncExitStack, start_proxy: StartProxy, name: str
+) -> None:
+    sent = WRONG_SHAPES[name].encode()
+    broken = await stack.enter_async_context(
+        BrokenWorker(Script.answer(200, sent), responses_api=True)
+    )
+    base_url = await start_proxy([broken])
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http,
+        http.post(f"{base_url}/responses", json={"model": MODEL, "input": "hi"}) as answer,
+    ):
+        status, body = answer.status, await answer.read()
+    assert (status, body) == (200, sent)
+    async with aiohttp.ClientSession() as http, http.get(f"{base_url}/responses/5") as fetched:
+        assert fetched.status == 404  # nothing was stored under the id of the wrong type

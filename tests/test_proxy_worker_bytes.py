@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -512,3 +513,33 @@ async def test_a_native_responses_answer_of_the_wrong_shape_reaches_the_client_a
     assert (status, body) == (200, sent)
     async with aiohttp.ClientSession() as http, http.get(f"{base_url}/responses/5") as fetched:
         assert fetched.status == 404  # nothing was stored under the id of the wrong type
+
+
+# A huge error body: its start is read, the rest dropped, the event loop never held.
+
+
+@pytest.mark.parametrize("status", [413, 503])
+async def test_only_the_start_of_a_huge_error_body_is_read(
+    stack: AsyncExitStack, start_workers: StartWorkers, tmp_path: Path, status: int
+) -> None:
+    body = b'{"error": {"message": "too much", "padding": "' + b"x" * (60 * MIB) + b'"}}'
+    broken = await start_broken(stack, Script.answer(status, body))
+    (good,) = await start_workers(1, model="mock-model")
+    config = ProxyConfig(
+        endpoints=[broken.url, good.url], port=0, health=FAST_HEALTH, retry={"max_retries": 0}
+    )
+    async with proxy_process(config, tmp_path) as base_url, aiohttp.ClientSession() as http:
+        await wait_ready(base_url, 2)
+        asked = asyncio.create_task(post(base_url, CHAT))
+        health = []
+        while not asked.done():
+            started = time.perf_counter()
+            async with http.get(base_url.removesuffix("/v1") + "/health") as answer:
+                assert answer.status == 200
+            health.append(time.perf_counter() - started)
+        answered, error, _ = await asked
+    assert answered == status, error
+    assert "too much" in error["error"]["message"]
+    assert broken.bytes_sent < 16 * MIB, f"the proxy read {broken.bytes_sent:,} bytes"
+    print(f"{status}: /health max {max(health) * 1000:.1f} ms over {len(health)}")
+    assert max(health) < 1.0

@@ -99,6 +99,15 @@ class UpstreamResponse:
             self.readany, int(declared) if declared.isdecimal() else None, limit
         )
 
+    async def read_start(self, limit: int) -> bytes:
+        """The body's first `limit` bytes at most; the rest is never read, and `close` drops it."""
+        parts: list[bytes] = []
+        size = 0
+        while size < limit and (chunk := await self.readany()):
+            parts.append(chunk)
+            size += len(chunk)
+        return b"".join(parts)[:limit]
+
     def close(self) -> None:
         """Drop an unfinished answer's connection: the worker sees its client leave and aborts.
 

@@ -247,3 +247,69 @@ async def test_a_malformed_end_of_a_native_responses_stream_ends_it_with_respons
     assert seen in ([], [created]) and failed["sequence_number"] == len(seen)
     assert failed["response"]["id"] == "resp_1" or not seen
     assert workers[broken.url]["failures"] == 1
+
+
+def client_events(body: bytes) -> list[bytes]:
+    """The events an SSE client reads off `body`: what blank lines separate."""
+    events = body.replace(b"\r\n", b"\n").split(b"\n\n")
+    return [event for event in events if event.strip()]
+
+
+def event_json(event: bytes) -> dict[str, Any]:
+    """The JSON an event's `data:` lines carry, as an SSE client joins them."""
+    lines = event.split(b"\n")
+    data = b"\n".join(line[5:].lstrip() for line in lines if line.startswith(b"data:"))
+    payload = orjson.loads(data)
+    assert isinstance(payload, dict), data
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("route", "cut"),
+    [(CHAT, b'data: {"choi'), (CHAT, b'data: {"choices": []}\n'), (RESPONSES, b'data: {"ty')],
+    ids=["chat-mid-line", "chat-mid-event", "responses-native"],
+)
+async def test_the_error_event_after_a_cut_event_is_an_event_of_its_own(
+    start_proxy: StartProxy, route: str, cut: bytes
+) -> None:
+    script = Script.sse([cut], end=False)  # the worker closes in the middle of an event
+    async with BrokenWorker(script, responses_api=True) as broken:
+        base_url = await start_proxy([broken.url])
+        body = await post_stream(base_url, route)
+    assert body.startswith(cut)
+    message = error_message(route, event_json(client_events(body)[-1]))
+    assert "dropped the connection" in message
+
+
+async def test_the_total_timeout_ends_a_stream_that_keeps_sending(
+    start_proxy: StartProxy,
+) -> None:
+    text = sse_event(chat_chunk({"content": "x"}))
+    script = Script.sse([], forever=text, delay=0.01)  # well-formed, paced, without end
+    async with BrokenWorker(script) as broken:
+        base_url = await start_proxy([broken.url], timeouts={"total": 1.5})
+        begun = time.monotonic()
+        body = await post_stream(base_url, CHAT)
+        took = time.monotonic() - begun
+        workers = await workers_by_url(base_url)
+    assert "did not answer in time" in error_message(CHAT, event_json(client_events(body)[-1]))
+    assert took < 15, f"the stream lasted {took:.1f} s"  # a generous bound over the 1.5 s
+    assert workers[broken.url]["failures"] == 1
+
+
+@pytest.mark.parametrize("route", [CHAT, RESPONSES], ids=["chat-recorded", "responses-translated"])
+async def test_a_followed_stream_is_cut_at_the_response_bound(
+    start_proxy: StartProxy, tmp_path: Path, route: str
+) -> None:
+    text = sse_event(chat_chunk({"content": "x" * 1000})) * 16
+    script = Script.sse([], forever=text)  # well-formed events without end, as fast as read
+    async with BrokenWorker(script) as broken:
+        base_url = await start_proxy(
+            [broken.url], record_dir=tmp_path, max_response_bytes=1024**2, timeouts={"total": 10}
+        )
+        body = await post_stream(base_url, route)
+        workers = await workers_by_url(base_url)
+    message = error_message(route, event_json(client_events(body)[-1]))
+    assert "--max-response-bytes" in message
+    assert broken.bytes_sent < 16 * 1024**2
+    assert workers[broken.url]["failures"] == 1

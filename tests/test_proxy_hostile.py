@@ -21,7 +21,14 @@ import pytest
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.process import proxy_process
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, rss_mb, wait_ready
+from tests.conftest import (
+    FAST_HEALTH,
+    StartProxy,
+    StartWorkers,
+    eventually,
+    rss_mb,
+    wait_ready,
+)
 from tests.test_cli import CLI
 from tests.test_proxy_edges import assert_openai_error, raw
 from tests.test_proxy_failures import CHAT, worker_state
@@ -178,8 +185,15 @@ async def test_header_bytes_that_are_not_utf8_never_give_500(
         status_and_json(await raw_http(base_url, post_head("/chat/completions", long_user)))[0]
         == 200
     )
-    names = sorted(p.name for p in await asyncio.to_thread(lambda: list(tmp_path.iterdir())))
-    assert len(names) == 2 and all(len(name) < 100 for name in names), names
+    # The recorder writes on its own task: the second session's file may come a moment later.
+    names: list[str] = []
+
+    def both_written() -> bool:
+        names[:] = sorted(p.name for p in tmp_path.iterdir())
+        return len(names) == 2
+
+    await eventually(both_written, why=lambda: f"recorded files: {names}")
+    assert all(len(name) < 100 for name in names), names
 
 
 async def test_keys_with_odd_bytes_and_schemes(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from agent_eval.testing.broken_worker import (
     Script,
     chat_answer,
     chat_chunk,
+    sse_event,
 )
 from tests.conftest import (
     FAST_HEALTH,
@@ -417,3 +419,127 @@ async def test_a_health_probe_fails_on_a_redirect_or_an_oversized_answer(
     assert state[good.url]["healthy"]
     assert not state[broken.url]["healthy"]
     assert reason in state[broken.url]["last_error"]
+
+
+# Framing the fuzz of broken workers found misread: interim statuses, bodies the close ends.
+
+INTERIM = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+
+
+async def post_within(base_url: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    """Status and raw body of one chat request; a client that waits past 10 s fails."""
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http,
+        http.post(f"{base_url}/chat/completions", json=body) as answer,
+    ):
+        return answer.status, await answer.read()
+
+
+@pytest.mark.parametrize("status", [100, 101, 103])
+async def test_an_interim_status_as_the_whole_answer_is_a_malformed_answer(
+    stack: AsyncExitStack, start_proxy: StartProxy, status: int
+) -> None:
+    script = Script.answer(status, chat_answer())
+    if status == 101:
+        script = Script(b"HTTP/1.1 101 Switching\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n")
+    broken = await start_broken(stack, script)
+    base_url = await start_proxy([broken], retry={"max_retries": 0})
+    answered, body = await post_within(base_url, CHAT)
+    assert answered == 502, body
+    message = assert_openai_error(orjson.loads(body), "upstream_disconnected")
+    assert "malformed answer" in message and broken.url in message
+    assert (await worker_entry(base_url, broken.url))["failures"] == 1
+
+
+async def test_interim_answers_before_the_final_one_are_skipped(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    final = Script.answer(200, chat_answer("after the interim answers"))
+    broken = await start_broken(stack, Script(INTERIM + final.head, final.pieces))
+    base_url = await start_proxy([broken])
+    answered, body = await post_within(base_url, CHAT)
+    assert answered == 200, body
+    assert orjson.loads(body)["choices"][0]["message"]["content"] == "after the interim answers"
+
+
+async def test_a_body_that_the_close_ends_is_a_whole_answer(
+    stack: AsyncExitStack, start_proxy: StartProxy
+) -> None:
+    answer = chat_answer("framed by the close")
+    broken = await start_broken(stack, Script.unframed(200, [answer[:9], answer[9:]]))
+    base_url = await start_proxy([broken], retry={"max_retries": 0})
+    answered, body = await post_within(base_url, CHAT)
+    assert (answered, body) == (200, answer)
+    assert (await worker_entry(base_url, broken.url))["failures"] == 0
+
+
+@pytest.mark.parametrize("record", [False, True])
+async def test_a_stream_that_the_close_ends_ends_cleanly(
+    stack: AsyncExitStack, start_proxy: StartProxy, tmp_path: Path, record: bool
+) -> None:
+    events = [sse_event(chat_chunk({"content": "hi"})), b"data: [DONE]\n\n"]
+    broken = await start_broken(stack, Script.unframed(200, events, "text/event-stream"))
+    base_url = await start_proxy([broken], record_dir=tmp_path if record else None)
+    answered, body = await post_within(base_url, {**CHAT, "stream": True})
+    assert (answered, body) == (200, b"".join(events))
+    assert (await worker_entry(base_url, broken.url))["failures"] == 0
+
+
+# Native Responses answers of the wrong shape: passed on as sent, never stored, never a 500.
+
+NATIVE_ANSWER = {"id": "resp_1", "object": "response", "status": "completed", "output": []}
+WRONG_SHAPES = {
+    "status a list": json.dumps({**NATIVE_ANSWER, "status": []}),
+    # 1,000 arrays deep: more than Python's json writes, as much as orjson reads.
+    "id nested deep": json.dumps({**NATIVE_ANSWER, "id": 0}).replace("0", "[" * 1000 + "]" * 1000),
+    "id a number": json.dumps({**NATIVE_ANSWER, "id": 5}),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG_SHAPES))
+async def test_a_native_responses_answer_of_the_wrong_shape_reaches_the_client_as_sent(
+    stack: AsyncExitStack, start_proxy: StartProxy, name: str
+) -> None:
+    sent = WRONG_SHAPES[name].encode()
+    broken = await stack.enter_async_context(
+        BrokenWorker(Script.answer(200, sent), responses_api=True)
+    )
+    base_url = await start_proxy([broken])
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http,
+        http.post(f"{base_url}/responses", json={"model": MODEL, "input": "hi"}) as answer,
+    ):
+        status, body = answer.status, await answer.read()
+    assert (status, body) == (200, sent)
+    async with aiohttp.ClientSession() as http, http.get(f"{base_url}/responses/5") as fetched:
+        assert fetched.status == 404  # nothing was stored under the id of the wrong type
+
+
+# A huge error body: its start is read, the rest dropped, the event loop never held.
+
+
+@pytest.mark.parametrize("status", [413, 503])
+async def test_only_the_start_of_a_huge_error_body_is_read(
+    stack: AsyncExitStack, start_workers: StartWorkers, tmp_path: Path, status: int
+) -> None:
+    body = b'{"error": {"message": "too much", "padding": "' + b"x" * (60 * MIB) + b'"}}'
+    broken = await start_broken(stack, Script.answer(status, body))
+    (good,) = await start_workers(1, model="mock-model")
+    config = ProxyConfig(
+        endpoints=[broken.url, good.url], port=0, health=FAST_HEALTH, retry={"max_retries": 0}
+    )
+    async with proxy_process(config, tmp_path) as base_url, aiohttp.ClientSession() as http:
+        await wait_ready(base_url, 2)
+        asked = asyncio.create_task(post(base_url, CHAT))
+        health = []
+        while not asked.done():
+            started = time.perf_counter()
+            async with http.get(base_url.removesuffix("/v1") + "/health") as answer:
+                assert answer.status == 200
+            health.append(time.perf_counter() - started)
+        answered, error, _ = await asked
+    assert answered == status, error
+    assert "too much" in error["error"]["message"]
+    assert broken.bytes_sent < 16 * MIB, f"the proxy read {broken.bytes_sent:,} bytes"
+    print(f"{status}: /health max {max(health) * 1000:.1f} ms over {len(health)}")
+    assert max(health) < 1.0

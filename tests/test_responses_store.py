@@ -6,6 +6,7 @@ import orjson
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.responses import ResponseStore, StoredResponse, Translation
 from agent_eval.proxy.responses.request import input_items
 from agent_eval.proxy.responses.store import ENTRY_BYTES, Turn
@@ -115,7 +116,7 @@ def chat_chunk(content: str) -> bytes:
 
 
 def test_an_error_event_from_the_worker_fails_the_response_keeping_its_text() -> None:
-    relay = Translation.of({"model": "m", "input": "hi"}).relay()
+    relay = Translation.of({"model": "m", "input": "hi"}).relay(ProxyConfig().max_event_bytes)
     out = relay.feed(chat_chunk("Hel")) + relay.feed(chat_chunk("lo"))
     out += relay.feed(b'data: {"error": {"message": "out of memory", "code": 500}}\n\n')
     out += relay.feed(chat_chunk("ignored")) + relay.end() + relay.broken("late")
@@ -129,7 +130,7 @@ def test_an_error_event_from_the_worker_fails_the_response_keeping_its_text() ->
 
 
 def test_a_clean_end_completes_once() -> None:
-    relay = Translation.of({"model": "m", "input": "hi"}).relay()
+    relay = Translation.of({"model": "m", "input": "hi"}).relay(ProxyConfig().max_event_bytes)
     out = relay.feed(chat_chunk("Hi")) + relay.feed(b"data: [DONE]\n\n") + relay.end()
     assert relay.end() == b"" and relay.broken("after") == b""
     kinds = [event["type"] for event in relay_events(out)]

@@ -219,9 +219,10 @@ class ProxyConfig(BaseModel):
     max_response_bytes: int = Field(
         64 * 1024 * 1024,
         ge=1024,
-        description="Largest answer read whole from a worker (an answer not streamed, an error "
-        "body); past it the worker's connection is dropped and the attempt fails as "
-        "upstream_response_too_large.",
+        description="Largest answer read whole from a worker (an answer not streamed), or "
+        "followed (a stream with --record or on /v1/responses); past it the worker's "
+        "connection is dropped and the attempt fails as upstream_response_too_large, or the "
+        "stream ends with its route's error event.",
     )
     max_event_bytes: int = Field(
         16 * 1024 * 1024,

@@ -33,6 +33,7 @@ from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translati
 from agent_eval.proxy.responses.route import CHAT_ROUTE
 from agent_eval.proxy.stream import Passthrough, Relay, pipe_stream
 from agent_eval.proxy.upstream import (
+    ERROR_BODY_BYTES,
     RETRIES_HEADER,
     UPSTREAM_ERRORS,
     WORKER_HEADER,
@@ -178,11 +179,11 @@ class Forwarder:
             upstream = await self._send(exchange, worker, translation, deadline, headers)
             limit = self._config.max_response_bytes
             if self._responses.lacks_route(exchange, worker, translation, upstream.status):
-                await upstream.read(limit)
+                await upstream.read_start(ERROR_BODY_BYTES)
                 translation = self._responses.translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
-                body = await upstream.read(limit)
+                body = await upstream.read_start(ERROR_BODY_BYTES)
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
                 # The attempt's deadline holds until the first bytes; then the stream is the
@@ -191,7 +192,10 @@ class Forwarder:
                 if self._config.timeouts.attempt is not None:
                     upstream.extend(max(deadline - time.monotonic(), 0.001))
                 return await self._stream(exchange, worker, translation, upstream, first, retries)
-            body = await upstream.read(limit)
+            if upstream.status >= 400:
+                body = await upstream.read_start(ERROR_BODY_BYTES)
+            else:
+                body = await upstream.read(limit)
             return self._answer(exchange, worker, translation, upstream.status, body, retries)
         except RequestRefused as exc:
             return self._refuse(exchange, exc)
@@ -240,13 +244,14 @@ class Forwarder:
     ) -> web.StreamResponse:
         self._succeeded(worker)
         relay: Relay
-        limit = self._config.max_event_bytes
+        # A stream followed is bounded as an answer read whole is: what follows it grows with it.
+        limits = self._config.max_event_bytes, self._config.max_response_bytes
         if translation is not None:
-            relay = translation.relay(limit)
+            relay = translation.relay(*limits)
         else:
             follow = self._recorder is not None or self._responses.handles(exchange)
             ending = self._responses.stream_ending(exchange)
-            relay = Passthrough(StreamAssembler() if follow else None, ending, limit)
+            relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()

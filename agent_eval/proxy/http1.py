@@ -99,6 +99,15 @@ class UpstreamResponse:
             self.readany, int(declared) if declared.isdecimal() else None, limit
         )
 
+    async def read_start(self, limit: int) -> bytes:
+        """The body's first `limit` bytes at most; the rest is never read, and `close` drops it."""
+        parts: list[bytes] = []
+        size = 0
+        while size < limit and (chunk := await self.readany()):
+            parts.append(chunk)
+            size += len(chunk)
+        return b"".join(parts)[:limit]
+
     def close(self) -> None:
         """Drop an unfinished answer's connection: the worker sees its client leave and aborts.
 
@@ -223,7 +232,8 @@ class Connection(asyncio.Protocol):
             transport.resume_reading()
 
     def abort(self) -> None:
-        self.reusable = False
+        # An answer dropped unfinished is never complete, even one that only the close ends.
+        self._fail(UpstreamDisconnected("the proxy dropped the connection"))
         if self._transport is not None:
             self._transport.abort()
 
@@ -238,13 +248,20 @@ class Connection(asyncio.Protocol):
         self._last_data = self._loop.time()
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserError as exc:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             self._fail(UpstreamDisconnected(f"worker sent a malformed answer ({exc})"))
             self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timer()
         self._pool.forget(self)
+        response = self._response
+        if exc is None and response is not None and _ends_at_close(response):
+            # Valid HTTP/1.1 (RFC 9112, 6.3): a body with neither length nor chunks ends
+            # with the connection. An answer the proxy dropped itself was failed before.
+            self._response = None
+            response._finish(None)
+            return
         self._fail(UpstreamDisconnected("worker closed the connection"))
 
     # httptools callbacks
@@ -258,7 +275,11 @@ class Connection(asyncio.Protocol):
             # Raised inside a parser callback, this reaches data_received as a parser error,
             # which drops the connection.
             raise UpstreamDisconnected("worker sent an answer to no request")
-        response.status = self._parser.get_status_code()
+        status = self._parser.get_status_code()
+        if status < 200:
+            self._interim(status)
+            return
+        response.status = status
         response.headers = {
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in self._header_items
         }
@@ -278,11 +299,22 @@ class Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         response = self._response
         assert response is not None
+        if not response.status:
+            return  # an interim answer ended; the final one follows
         self._cancel_timer()
         self.reusable = self._parser.should_keep_alive()
         self._response = None
         response._finish(None)
         self._pool.release(self)
+
+    def _interim(self, status: int) -> None:
+        """Skip an interim answer (100 Continue, 103 Early Hints); the final one follows.
+
+        Raises: UpstreamDisconnected for a 101: no worker may switch a POST's protocol.
+        """
+        if status == 101:
+            raise UpstreamDisconnected("worker answered 101 Switching Protocols to a POST")
+        self._header_items = []
 
     # failure and time
 
@@ -316,6 +348,13 @@ class Connection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def _ends_at_close(response: UpstreamResponse) -> bool:
+    """Whether the answer's head is in and frames its body by nothing but the close."""
+    headers = response.headers
+    chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+    return response.status != 0 and "content-length" not in headers and not chunked
 
 
 def request_head(origin: Origin, path: str, headers: list[tuple[str, str]], length: int) -> bytes:

@@ -19,11 +19,13 @@ class SSEReader:
 
     Each byte is looked at a bounded number of times, whatever the chunking: a chunk is
     split once at event boundaries, and an unfinished event is kept as a list of pieces,
-    joined once when it ends. No event may pass `max_event_bytes`.
+    joined once when it ends. No event may pass `max_event_bytes`, nor the whole stream
+    `max_stream_bytes`: what follows the events (an assembled answer) grows with it.
     """
 
-    def __init__(self, max_event_bytes: int) -> None:
+    def __init__(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> None:
         self._max_event_bytes = max_event_bytes
+        self._stream_bytes_left = max_stream_bytes
         self._pieces: list[bytes] = []
         self._size = 0
         self._carriage = False  # the last chunk ended in "\r": the next may start with its "\n"
@@ -31,8 +33,16 @@ class SSEReader:
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """The JSON objects of the events `chunk` completes; `[DONE]` and non-JSON are skipped.
 
-        Raises: MalformedStream when an event grows past `max_event_bytes`.
+        Raises: MalformedStream when an event grows past `max_event_bytes`, or the stream
+        past `max_stream_bytes`.
         """
+        if self._stream_bytes_left is not None:
+            self._stream_bytes_left -= len(chunk)
+            if self._stream_bytes_left < 0:
+                raise MalformedStream(
+                    "a stream longer than the proxy's --max-response-bytes; raise it if "
+                    "answers this long are real"
+                )
         if self._carriage or chunk[-1:] == b"\r":
             chunk = self._carried(chunk)
         events = self._events(chunk.replace(b"\r\n", b"\n"))

@@ -20,6 +20,8 @@ from agent_eval.proxy.worker import Worker
 
 log = logging.getLogger(__name__)
 
+_EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")  # the blank line after an event, as SSE allows
+
 
 class Relay(Protocol):
     """What becomes of a worker's stream bytes on their way to the client."""
@@ -63,23 +65,25 @@ class Passthrough:
         assembler: StreamAssembler | None,
         ending: BreakEnding | None,
         max_event_bytes: int,
+        max_stream_bytes: int | None = None,
     ) -> None:
         self._assembler = assembler
         self._ending = ending
         followed = assembler is not None or ending is not None
-        self._reader = SSEReader(max_event_bytes) if followed else None
+        self._reader = SSEReader(max_event_bytes, max_stream_bytes) if followed else None
         self._before = self._last = b""
 
     def feed(self, chunk: bytes) -> bytes:
         """`chunk` as it came, once followed.
 
-        Raises: MalformedStream when an event is too long, or one the assembler reads is
-        malformed; the chunk is then not sent.
+        Raises: MalformedStream when an event or the stream is too long, or an event the
+        assembler reads is malformed; the chunk is then not sent.
         """
-        # The last two chunks, by reference: where the final usage event is, at no cost.
-        self._before, self._last = self._last, chunk
         if self._reader is not None:
             self._follow(self._reader.feed(chunk))
+        # The last two chunks sent, by reference: where the final usage event is, and whether
+        # the stream stops inside an event, at no cost.
+        self._before, self._last = self._last, chunk
         return chunk
 
     def end(self) -> bytes:
@@ -96,9 +100,18 @@ class Passthrough:
                 self._ending.follow(event)
 
     def broken(self, message: str) -> bytes:
+        """The error event; after a blank line that ends the event the worker cut, if it did,
+        so that a client reads the error as an event of its own."""
         if self._ending is not None:
-            return self._ending.broken(message)
-        return b"data: " + error_body(502, "stream_interrupted", message) + b"\n\n"
+            ending = self._ending.broken(message)
+        else:
+            ending = b"data: " + error_body(502, "stream_interrupted", message) + b"\n\n"
+        return b"\n\n" + ending if ending and self._inside_event() else ending
+
+    def _inside_event(self) -> bool:
+        """Whether the bytes sent so far stop before the blank line that ends an event."""
+        tail = self._before[-3:] + self._last if len(self._last) < 4 else self._last
+        return bool(tail) and not tail.endswith(_EVENT_ENDS)
 
     def answer(self) -> dict[str, Any] | None:
         return self._assembler.result() if self._assembler else None

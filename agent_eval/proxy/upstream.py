@@ -22,6 +22,9 @@ RETRIES_HEADER = "X-Agent-Eval-Retries"
 WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
 MESSAGE_CHARS = 300
 """Characters of a worker's error message kept in the proxy's own messages."""
+ERROR_BODY_BYTES = 1024 * 1024
+"""The most of a worker's error body read: its message is at its start, and parsing a huge
+one would hold the event loop."""
 _TEXT_SCAN = 64 * 1024  # bytes of a body searched for its first line of text
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the

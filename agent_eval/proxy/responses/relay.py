@@ -11,9 +11,14 @@ from agent_eval.proxy.sse import MalformedStream, SSEReader
 class ResponsesRelay:
     """Chat Completions SSE bytes in, Responses event bytes out; see `proxy.stream.Relay`."""
 
-    def __init__(self, translator: StreamTranslator, max_event_bytes: int) -> None:
+    def __init__(
+        self,
+        translator: StreamTranslator,
+        max_event_bytes: int,
+        max_stream_bytes: int | None = None,
+    ) -> None:
         self._translator = translator
-        self._reader = SSEReader(max_event_bytes)
+        self._reader = SSEReader(max_event_bytes, max_stream_bytes)
         self._final: dict[str, Any] | None = None
         self._unsent: list[dict[str, Any]] = []
 

@@ -92,14 +92,16 @@ class ResponsesRoute:
         """Store a finished response, unless the client asked for `store: false`."""
         if answer is None or exchange.payload.get("store") is False:
             return
-        if answer.get("status") not in {"completed", "incomplete"} or "id" not in answer:
+        # A worker's answer may hold anything where these fields belong: a list, deep JSON.
+        status, response_id = answer.get("status"), answer.get("id")
+        if status not in ("completed", "incomplete") or not isinstance(response_id, str):
             return
         if translation is None:
             stored = StoredResponse(worker.url)
         else:
             turn = Turn.after(exchange.history, _added_items(exchange, answer))
             stored = StoredResponse(worker.url, turn, kept_json(answer))
-        self.store.put(str(answer["id"]), stored)
+        self.store.put(response_id, stored)
 
 
 def _added_items(exchange: Exchange, answer: dict[str, Any]) -> list[dict[str, Any]]:

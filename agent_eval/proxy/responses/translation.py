@@ -44,6 +44,7 @@ class Translation:
             what = f"{type(exc).__name__}: {exc}"
             raise ValueError(f"not a Chat Completions answer ({what})") from exc
 
-    def relay(self, max_event_bytes: int) -> ResponsesRelay:
+    def relay(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> ResponsesRelay:
         """A relay turning the worker's chat stream into this response's events."""
-        return ResponsesRelay(StreamTranslator(self.request, self.response_id), max_event_bytes)
+        translator = StreamTranslator(self.request, self.response_id)
+        return ResponsesRelay(translator, max_event_bytes, max_stream_bytes)

@@ -56,6 +56,17 @@ def running_with(argument: str) -> list[int]:
     return found
 
 
+async def slow_run(start_workers: StartWorkers, tmp_path: Path) -> tuple[str, ...]:
+    """`run`'s arguments for the shipped-style dataset over two mock workers slow enough
+    (0.3 s a call) that a test can step in mid-run."""
+    workers = await start_workers(2)
+    for worker in workers:
+        worker.behavior.latency = 0.3
+    data = write_dataset(tmp_path / "say.jsonl")
+    endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
+    return ("--dataset", str(data), *endpoints, "-n", "2", "-j", "2")
+
+
 def summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
@@ -93,12 +104,7 @@ async def test_known_answers_give_exact_figures_in_plain_logs(
 async def test_ctrl_c_keeps_results_and_resume_gives_the_clean_summary(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    workers = await start_workers(2)
-    for worker in workers:
-        worker.behavior.latency = 0.3
-    data = write_dataset(tmp_path / "say.jsonl")
-    endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
-    common = ("--dataset", str(data), *endpoints, "-n", "2", "-j", "2")
+    common = await slow_run(start_workers, tmp_path)
     clean, broken = tmp_path / "clean", tmp_path / "broken"
     assert (await finish(await agent_eval("run", *common, "-o", str(clean), cwd=tmp_path)))[0] == 0
     process = await agent_eval("run", *common, "-o", str(broken), cwd=tmp_path)

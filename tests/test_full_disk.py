@@ -23,7 +23,7 @@ import pytest
 from agent_eval.errors import StorageError
 from agent_eval.results import RunDirectory
 from tests.conftest import StartWorkers, eventually
-from tests.test_cli_run import ROWS, finish, lines, summary, write_dataset
+from tests.test_cli_run import ROWS, finish, lines, slow_run, summary
 
 REQUIRE = "AGENT_EVAL_REQUIRE_MOUNT"
 STORAGE_EXIT_CODE = 4
@@ -102,12 +102,7 @@ async def test_writes_that_run_out_of_room_leave_every_file_as_it_was(small_disk
 async def test_a_full_disk_stops_the_run_cleanly_and_resume_finishes_it(
     start_workers: StartWorkers, tmp_path: Path, small_disk: Path, processes: int
 ) -> None:
-    workers = await start_workers(2)
-    for worker in workers:
-        worker.behavior.latency = 0.3
-    data = write_dataset(tmp_path / "say.jsonl")
-    endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
-    common = ("--dataset", str(data), *endpoints, "-n", "2", "-j", "2")
+    common = await slow_run(start_workers, tmp_path)
     clean, run = tmp_path / "clean", small_disk / "run"
 
     async def agent_eval(*args: str) -> asyncio.subprocess.Process:

@@ -410,10 +410,10 @@ async def test_malformed_http_gets_an_openai_error(
 
 
 @contextlib.asynccontextmanager
-async def serve_process(worker: MockWorker, *flags: str) -> AsyncIterator[tuple[str, int]]:
-    """`agent-eval serve` over `worker` in a process of its own: its base URL and pid."""
+async def serve_process(worker_url: str, *flags: str) -> AsyncIterator[tuple[str, int]]:
+    """`agent-eval serve` over one worker in a process of its own: its base URL and pid."""
     serve = await asyncio.create_subprocess_exec(
-        *CLI, "serve", "--port", "0", "--endpoint", worker.url, *flags,
+        *CLI, "serve", "--port", "0", "--endpoint", worker_url, *flags,
         stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -440,7 +440,7 @@ async def test_200_mb_of_conversations_and_session_ids_leave_memory_bounded() ->
     bound = str(16 * 1024**2)
     async with (
         MockWorker(responses_api=False) as worker,
-        serve_process(worker, "--responses-store-bytes", bound) as (base_url, pid),
+        serve_process(worker.url, "--responses-store-bytes", bound) as (base_url, pid),
         aiohttp.ClientSession() as http,
     ):
         before = rss_mb(pid)
@@ -463,7 +463,7 @@ async def test_the_responses_store_bound_holds_in_resident_memory() -> None:
     items = [{"role": "user", "content": "x"}] * 40_000  # 1.2 MB of JSON
     async with (
         MockWorker(responses_api=False) as worker,
-        serve_process(worker, "--responses-store-bytes", str(bound_mb * 1024**2)) as (url, pid),
+        serve_process(worker.url, "--responses-store-bytes", str(bound_mb * 1024**2)) as (url, pid),
         aiohttp.ClientSession() as http,
     ):
         for _ in range(6):  # what serving such requests takes, before anything is stored
@@ -492,7 +492,7 @@ async def test_a_chain_of_200_turns_holds_each_turn_once() -> None:
     text = "x" * 20_000
     async with (
         MockWorker(responses_api=False) as worker,
-        serve_process(worker, "--responses-store-bytes", str(40 * 1024**2)) as (url, pid),
+        serve_process(worker.url, "--responses-store-bytes", str(40 * 1024**2)) as (url, pid),
         aiohttp.ClientSession() as http,
     ):
         # The first chain also grows the proxy's working memory to what serving one takes.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -39,8 +38,8 @@ from tests.conftest import (
     until,
     wait_ready,
 )
-from tests.test_cli import CLI
 from tests.test_proxy_edges import assert_openai_error
+from tests.test_proxy_hostile import serve_process
 
 MODEL = "broken-model"  # the broken worker's; good workers beside it serve it too
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}
@@ -363,22 +362,12 @@ async def test_serve_takes_the_response_bound_and_the_choices_cap_from_its_flags
     stack: AsyncExitStack,
 ) -> None:
     broken = await start_broken(stack, Script.answer(200, chat_answer("x" * 8192)))
-    serve = await asyncio.create_subprocess_exec(
-        *CLI, "serve", "--port", "0", "--endpoint", broken.url,
-        "--max-response-bytes", "4096", "--max-choices", "2", "--max-retries", "0",
-        stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert serve.stdout is not None
-        base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
-        await wait_ready(base_url, 1)
+    flags = ("--max-response-bytes", "4096", "--max-choices", "2", "--max-retries", "0")
+    async with serve_process(broken.url, *flags) as (base_url, _):
         status, error, _ = await post(base_url, {**CHAT, "n": 3})
         assert status == 400 and assert_openai_error(error, "too_many_choices")
         status, error, _ = await post(base_url, {**CHAT, "n": 2})
         assert "over the bound of 4096" in assert_openai_error(error, "upstream_response_too_large")
-    finally:
-        serve.terminate()
-        await serve.wait()
 
 
 # Health probes: no redirect followed, no body read past a bound.

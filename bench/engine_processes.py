@@ -15,11 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from fleet import BenchError, Fleet, run_with_fleet, worker_urls
+from fleet import GSM8K_TEST, BenchError, Fleet, run_with_fleet, worker_urls
 from rich.console import Console
 from rich.table import Table
 
-GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
 RUN_TIMEOUT = 1800.0
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet import (
+    GSM8K_TEST,
     BenchError,
     Fleet,
     Proc,
@@ -45,7 +46,6 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
 
 MODEL = "mock-model"
-GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of CPU times in /proc/<pid>/stat
 
 

@@ -28,6 +28,9 @@ STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
 LOG_TAIL = 2000  # characters of a dead process's log shown in the error
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
+# The GSM8K test set in the shared data beside the repository.
+GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+
 
 class BenchError(RuntimeError):
     """A benchmark step failed; the message names the cause."""

@@ -15,6 +15,8 @@ import time
 import zlib
 from pathlib import Path
 
+from fleet import GSM8K_TEST
+
 from agent_eval.agents import Trajectory
 from agent_eval.config import RunConfig, save_run_config
 from agent_eval.data import Item, Sample
@@ -96,7 +98,7 @@ async def start_up_seconds() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=1000)
-    parser.add_argument("--gsm8k", type=Path, default=Path("/work/shared/data/gsm8k/test.jsonl"))
+    parser.add_argument("--gsm8k", type=Path, default=GSM8K_TEST)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / "run"

@@ -20,8 +20,8 @@ import pytest
 
 from agent_eval.data import DataError, Sample, Session, Turn, load_dataset, loaders
 from agent_eval.errors import ConfigError
+from tests.shared_data import gsm8k_path
 
-SHARED_GSM8K = Path(__file__).resolve().parents[2] / "shared/data/gsm8k/test.jsonl"
 ANNOTATION = re.compile(r"<<([^=<>]+)=([^<>]+)>>")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
@@ -134,17 +134,15 @@ def test_challenge_turn_defends_previous_answer() -> None:
 # --- GSM8K test set by path ---------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not SHARED_GSM8K.is_file(), reason=f"GSM8K test set not at {SHARED_GSM8K}")
 def test_gsm8k_test_set_by_path() -> None:
-    problems = list(load_dataset(str(SHARED_GSM8K)))
+    problems = list(load_dataset(str(gsm8k_path())))
     assert len(problems) == 1319
     assert problems[0].id == "test-1" and problems[-1].id == "test-1319"
     assert all(isinstance(p, Sample) and "\n#### " in (p.answer or "") for p in problems)
 
 
-@pytest.mark.skipif(not SHARED_GSM8K.is_file(), reason=f"GSM8K test set not at {SHARED_GSM8K}")
 def test_gsm8k_name_with_data_file_keeps_full_solution() -> None:
-    first, second = load_dataset("gsm8k", data_file=SHARED_GSM8K, limit=2)
+    first, second = load_dataset("gsm8k", data_file=gsm8k_path(), limit=2)
     assert (first.id, second.id) == ("gsm8k-1", "gsm8k-2")
     assert isinstance(first, Sample) and first.answer and first.answer.endswith("#### 18")
 

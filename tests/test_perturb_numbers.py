@@ -8,13 +8,13 @@ import random
 import re
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
 from agent_eval.data import Sample
 from agent_eval.perturb.numbers import new_numbers
 from agent_eval.scoring import gold_answer
+from tests.shared_data import gsm8k_path
 
 WORDS = [
     "zero",
@@ -40,7 +40,6 @@ WORDS = [
     "twenty",
 ]
 TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
 ANNOTATION = re.compile(r"<<([^<>=]*)=([^<>=]*)>>")
 TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+|\*\*|[-+*/()])")
 QUESTION_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
@@ -57,9 +56,7 @@ JANET = Sample(
 
 
 def gsm8k() -> list[Sample]:
-    if not GSM8K.exists():
-        pytest.skip(f"the GSM8K test set is not at {GSM8K}")
-    rows = [json.loads(line) for line in GSM8K.read_text().splitlines()]
+    rows = [json.loads(line) for line in gsm8k_path().read_text().splitlines()]
     return [Sample(f"gsm8k-{i}", row["question"], row["answer"]) for i, row in enumerate(rows)]
 
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
-
-import pytest
 
 from agent_eval.data import Sample
 from agent_eval.perturb.distractor import add_distractor
 from agent_eval.perturb.names import new_names
+from tests.shared_data import gsm8k_path
 
-GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
 JANET = Sample(
     "gsm8k-0",
     "Janet's ducks lay 16 eggs per day. She eats three for breakfast and bakes muffins with four. "
@@ -28,9 +25,7 @@ APPLES = Sample(
 
 
 def gsm8k() -> list[Sample]:
-    if not GSM8K.exists():
-        pytest.skip(f"the GSM8K test set is not at {GSM8K}")
-    rows = [json.loads(line) for line in GSM8K.read_text().splitlines()]
+    rows = [json.loads(line) for line in gsm8k_path().read_text().splitlines()]
     return [Sample(f"gsm8k-{i}", row["question"], row["answer"]) for i, row in enumerate(rows)]
 
 

@@ -28,8 +28,7 @@ from agent_eval.rewards import (
 from agent_eval.rewards.math_answer import math_gold_problem
 from agent_eval.scoring import with_readable_golds
 from tests.conftest import eventually
-
-GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+from tests.shared_data import gsm8k_path
 
 
 def slow_reward(prediction: str, gold: str) -> bool:
@@ -94,9 +93,8 @@ def test_gsm8k_gold_without_a_final_answer_is_a_clear_error(answer: str) -> None
 
 
 def test_gsm8k_gold_reads_every_test_answer() -> None:
-    if not GSM8K.exists():
-        pytest.skip(f"GSM8K test set not found at {GSM8K}")
-    golds = [gsm8k_gold(json.loads(line)["answer"]) for line in GSM8K.read_text().splitlines()]
+    lines = gsm8k_path().read_text().splitlines()
+    golds = [gsm8k_gold(json.loads(line)["answer"]) for line in lines]
     assert len(golds) == 1319
     assert all(float(gold) == float(gold) for gold in golds)  # every one is a plain number
 

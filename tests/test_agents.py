@@ -11,10 +11,10 @@ import pytest
 
 from agent_eval.agents import RunContext, Sampling, load_runner
 from agent_eval.agents.calculator import add, divide, multiply, subtract
-from agent_eval.agents.math_calculator import MathCalculatorAgent
+from agent_eval.agents.math_calculator import INSTRUCTIONS, MathCalculatorAgent
 from agent_eval.data import Session, Turn
 from agent_eval.errors import ConfigError
-from agent_eval.testing.replies import Reply, ToolCall
+from agent_eval.testing.replies import JSON, Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
 from tests.test_trajectory_endings import kinds
 
@@ -77,6 +77,34 @@ async def test_math_calculator_records_a_whole_trajectory(
         "multiply",
         "divide",
     }
+
+
+def sent_setup(request: JSON) -> dict[str, object]:
+    """The system prompt and tools a Chat Completions request gave the model, as recorded."""
+    system = request["messages"][0]
+    assert system["role"] == "system"
+    tools = [
+        {key: tool["function"][key] for key in ("name", "description", "parameters")}
+        for tool in request.get("tools") or ()
+    ]
+    return {"system_prompt": system["content"], "tools": tools}
+
+
+async def test_what_the_model_was_given_is_recorded_once(
+    start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(Reply(tool_calls=[multiply_call(6, 7)]), Reply("Answer: 42"))
+    base_url = await start_proxy([worker])
+    trajectory = await MathCalculatorAgent().run(QUESTION, context(base_url))
+    recorded = json.loads(json.dumps(trajectory.to_dict()))
+    # Both calls were given the same prompt and tools: kept once, each call pointing at it.
+    (setup,) = recorded["setups"]
+    assert [call["setup"] for call in recorded["model_calls"]] == [0, 0]
+    assert [sent_setup(r) for r in worker.requests_to("/v1/chat/completions")] == [setup] * 2
+    assert setup["system_prompt"] == INSTRUCTIONS
+    assert [tool["name"] for tool in setup["tools"]] == ["add", "subtract", "multiply", "divide"]
+    assert setup["tools"][0]["parameters"]["required"] == ["a", "b"]
 
 
 async def test_the_first_tool_result_can_be_the_answer(
@@ -142,6 +170,8 @@ async def test_responses_api_mode(
     assert trajectory.error is None, trajectory.error
     assert trajectory.final_output == "Answer: 42"
     assert [c.name for c in trajectory.tool_calls] == ["multiply"]
+    (setup,) = trajectory.setups  # given as the request's `instructions`, not a message
+    assert setup.system_prompt == INSTRUCTIONS and len(setup.tools) == 4
     served, other = ("/v1/responses", "/v1/chat/completions")[:: 1 if native else -1]
     assert (len(worker.requests_to(served)), len(worker.requests_to(other))) == (2, 0)
 
@@ -204,6 +234,11 @@ async def test_multi_turn_chat_sends_the_whole_history_each_turn(
         ("user", "Are you sure? Check again."),
     ]  # fmt: skip
     assert SESSION.expected_answers() == ["5", "10", "10"]
+    # Three turns, each its own run of the agent: the one prompt, without tools, is kept once.
+    recorded = trajectory.to_dict()
+    assert recorded["setups"] == [sent_setup(worker.requests_to("/v1/chat/completions")[-1])]
+    assert recorded["setups"][0]["tools"] == []
+    assert [call["setup"] for call in recorded["model_calls"]] == [0, 0, 0]
 
 
 async def test_multi_turn_failure_leaves_later_turns_unanswered(

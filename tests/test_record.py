@@ -9,11 +9,13 @@ import pytest
 
 from agent_eval.agents.trajectory import (
     ModelCallRecord,
+    ModelSetup,
     ToolCallRecord,
+    ToolDefinition,
     Trajectory,
     TrajectoryError,
 )
-from agent_eval.data import Session, Turn
+from agent_eval.data import Sample, Session, Turn
 from agent_eval.engine import attempt_record
 from agent_eval.errors import ConfigError
 from agent_eval.record import SCHEMA, AttemptRecord
@@ -74,6 +76,27 @@ def test_a_scored_line_of_version_1_reads_as_written() -> None:
     scored = OLD_LINE.replace(b'{"kind":"timeout","message":"late"}', b"null")
     record = AttemptRecord.from_line(b'{"schema":1,' + scored[1:], "here")
     assert (record.reward, record.correct, record.answer, record.scored) == (1.0, True, "42", True)
+
+
+def test_calls_given_the_same_prompt_and_tools_keep_them_once() -> None:
+    add = ToolDefinition("add", "Add two numbers: a + b.", {"type": "object", "required": ["a"]})
+    trajectory = Trajectory()
+    for prompt in ("Solve it with the tools.", "Solve it with the tools.", "Check your answer."):
+        setup = trajectory.setup_index(ModelSetup(prompt, [add]))
+        trajectory.model_calls.append(ModelCallRecord(0.1, setup=setup))
+    scores = Scored(1.0, True, "42", None, None, failure=None)
+    item = Sample("q1", "6*7?", "#### 42")
+    record = attempt_record(item, 0, 1, "q1-0", trajectory, scores, 0.3)
+    line = record.to_line()
+    assert line.count(b"Solve it with the tools.") == 1 and line.count(b"a + b") == 2
+    recorded = json.loads(line)["trajectory"]
+    assert [call["setup"] for call in recorded["model_calls"]] == [0, 0, 1]
+    assert recorded["setups"][0] == {
+        "system_prompt": "Solve it with the tools.",
+        "tools": [{"name": "add", "description": "Add two numbers: a + b.", "parameters": {
+            "type": "object", "required": ["a"]}}],
+    }  # fmt: skip
+    assert AttemptRecord.from_line(line, "here") == record
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Records an Agents SDK run into a Trajectory as it goes: timed model calls, messages, tool calls.
+"""Records an Agents SDK run into a Trajectory as it goes: timed model calls with the system prompt
+and tools each was given, messages, tool calls.
 
 The record is kept live, not read from the result at the end, so an attempt that stops
 anywhere (max turns, an upstream error, a timeout, a crash) keeps everything up to there.
@@ -20,7 +21,7 @@ from typing import Any
 
 import httpx2
 import openai
-from agents import Agent, FunctionTool, ItemHelpers, RunContextWrapper, RunHooks
+from agents import Agent, FunctionTool, ItemHelpers, RunContextWrapper, RunHooks, Tool
 from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
 from agents.items import ModelResponse, TResponseInputItem
 from agents.tool_context import ToolContext
@@ -28,7 +29,9 @@ from openai.types.responses import ResponseFunctionToolCall
 
 from agent_eval.agents.trajectory import (
     ModelCallRecord,
+    ModelSetup,
     ToolCallRecord,
+    ToolDefinition,
     Trajectory,
     TrajectoryError,
 )
@@ -63,6 +66,7 @@ class AttemptRecorder(RunHooks[Any]):
         self.worker: str | None = None
         """The worker named by the latest answer to the model call in progress, if any."""
         self._started = 0.0
+        self._setup: int | None = None
         self._notes = _CallNotes()
         self._pending: dict[str, ToolCallRecord] = {}
 
@@ -84,6 +88,9 @@ class AttemptRecorder(RunHooks[Any]):
     ) -> None:
         # What the model is sent is the whole conversation so far, tool results included.
         self.trajectory.messages = [as_message(item) for item in input_items]
+        # The tools as the SDK lists them for this call: the agent's, less those disabled now.
+        tools = [tool_definition(tool) for tool in await agent.get_all_tools(context)]
+        self._setup = self.trajectory.setup_index(ModelSetup(system_prompt, tools))
         self.worker = None
         self._notes = _CallNotes()
         self._started = time.monotonic()
@@ -105,6 +112,7 @@ class AttemptRecorder(RunHooks[Any]):
                 ttft_s=ttft,
                 retries=notes.retries,
                 cached_tokens=reported[1] if reported else None,
+                setup=self._setup,
             )
         )
         self.worker = None  # what fails after this call is no answer of this worker's
@@ -186,6 +194,13 @@ def _output_item(context: ToolContext[Any], result: Any) -> TResponseInputItem:
         arguments=context.tool_arguments,
     )
     return ItemHelpers.tool_call_output_item(call, result)
+
+
+def tool_definition(tool: Tool) -> ToolDefinition:
+    """A tool as the model is told of it; a hosted one (web search, ...) its host describes."""
+    if isinstance(tool, FunctionTool):
+        return ToolDefinition(tool.name, tool.description, tool.params_json_schema)
+    return ToolDefinition(tool.name, getattr(tool, "description", None) or "", None)
 
 
 def as_message(item: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""What one attempt of an agent did: messages, tool calls, model calls, final output, error."""
+"""What one attempt of an agent did: messages, tool calls, model calls (and the system prompt and
+tools each was given), final output, error."""
 
 from __future__ import annotations
 
@@ -16,6 +17,24 @@ class ToolCallRecord:
 
 
 @dataclass
+class ToolDefinition:
+    """A tool as the model was told of it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] | None
+    """The JSON Schema of its arguments; None for a hosted tool, which its host describes."""
+
+
+@dataclass
+class ModelSetup:
+    """What a model call was given besides the conversation: the system prompt and the tools."""
+
+    system_prompt: str | None
+    tools: list[ToolDefinition]
+
+
+@dataclass
 class ModelCallRecord:
     latency_s: float
     prompt_tokens: int = 0
@@ -28,6 +47,8 @@ class ModelCallRecord:
     """Requests sent again before the answer: the proxy's to other workers, the client's own."""
     cached_tokens: int | None = None
     """Prompt tokens the worker served from its prefix cache; None when it did not report them."""
+    setup: int | None = None
+    """The index in the trajectory's `setups` of what this call was given; None: not recorded."""
 
 
 @dataclass
@@ -68,6 +89,9 @@ class Trajectory:
     error: TrajectoryError | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
     """The earlier plays of this attempt the infrastructure stopped: error, session, latency."""
+    setups: list[ModelSetup] = field(default_factory=list)
+    """Each distinct system prompt and tool set the model calls were given, once: most attempts
+    give every call the same, and a prompt with its tool schemas runs to kilobytes."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -76,6 +100,13 @@ class Trajectory:
     @property
     def completion_tokens(self) -> int:
         return sum(call.completion_tokens for call in self.model_calls)
+
+    def setup_index(self, setup: ModelSetup) -> int:
+        """Where `setup` is in `setups`, added there if no earlier call was given the same."""
+        if setup in self.setups:
+            return self.setups.index(setup)
+        self.setups.append(setup)
+        return len(self.setups) - 1
 
     def to_dict(self) -> dict[str, Any]:
         recorded = asdict(self)

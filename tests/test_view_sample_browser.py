@@ -1,15 +1,21 @@
 """The sample page in a real browser: question, gold and agreement, tool calls in every shape,
-and a multi-turn run's heatmap leading into the turn it shows."""
+what the model was given (system prompt, tools) folded, and a multi-turn run's heatmap leading
+into the turn it shows."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_eval.agents import math_calculator, multi_turn_chat
 from tests.browser import BrowserPage
+from tests.conftest import StartWorkers
+from tests.test_cli_run import agent_eval, finish
 from tests.test_view_sample import CRATES, answered, session_record, stopped_session
 from tests.view_runs import record, run_route, served, write_run
 
@@ -168,4 +174,76 @@ async def test_an_unscored_session_shows_as_unscored_not_wrong(
         await expect(attempt).to_have_class("attempt unscored")
         await expect(attempt.locator(".verdict .reward")).to_have_text("")
         await expect(attempt.locator(".verdict td", has_text="unscored")).to_have_count(1)
+    assert browser.errors == []
+
+
+ANY = re.compile("")
+"""Matches any value of an attribute: `not_to_have_attribute(name, ANY)` says it is absent."""
+
+
+async def played(start_workers: StartWorkers, root: Path) -> None:
+    """A math_calculator run and a multi_turn_chat run (tools on) of one sample each, played by
+    `agent-eval run` against a mock worker into root/played/calculator and .../chat."""
+    (worker,) = await start_workers(1)
+    runs = {
+        "calculator": ("--agent", "math_calculator", "--dataset", "word_problems"),
+        "chat": ("--agent", "multi_turn_chat", "agent.options.tools=true"),
+    }
+    common = ("--limit", "1", "-n", "1", "--endpoint", worker.url)
+    processes = [
+        await agent_eval("run", *args, *common, "-o", str(root / "played" / name), cwd=root)
+        for name, args in runs.items()
+    ]
+    for code, _, err in await asyncio.gather(*map(finish, processes)):
+        assert code == 0, err
+
+
+async def test_what_the_model_was_given_shows_folded(
+    start_workers: StartWorkers, tmp_path: Path, browser: BrowserPage
+) -> None:
+    from playwright.async_api import expect
+
+    await played(start_workers, tmp_path)
+    page = browser.page
+    tools = ["add", "subtract", "multiply", "divide"]
+    pages = [
+        ("calculator", "word_problems-1", math_calculator.INSTRUCTIONS),
+        ("chat", "eggs", multi_turn_chat.INSTRUCTIONS),
+    ]
+    async with served([tmp_path / "played"]) as url:
+        for run, sample, instructions in pages:
+            await page.goto(url + run_route("played/" + run) + "/sample/" + sample)
+            prompt = page.locator("#attempt-0 details.system-prompt")
+            words = len(instructions.split())
+            await expect(prompt.locator("summary")).to_have_text(f"system prompt ({words} words)")
+            await expect(prompt).not_to_have_attribute("open", ANY)  # folded until asked
+            await expect(prompt.locator("pre")).to_be_hidden()
+            await prompt.locator("summary").click()
+            await expect(prompt.locator("pre")).to_have_text(instructions)
+            await expect(prompt.locator("pre")).to_be_visible()
+            given = page.locator("#attempt-0 details.tools")
+            await expect(given.locator("summary")).to_have_text("tools: " + ", ".join(tools))
+            await expect(given).not_to_have_attribute("open", ANY)
+            await expect(given.locator(".tool-name")).to_have_count(4)
+            await expect(given.locator(".tool-name").first).to_be_hidden()
+            await given.locator("summary").click()
+            await expect(given.locator(".tool-name")).to_have_text(tools)
+            await expect(given.locator(".tool-description").first).to_have_text(
+                "Add two numbers: a + b."
+            )
+            await expect(given.locator(".tool-parameters").first).to_contain_text('"required"')
+    assert browser.errors == []
+
+
+async def test_a_record_without_what_the_model_was_given_says_so(
+    url: str, browser: BrowserPage
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/single") + "/sample/word_problems-1")
+    await expect(page.locator("#attempt-0 .setups .note")).to_have_text(
+        "the system prompt and tools the model was given are not in this record"
+    )
+    await expect(page.locator("#attempts details")).to_have_count(0)
     assert browser.errors == []

@@ -1,6 +1,7 @@
 // A sample's page: the question once, the original it perturbs or its variants, then every
 // attempt side by side, each with its answer against the gold, its agreement with the others
-// and its whole trajectory (a session's by turn).
+// and its whole trajectory (a session's by turn), after what the model was given: its system
+// prompt and tools, folded.
 import { api, content, el, num, outcome, runHref, runPath, show, table } from "./common.js";
 import { variantLinks } from "./robustness.js";
 
@@ -63,6 +64,44 @@ function byTurn(list) {
   return turns;
 }
 
+// A system prompt and the tools' names, descriptions and parameter schemas run to hundreds of
+// tokens: each folds under a line that says what it holds.
+function folded(cls, summary, ...inside) {
+  return el("details", { class: cls }, el("summary", { text: summary }), ...inside);
+}
+
+function toolDefinition(tool) {
+  return el("div", { class: "tool-definition" },
+    el("span", { class: "role tool-name", text: tool.name }),
+    el("p", { class: "tool-description", text: tool.description || "" }),
+    ...(tool.parameters == null ? [] : [el("pre", { class: "tool-parameters", text: content(tool.parameters) })]));
+}
+
+function setupOf(setup, calls) {
+  const prompt = setup.system_prompt;
+  const words = (prompt || "").split(/\s+/).filter(Boolean).length;
+  const tools = setup.tools || [];
+  return el("div", { class: "setup" },
+    ...(calls ? [el("p", { class: "setup-calls", text: "given to model calls " + calls.join(", ") })] : []),
+    prompt == null ? el("p", { class: "note", text: "no system prompt" })
+      : folded("system-prompt", `system prompt (${words} ${words === 1 ? "word" : "words"})`, el("pre", { text: prompt })),
+    tools.length ? folded("tools", "tools: " + tools.map((t) => t.name).join(", "), ...tools.map(toolDefinition))
+      : el("p", { class: "note", text: "no tools" }));
+}
+
+// Each distinct system prompt and tool set the attempt's model calls were given; when there are
+// several, each says which calls were given it.
+function given(t) {
+  const setups = t.setups || [];
+  if (!setups.length) {
+    return el("div", { class: "setups" },
+      el("p", { class: "note", text: "the system prompt and tools the model was given are not in this record" }));
+  }
+  const calls = (t.model_calls || []).map((c, i) => [c.setup, i]);
+  const callsOf = (n) => calls.filter(([setup]) => setup === n).map(([, i]) => i);
+  return el("div", { class: "setups" }, ...setups.map((s, n) => setupOf(s, setups.length > 1 ? callsOf(n) : null)));
+}
+
 const row = (label, cls, value) => el("tr", {}, el("th", { text: label }), el("td", { class: cls, text: value }));
 
 function turns(record, body) {
@@ -116,7 +155,7 @@ function attempt(body, record, n) {
     el("h3", { text: "model calls" }),
     table("", ["#", "latency s", "tokens", "worker"].map((h) => el("th", { text: h })), calls),
     el("h3", { text: "tool calls" }), ...tools,
-    el("h3", { text: session ? "turns" : "messages" }),
+    el("h3", { text: session ? "turns" : "messages" }), given(t),
     session ? turns(record, body) : messages(t.messages || []),
     el("h3", { text: "final output" }), el("pre", { class: "final-output", text: content(t.final_output) }));
 }

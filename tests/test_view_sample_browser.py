@@ -45,6 +45,20 @@ def untyped_calls() -> dict[str, Any]:
     return line
 
 
+def two_setups() -> dict[str, Any]:
+    """An attempt whose second model call was given no system prompt and no tools."""
+    line = record("word_problems-1", 0, True)
+    tool = {"name": "multiply", "description": "Multiply.", "parameters": {"type": "object"}}
+    trajectory = line["trajectory"]
+    trajectory["setups"] = [
+        {"system_prompt": "Use the tools.", "tools": [tool]},
+        {"system_prompt": None, "tools": []},
+    ]
+    for n, call in enumerate(trajectory["model_calls"]):
+        call["setup"] = n
+    return line
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """A run on the shipped word problems, one with untyped tool calls, one of sessions."""
@@ -66,6 +80,7 @@ def root(tmp_path: Path) -> Path:
         session_record("eggs", 1, ["84", "168", "160", "140"]),
     ]
     write_run(runs / "chat", sessions, finished=False, settings={"agent.name": "multi_turn_chat"})
+    write_run(runs / "setups", [two_setups()], finished=False)
     down = [sessions[0], stopped_session(1, schema=2), stopped_session(2, schema=1)]
     write_run(runs / "down", down, finished=False, settings={"agent.name": "multi_turn_chat"})
     return runs
@@ -246,4 +261,22 @@ async def test_a_record_without_what_the_model_was_given_says_so(
         "the system prompt and tools the model was given are not in this record"
     )
     await expect(page.locator("#attempts details")).to_have_count(0)
+    assert browser.errors == []
+
+
+async def test_calls_given_different_setups_say_which_was_given_what(
+    url: str, browser: BrowserPage
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/setups") + "/sample/word_problems-1")
+    setups = page.locator("#attempt-0 .setup")
+    await expect(setups.locator(".setup-calls")).to_have_text(
+        ["given to model calls 0", "given to model calls 1"]
+    )
+    await expect(setups.nth(0).locator("summary")).to_have_text(
+        ["system prompt (3 words)", "tools: multiply"]
+    )
+    await expect(setups.nth(1).locator(".note")).to_have_text(["no system prompt", "no tools"])
     assert browser.errors == []

@@ -29,17 +29,24 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 def last_line(path: Path, width: int = 100) -> str | None:
-    """The last line a log holds, cut to `width` characters; None for no log or an empty one."""
+    """The last line of a log that says something, cut to `width` characters; None for none.
+
+    A line without a letter or digit says nothing: llama.cpp draws its loading bar in dots.
+    """
     try:
         with path.open("rb") as handle:
             handle.seek(max(path.stat().st_size - 4096, 0))
             lines = handle.read().decode(errors="replace").splitlines()
     except OSError:
         return None
-    said = next((line.strip() for line in reversed(lines) if line.strip()), None)
+    said = next((line.strip() for line in reversed(lines) if _says_something(line)), None)
     if said is None or len(said) <= width:
         return said
     return said[: width - 3] + "..."
+
+
+def _says_something(line: str) -> bool:
+    return any(character.isalnum() for character in line)
 
 
 def os_reason(exc: OSError) -> str:

@@ -25,6 +25,7 @@ from agent_eval.identity import (
     saved_facts,
 )
 from agent_eval.metrics import Summary
+from agent_eval.proxy.admin_client import WorkerLoad
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer, gold_check, load_reward
 from agent_eval.rewards.scorer import default_workers
@@ -40,8 +41,13 @@ class RunObserver(Protocol):
 
     def waiting(self, reason: str) -> None: ...
 
-    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
-        """The proxy whose workers to show; None when it is about to stop."""
+    def set_proxy(
+        self, base_url: str | None, api_key: str | None = None, since: WorkerLoad | None = None
+    ) -> None:
+        """The proxy whose workers to show; None when it is about to stop.
+
+        `since`: its workers' load before this run, when it served others first (a tune).
+        """
 
     def on_progress(self, progress: Progress) -> None: ...
 
@@ -91,14 +97,21 @@ async def save_run_files(config: RunConfig) -> None:
 
 
 async def play_served(
-    plan: Plan, served: Served, scorer: RewardScorer, observer: RunObserver
+    plan: Plan,
+    served: Served,
+    scorer: RewardScorer,
+    observer: RunObserver,
+    since: WorkerLoad | None = None,
 ) -> Summary:
-    """Every attempt of the plan against a model already served, the live view told of it."""
+    """Every attempt of the plan against a model already served, the live view told of it.
+
+    `since`: the proxy's workers before the run, so the view shows this run's load alone.
+    """
     config = plan.config
     # The model's name is known once the workers serve it: save it too.
     saved = resolved_config(config, served.model)
     await asyncio.to_thread(save_run_config, saved, config.run_dir)
-    observer.set_proxy(served.base_url, served.api_key)
+    observer.set_proxy(served.base_url, served.api_key, since)
     try:
         return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)
     finally:

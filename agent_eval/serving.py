@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 from openai import AsyncOpenAI
@@ -19,15 +18,12 @@ from agent_eval.credentials import client_key
 from agent_eval.diagnostics import os_reason
 from agent_eval.errors import ConfigError, ProxyStartError, StorageError
 from agent_eval.launch import WorkerEndpoint, launched_workers
-from agent_eval.proxy.admin_client import fetch_workers
+from agent_eval.proxy.admin_client import WorkerLoad, fetch_workers, load_since
 from agent_eval.proxy.process import proxy_process
 from agent_eval.proxy.upstream import bearer
 from agent_eval.results import save_worker_snapshot
 
 log = logging.getLogger(__name__)
-
-LOAD_COUNTERS = ("served", "failures", "prompt_tokens", "cached_tokens")
-"""The counters of GET /workers that only grow while the proxy runs."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,7 @@ async def proxied(
 
 
 async def keep_worker_load(
-    base_url: str, key: str, run_dir: Path, since: list[dict[str, Any]] | None = None
+    base_url: str, key: str, run_dir: Path, since: WorkerLoad | None = None
 ) -> None:
     """The proxy's last view of its workers into workers.json, for the report's load plot.
 
@@ -109,7 +105,7 @@ async def keep_worker_load(
         await asyncio.to_thread(save_worker_snapshot, run_dir, counted)
 
 
-async def worker_load(base_url: str, key: str) -> list[dict[str, Any]] | None:
+async def worker_load(base_url: str, key: str) -> WorkerLoad | None:
     """The proxy's GET /workers now; None (and why, logged) when it cannot be read."""
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
@@ -117,23 +113,6 @@ async def worker_load(base_url: str, key: str) -> list[dict[str, Any]] | None:
     except (aiohttp.ClientError, TimeoutError, KeyError, ValueError, TypeError) as exc:
         log.warning("could not read the proxy's worker load for the report (%s)", exc)
         return None
-
-
-def load_since(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each worker of `after` with its counters less those `before` had: one run's share."""
-    earlier = {worker["url"]: worker for worker in before}
-    return [_less(worker, earlier.get(worker["url"], {})) for worker in after]
-
-
-def _less(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-    counted = dict(after)
-    for name in LOAD_COUNTERS:
-        if isinstance(after.get(name), int):
-            counted[name] = after[name] - (before.get(name) or 0)
-    cached, prompt = counted.get("cached_tokens"), counted.get("prompt_tokens")
-    if "cache_hit_rate" in counted:
-        counted["cache_hit_rate"] = cached / prompt if cached is not None and prompt else None
-    return counted
 
 
 async def _check_endpoints(endpoints: list[WorkerEndpoint], key: SecretStr | None) -> None:

@@ -1,4 +1,5 @@
-"""Fixtures: mock workers on real ports, a proxy in front of them, a headless browser."""
+"""Fixtures: mock workers on real ports, a proxy in front of them, a headless browser, a
+terminal."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from openai import AsyncOpenAI
 
 from agent_eval.engine import Progress
+from agent_eval.proxy.admin_client import WorkerLoad
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.view.server import create_app
 from tests.browser import BrowserPage, browser_page
+from tests.terminal import OnTerminal, terminal
 
 StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
 MakeClient = Callable[..., AsyncOpenAI]
@@ -35,7 +38,9 @@ class QuietObserver:
     def waiting(self, reason: str) -> None:
         pass
 
-    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
+    def set_proxy(
+        self, base_url: str | None, api_key: str | None = None, since: WorkerLoad | None = None
+    ) -> None:
         pass
 
     def on_progress(self, progress: Progress) -> None:
@@ -53,6 +58,13 @@ async def browser() -> AsyncIterator[BrowserPage]:
     """A page in headless Chromium; skipped without Chromium or playwright (tests/browser.py)."""
     async with browser_page() as page:
         yield page
+
+
+@pytest.fixture
+async def on_terminal(tmp_path: Path) -> AsyncIterator[OnTerminal]:
+    """Commands on a real terminal, tmux (tests/terminal.py); skipped without tmux."""
+    async with terminal(f"agent-eval-test-{os.getpid()}-{id(tmp_path)}") as run:
+        yield run
 
 
 @pytest.fixture

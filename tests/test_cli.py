@@ -81,10 +81,6 @@ def serve_process(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[s
         process.wait()
 
 
-def _served_url(process: subprocess.Popen[str]) -> str:
-    return _served_url_in(process.stdout.readline())
-
-
 def _served_url_in(line: str) -> str:
     found = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
     assert found, line
@@ -96,11 +92,14 @@ def _served_url_in(line: str) -> str:
 async def test_serve_runs_until_signalled(
     serve_process: subprocess.Popen[str], signum: signal.Signals
 ) -> None:
-    base_url = _served_url(serve_process)
-    lines = [serve_process.stdout.readline() for _ in range(2)]
-    assert "no workers yet" in lines[0]
-    token = lines[1].removeprefix("  admin token for POST and DELETE /workers: ").strip()
-    assert len(token) >= 32, lines
+    first = serve_process.stdout.readline()
+    base_url = _served_url_in(first)
+    # The first line says how to give it workers: the embedded model, or servers of one's own.
+    assert "no workers yet" in first and "--backend llamacpp:d2" in first, first
+    assert "--endpoint URL" in first and "POST /workers" in first, first
+    line = serve_process.stdout.readline()
+    token = line.removeprefix("  admin token for POST and DELETE /workers: ").strip()
+    assert len(token) >= 32, line
     async with MockWorker() as worker, aiohttp.ClientSession() as http:
         workers = base_url.removesuffix("/v1") + "/workers"
         async with http.post(workers, json={"url": worker.url}) as r:

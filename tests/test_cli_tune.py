@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from agent_eval.data.subset import seeded_subset
 from agent_eval.study_files import CONFIRM_FILE, FAILURE, RUN_DIR, load_study, optuna_module
 from agent_eval.tune.study import CONTINUES, INTERRUPTED
 from tests.conftest import StartWorkers, eventually
+from tests.terminal import OnTerminal, worker_rows
 from tests.test_cli_run import agent_eval, finish, lines
 from tests.tune_jobs import two_step_workers, write_sums
 
@@ -118,3 +120,28 @@ async def test_ctrl_c_then_the_same_command_continues_and_confirm_plays_the_best
     assert "on the whole dataset: accuracy 0.500" in out and said in out
     assert "agent-eval run --config" in out
     assert not processes_under(tune_dir)
+
+
+async def test_each_trials_worker_panel_counts_only_that_trials_model_calls(
+    start_workers: StartWorkers, on_terminal: OnTerminal, tmp_path: Path
+) -> None:
+    (worker,) = await two_step_workers(start_workers)
+    (tmp_path / "space.yaml").write_text(TEMPERATURE)
+    data = write_sums(tmp_path / "sums.jsonl", rows=4)
+    command = [
+        sys.executable, "-m", "agent_eval", "tune", "--space", "space.yaml", "-d", data.name,
+        "--endpoint", worker.url, "--trials", "2", "--pruner", "none", "-j", "2", "-o", "tune",
+    ]  # fmt: skip
+    final = (await on_terminal(command, tmp_path)).final
+    calls = []
+    for trial in (0, 1):
+        # A trial's last frame: from its bar, titled by its settings, to the line of its end.
+        end = final.index(f"trial {trial}  complete")
+        last = final[final.rindex(f"trial {trial}: sampling.temperature=", 0, end) : end]
+        run_dir = tmp_path / "tune" / f"trial-{trial}"
+        made = sum(record["model_calls"] for record in lines(run_dir))
+        counted = json.loads((run_dir / "workers.json").read_text())["workers"]
+        assert [served for _, served in worker_rows(last)] == [made], last
+        assert [w["served"] for w in counted] == [made]
+        calls.append(made)
+    assert worker.stats.generation_requests == sum(calls)  # the proxy served both

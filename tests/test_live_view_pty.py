@@ -2,58 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-import shlex
-import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import StartWorkers
+from tests.terminal import OnTerminal, Screen, worker_rows
 from tests.test_cli_run import agent_eval, finish, lines, write_dataset
 
 ATTEMPTS = 20  # test_cli_run's 10 rows, 2 attempts each
 TITLE = "math_calculator on say.jsonl"
-WORKER_ROW = re.compile(r"^\s*http://127\.0\.0\.1:\d+\s+healthy\s+\w+\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
-
-
-@dataclass(frozen=True)
-class Screen:
-    """A run on a terminal: the screens sampled while it went on, and what stayed afterwards."""
-
-    frames: list[str]
-    final: str  # the scrollback and the screen once the command ended
-
-
 RunOnTerminal = Callable[..., Awaitable[Screen]]
-
-
-async def _tmux(socket: str, *args: str) -> str:
-    """One tmux command on our own server; its stdout."""
-    process = await asyncio.create_subprocess_exec(
-        "tmux", "-L", socket, "-f", "/dev/null", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return out.decode()
 
 
 @pytest.fixture
 async def run_on_terminal(
-    start_workers: StartWorkers, tmp_path: Path
-) -> AsyncIterator[RunOnTerminal]:
+    start_workers: StartWorkers, on_terminal: OnTerminal, tmp_path: Path
+) -> RunOnTerminal:
     """`agent-eval run` on a 120x40 tmux terminal against two mock workers (1 s per call)."""
-    if shutil.which("tmux") is None:
-        if os.environ.get("AGENT_EVAL_REQUIRE_TMUX"):
-            pytest.fail("tmux is required here (AGENT_EVAL_REQUIRE_TMUX) but not installed")
-        pytest.skip("tmux is not installed")
-    socket = f"agent-eval-test-{os.getpid()}-{id(tmp_path)}"
     workers = await start_workers(2)
     for worker in workers:
         # Two calls of 1 s per attempt: the first attempt ends well after the proxy is ready.
@@ -65,39 +34,15 @@ async def run_on_terminal(
         command = [sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator",
                    "--dataset", data.name, *endpoints, "-n", "2", "-j", "8", "-o", "run",
                    *extra]  # fmt: skip
-        # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
-        shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
-        await _tmux(socket, "new-session", "-d", "-s", "run", "-x", "120", "-y", "40",
-                    "-c", str(tmp_path), shell)  # fmt: skip
-        frames: list[str] = []
-        async with asyncio.timeout(120):
-            while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
-                frames.append(await _tmux(socket, "capture-pane", "-p", "-t", "run"))
-                await asyncio.sleep(0.1)
-        final = await _tmux(socket, "capture-pane", "-p", "-S", "-", "-t", "run")
-        assert "EXIT=0" in final, final
-        return Screen(frames, final)
+        return await on_terminal(command, tmp_path)
 
-    try:
-        yield run
-    finally:
-        killed = await asyncio.create_subprocess_exec(
-            "tmux", "-L", socket, "kill-server",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        await killed.wait()
+    return run
 
 
 def _done(frame: str) -> int | None:
     """Finished attempts on the bar of a frame; None when the bar is not there."""
     match = re.search(rf"{TITLE} .*?(\d+)/(\d+|\?) ", frame)
     return None if match is None else int(match.group(1))
-
-
-def _worker_rows(frame: str) -> list[tuple[int, int]]:
-    """(in flight, served) of each worker row in the panel of a frame."""
-    found = (WORKER_ROW.match(line) for line in frame.splitlines())
-    return [(int(m.group(1)), int(m.group(2))) for m in found if m]
 
 
 def _last_frame(final: str) -> str:
@@ -111,7 +56,7 @@ async def test_the_wait_ends_when_the_proxy_is_ready_and_the_total_shows_up_fron
     screen = await run_on_terminal()
     bars = [frame for frame in screen.frames if _done(frame) is not None]
     assert bars and all(f"/{ATTEMPTS} " in frame for frame in bars)  # never 0/?
-    ready = [frame for frame in bars if _done(frame) == 0 and _worker_rows(frame)]
+    ready = [frame for frame in bars if _done(frame) == 0 and worker_rows(frame)]
     assert ready, "no frame between the proxy's start and the first attempt's end"
     for frame in ready:
         assert "waiting for the proxy" not in frame, frame
@@ -151,7 +96,7 @@ async def test_the_last_frame_shows_every_model_call_answered_none_in_flight(
     screen = await run_on_terminal()
     last = _last_frame(screen.final)
     assert _done(last) == ATTEMPTS, last
-    rows = _worker_rows(last)
+    rows = worker_rows(last)
     assert len(rows) == 2 and [in_flight for in_flight, _ in rows] == [0, 0], last
     made = sum(record["model_calls"] for record in lines(tmp_path / "run"))
     assert sum(served for _, served in rows) == made, last

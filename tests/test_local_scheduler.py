@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.allocation import Allocation
-from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.backends import WorkerCommand, WorkerConfig, get_backend
 from agent_eval.diagnostics import last_line
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers import local, ports
@@ -71,6 +71,31 @@ async def test_the_wait_says_what_a_starting_worker_last_logged(tmp_path: Path) 
     # A cold start shows its progress (a model loading), not a bare "waiting".
     logged = [w for w in waits if w.startswith("waiting for 1 worker(s) to answer; worker 0")]
     assert any("logged: READY http://127.0.0.1:" in w for w in logged), waits
+
+
+class LoadingBackend(MockBackend):
+    """A worker that logs as llama.cpp does while a model loads (a line, then progress dots)
+    and never answers."""
+
+    def command(
+        self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str
+    ) -> WorkerCommand:
+        script = "printf 'load_tensors: loading model tensors\\n.'; exec sleep 60"
+        return WorkerCommand(["sh", "-c", script], ready_path="/never")
+
+
+async def test_the_wait_shows_the_last_line_that_says_something(tmp_path: Path) -> None:
+    waits: list[str] = []
+    async with LocalScheduler(tmp_path) as scheduler:
+        await scheduler.launch(LoadingBackend(), WorkerConfig(), Allocation("mock"))
+        waiting = asyncio.create_task(scheduler.wait_ready(timeout=60, on_wait=waits.append))
+        try:
+            await eventually(lambda: any("logged" in wait for wait in waits), 30)
+        finally:
+            waiting.cancel()
+            await asyncio.wait([waiting])
+    logged = next(wait for wait in waits if "logged" in wait)
+    assert logged.endswith(" logged: load_tensors: loading model tensors"), waits
 
 
 def test_the_last_line_of_a_log_is_cut_to_its_width(tmp_path: Path) -> None:

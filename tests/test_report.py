@@ -181,6 +181,10 @@ def test_a_multi_turn_run_gets_a_session_by_turn_heatmap(multi: Path) -> None:
     # one cell per session and turn, each with its reward as a tooltip
     assert page.figures["turn-rewards"].count("title") >= 9
     assert page.row("headline", "session success") == ["session success", "0.333"]
+    # A session is right only when every turn is: the headline says so, printed and on the page.
+    label = "accuracy (every turn right)"
+    assert table_row(result.output, label)[4] == "0.333", result.output
+    assert page.row("headline", label)[1].startswith("0.333 ±")
 
 
 def test_an_unscored_session_is_a_row_without_rewards_in_the_heatmap(multi: Path) -> None:

@@ -19,6 +19,10 @@ from agent_eval.proxy.admin_client import fetch_workers
 from agent_eval.proxy.config import ProxyConfig
 
 MODEL_PLACEHOLDER = "MODEL"
+NO_WORKERS = (
+    " with no workers yet: start it with --backend llamacpp:d2 (the embedded model) or "
+    "--endpoint URL (a server you run), or add one now with POST /workers and the admin token"
+)
 PANEL_INTERVAL = 1.0
 
 
@@ -165,12 +169,15 @@ def _panel(status: WorkerStatus | None) -> Panel:
 
 
 def announce(base_url: str, config: ProxyConfig) -> None:
-    """The proxy's address and its workers, once it listens."""
+    """The proxy's address and its workers, once it listens; without any, how to give it some."""
     console.print(
-        Text.assemble(("agent-eval proxy", "bold green"), " listening at ", (base_url, "bold")),
+        Text.assemble(
+            ("agent-eval proxy", "bold green"),
+            " listening at ",
+            (base_url, "bold"),
+            "" if config.endpoints else NO_WORKERS,
+        ),
         soft_wrap=True,
     )
     for url in config.endpoints:
         console.print(Text(f"  worker {url}"), soft_wrap=True)
-    if not config.endpoints:
-        console.print("  no workers yet: add one with POST /workers and the admin token")

@@ -20,6 +20,7 @@ from agent_eval.lifecycle import logs_through
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress.stats import RunStats, Snapshot, duration_text, stats_parts
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
+from agent_eval.proxy.admin_client import WorkerLoad
 
 if TYPE_CHECKING:
     from agent_eval.engine import Progress
@@ -88,12 +89,15 @@ class RunView:
             if not self.live:
                 self.console.out(reason, highlight=False)
 
-    def set_proxy(self, url: str | None, api_key: str | None = None) -> None:
-        """Show this proxy's workers; `url` may end in /v1. None: it stops; keep the last view.
+    def set_proxy(
+        self, url: str | None, api_key: str | None = None, since: WorkerLoad | None = None
+    ) -> None:
+        """Show this proxy's workers (their load `since`, if given); `url` may end in /v1.
+        None: it stops; keep the last view.
 
         A proxy is given once it is ready: the wait ends and the rates' wall time starts.
         """
-        self._poller.set_proxy(url, api_key)
+        self._poller.set_proxy(url, api_key, since)
         self._ready = url is not None
         if url is not None:
             self._wait = None

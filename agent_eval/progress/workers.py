@@ -12,7 +12,7 @@ import aiohttp
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.proxy.admin_client import fetch_workers, proxy_root
+from agent_eval.proxy.admin_client import WorkerLoad, fetch_workers, load_since, proxy_root
 
 # A proxy busy with a whole run can be slow to answer; a late answer still helps.
 _REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=5)
@@ -76,19 +76,23 @@ class WorkerPoller:
         self._wake = asyncio.Event()
         self._root: str | None = None
         self._api_key: str | None = None
+        self._since: WorkerLoad | None = None
         if proxy_url is not None:
             self.set_proxy(proxy_url, api_key)
 
-    def set_proxy(self, url: str | None, api_key: str | None = None) -> None:
+    def set_proxy(
+        self, url: str | None, api_key: str | None = None, since: WorkerLoad | None = None
+    ) -> None:
         """Poll this proxy from now on; `url` may end in /v1. `api_key` if the proxy has one.
 
+        `since`: the proxy's workers before this run; their counters show less those.
         None: the proxy is going away; polling stops and the last status stays.
         """
         if url is None:
             self._root = None
             return
         self._root = proxy_root(url)
-        self._api_key = api_key
+        self._api_key, self._since = api_key, since
         self.status = None
         self.refresh()  # a new proxy's workers show at once, not an interval later
 
@@ -102,7 +106,7 @@ class WorkerPoller:
             while True:
                 self._wake.clear()  # before the poll: a refresh asked during it polls again
                 if (root := self._root) is not None:
-                    self._keep(root, await self._poll(http, root))
+                    self._keep(root, await self._poll(http, root, self._since))
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.interval):
                         await self._wake.wait()
@@ -116,10 +120,13 @@ class WorkerPoller:
             self.status = status
         # Else a proxy stopped meanwhile, which is not "not answering", or another took over.
 
-    async def _poll(self, http: aiohttp.ClientSession, root: str) -> WorkerStatus:
+    async def _poll(
+        self, http: aiohttp.ClientSession, root: str, since: WorkerLoad | None
+    ) -> WorkerStatus:
         try:
             workers = await fetch_workers(http, root, self._api_key)
-            return WorkerStatus(tuple(WorkerRow.from_json(w) for w in workers))
+            counted = workers if since is None else load_since(since, workers)
+            return WorkerStatus(tuple(WorkerRow.from_json(w) for w in counted))
         except aiohttp.ClientResponseError as exc:
             return WorkerStatus(error=f"proxy answered HTTP {exc.status} on /workers")
         except TimeoutError:

@@ -6,15 +6,19 @@ from typing import Any
 
 import aiohttp
 
+WorkerLoad = list[dict[str, Any]]
+"""The proxy's `GET /workers` list: each worker's URL, health and counters."""
+
+LOAD_COUNTERS = ("served", "failures", "prompt_tokens", "cached_tokens")
+"""The counters of GET /workers that only grow while the proxy runs."""
+
 
 def proxy_root(url: str) -> str:
     """The proxy's root URL, where its admin routes are, from its base URL (with or without /v1)."""
     return url.rstrip("/").removesuffix("/v1")
 
 
-async def fetch_workers(
-    http: aiohttp.ClientSession, url: str, api_key: str | None
-) -> list[dict[str, Any]]:
+async def fetch_workers(http: aiohttp.ClientSession, url: str, api_key: str | None) -> WorkerLoad:
     """The proxy's `GET /workers` list; `url` may end in /v1.
 
     Raises: aiohttp.ClientError (ClientResponseError on a non-2xx answer), TimeoutError, or
@@ -24,3 +28,20 @@ async def fetch_workers(
     async with http.get(f"{proxy_root(url)}/workers", headers=headers) as response:
         response.raise_for_status()
         return list((await response.json())["workers"])
+
+
+def load_since(before: WorkerLoad, after: WorkerLoad) -> WorkerLoad:
+    """Each worker of `after` with its counters less those `before` had: one run's share."""
+    earlier = {worker["url"]: worker for worker in before}
+    return [_less(worker, earlier.get(worker["url"], {})) for worker in after]
+
+
+def _less(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    counted = dict(after)
+    for name in LOAD_COUNTERS:
+        if isinstance(after.get(name), int):
+            counted[name] = after[name] - (before.get(name) or 0)
+    cached, prompt = counted.get("cached_tokens"), counted.get("prompt_tokens")
+    if "cache_hit_rate" in counted:
+        counted["cache_hit_rate"] = cached / prompt if cached is not None and prompt else None
+    return counted

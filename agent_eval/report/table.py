@@ -60,12 +60,17 @@ def _quality(summary: Summary) -> list[Row]:
     if accuracy is not None and summary.unscored:
         accuracy += f" over {summary.accuracy.n:,} scored"
     return [
-        ("accuracy", accuracy),
+        (_accuracy_label(summary), accuracy),
         *_by_k("pass@", summary.pass_at_k),
         *_by_k("maj@", summary.maj_at_k),
         (f"accuracy by turn 1..{turns}", _joined(summary.turn_accuracy, ".2f", " · ")),
         ("session success", _number(summary.session_success)),
     ]
+
+
+def _accuracy_label(summary: Summary) -> str:
+    """A session's attempt is right only when every turn is: its accuracy says so."""
+    return "accuracy (every turn right)" if summary.sessions else "accuracy"
 
 
 def _stability(summary: Summary) -> list[Row]:

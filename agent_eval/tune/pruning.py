@@ -15,6 +15,7 @@ from agent_eval.engine import Progress
 from agent_eval.evaluation import RunObserver
 from agent_eval.metrics import Summary, summarize
 from agent_eval.metrics.objectives import Objective
+from agent_eval.proxy.admin_client import WorkerLoad
 from agent_eval.results import RunDirectory
 from agent_eval.tune.study import StudyThread
 
@@ -52,8 +53,10 @@ class TrialWatch:
     def waiting(self, reason: str) -> None:
         self.view.waiting(reason)
 
-    def set_proxy(self, base_url: str | None, api_key: str | None = None) -> None:
-        self.view.set_proxy(base_url, api_key)
+    def set_proxy(
+        self, base_url: str | None, api_key: str | None = None, since: WorkerLoad | None = None
+    ) -> None:
+        self.view.set_proxy(base_url, api_key, since)
 
     def on_progress(self, progress: Progress) -> None:
         self.view.on_progress(progress)

@@ -206,7 +206,7 @@ class Tuner:
         scorer = await self.server.scorer(config)
         # The proxy may have served earlier trials: this run's load is what it adds.
         before = await worker_load(served.base_url, served.api_key)
-        playing = asyncio.create_task(play_served(checked, served, scorer, watch))
+        playing = asyncio.create_task(play_served(checked, served, scorer, watch, before))
         try:
             summary = await watch.play(playing)
         except asyncio.CancelledError:

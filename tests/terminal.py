@@ -1,0 +1,80 @@
+"""A command on a real terminal (tmux, 120x40), its screens sampled while it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+WORKER_ROW = re.compile(r"^\s*http://127\.0\.0\.1:\d+\s+healthy\s+\w+\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Screen:
+    """A command on a terminal: the screens sampled while it went on, and what stayed afterwards."""
+
+    frames: list[str]
+    final: str  # the scrollback and the screen once the command ended
+
+
+OnTerminal = Callable[[list[str], Path], Awaitable[Screen]]
+
+
+async def tmux(socket: str, *args: str) -> str:
+    """One tmux command on our own server; its stdout."""
+    process = await asyncio.create_subprocess_exec(
+        "tmux", "-L", socket, "-f", "/dev/null", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+@contextlib.asynccontextmanager
+async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
+    """`await run(command, cwd)`: the command on a 120x40 tmux terminal, to its exit 0.
+
+    Inside, a tmux server of its own on `socket`; skipped where there is no tmux.
+    """
+    if shutil.which("tmux") is None:
+        if os.environ.get("AGENT_EVAL_REQUIRE_TMUX"):
+            pytest.fail("tmux is required here (AGENT_EVAL_REQUIRE_TMUX) but not installed")
+        pytest.skip("tmux is not installed")
+
+    async def run(command: list[str], cwd: Path) -> Screen:
+        # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
+        shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
+        await tmux(socket, "new-session", "-d", "-s", "run", "-x", "120", "-y", "40",
+                   "-c", str(cwd), shell)  # fmt: skip
+        frames: list[str] = []
+        async with asyncio.timeout(120):
+            while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
+                frames.append(await tmux(socket, "capture-pane", "-p", "-t", "run"))
+                await asyncio.sleep(0.1)
+        final = await tmux(socket, "capture-pane", "-p", "-S", "-", "-t", "run")
+        assert "EXIT=0" in final, final
+        return Screen(frames, final)
+
+    try:
+        yield run
+    finally:
+        killed = await asyncio.create_subprocess_exec(
+            "tmux", "-L", socket, "kill-server",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        await killed.wait()
+
+
+def worker_rows(frame: str) -> list[tuple[int, int]]:
+    """(in flight, served) of each worker row in the panel of a frame."""
+    found = (WORKER_ROW.match(line) for line in frame.splitlines())
+    return [(int(m.group(1)), int(m.group(2))) for m in found if m]

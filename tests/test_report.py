@@ -171,6 +171,18 @@ def test_a_single_run_prints_its_summary_and_writes_every_plot(single: Path) -> 
     assert "127.0.0.1:30001" in "".join(page.figure_text["workers"])
 
 
+def test_maj_at_1_is_pass_at_1_and_a_tie_counts_one_over_the_answers_tied(single: Path) -> None:
+    result = report(single)
+    assert result.exit_code == 0, result.output
+    # A sample's attempts: s0 42 42, s1 42 41, evil 41 41, s3 42 41 (42 is right). A single
+    # attempt's majority is that attempt, over both attempts as pass@1 counts them; s1 and s3
+    # tie 1-1 at maj@2, each tie half right.
+    assert table_row(result.output, "maj@1") == ["maj@1", "0.500"]
+    assert table_row(result.output, "pass@1") == ["pass@1", "0.500"]
+    assert table_row(result.output, "maj@2") == ["maj@2", "0.500"]
+    assert "a tie of t answers counts 1/t" in " ".join(result.output.split())
+
+
 def test_a_multi_turn_run_gets_a_session_by_turn_heatmap(multi: Path) -> None:
     result = report(multi)
     assert result.exit_code == 0, result.output

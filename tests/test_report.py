@@ -19,7 +19,7 @@ from agent_eval.report.runs import load_run
 from agent_eval.results import WORKERS, save_worker_snapshot
 
 EVIL = "<script>alert(1)</script>"
-SINGLE_FIGURES = ("accuracy", "latency", "tokens", "workers")
+SINGLE_FIGURES = ("accuracy", "latency", "prompt-tokens", "completion-tokens", "workers")
 WORKER_SNAPSHOT = [
     {"url": "http://127.0.0.1:30001", "healthy": True, "breaker": "closed", "served": 6},
     {"url": "http://127.0.0.1:30002", "healthy": False, "breaker": "open", "served": 2},
@@ -181,6 +181,20 @@ def test_maj_at_1_is_pass_at_1_and_a_tie_counts_one_over_the_answers_tied(single
     assert table_row(result.output, "pass@1") == ["pass@1", "0.500"]
     assert table_row(result.output, "maj@2") == ["maj@2", "0.500"]
     assert "a tie of t answers counts 1/t" in " ".join(result.output.split())
+
+
+def test_prompt_and_completion_tokens_are_plotted_apart_as_captioned(single: Path) -> None:
+    assert report(single).exit_code == 0
+    page = Page((single / "report.html").read_text())
+    # Every attempt's prompt is 100 tokens; its completion 20 at attempt 0, 30 at attempt 1.
+    for name, caption in [
+        ("prompt-tokens", "Prompt tokens per attempt: mean 100"),
+        ("completion-tokens", "Completion tokens per attempt: mean 25"),
+    ]:
+        text = " ".join(page.figure_text[name])
+        assert "svg" in page.figures[name] and caption in text, name
+        assert f"{name.replace('-', ' ')} per attempt" in text  # the histogram's own axis
+    assert "tokens" not in page.figures
 
 
 def test_a_multi_turn_run_gets_a_session_by_turn_heatmap(multi: Path) -> None:

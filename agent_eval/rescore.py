@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
@@ -30,13 +32,32 @@ WINDOW = 256
 """Attempts scored at once: many more than scoring processes, so none waits for work."""
 
 
+class Change(StrEnum):
+    """One kind of difference between an attempt's old and new score; each changed attempt is of
+    exactly one kind, the first that fits in this order."""
+
+    RIGHT_TO_WRONG = "right → wrong"
+    WRONG_TO_RIGHT = "wrong → right"
+    ANSWER_LOST = "same verdict, no answer now"
+    ANSWER_FOUND = "same verdict, an answer now"
+    ANSWER_CHANGED = "same verdict, another answer"
+    REWARD_CHANGED = "same verdict and answer, another reward"
+    UNSCORED = "scored → unscored (the new reward failed)"
+    SCORED = "unscored → scored"
+    STILL_UNSCORED = "unscored both times, another error"
+
+
 @dataclass(frozen=True)
 class Changes:
-    """How many attempts the new reward scored differently, and how many it flipped."""
+    """How many attempts the new reward scored differently, by kind of change."""
 
-    changed: int
-    right_to_wrong: int
-    wrong_to_right: int
+    by_kind: dict[Change, int]
+    """Every kind, in Change's order, with its count (0 for none)."""
+
+    @property
+    def changed(self) -> int:
+        """The attempts scored differently: the kinds' counts add up to it."""
+        return sum(self.by_kind.values())
 
 
 @dataclass(frozen=True)
@@ -81,14 +102,24 @@ def rescore(source: Path, reward: str | None = None, target: Path | None = None)
 
 
 def changes(old: Iterable[AttemptScore], new: Iterable[AttemptScore]) -> Changes:
-    """The attempts scored differently, in the same order on both sides; one that became
-    unscored (the new reward failed on it) or scored is a change, but no flip."""
-    pairs = list(zip(old, new, strict=True))
-    return Changes(
-        changed=sum(a != b for a, b in pairs),
-        right_to_wrong=sum(a.correct is True and b.correct is False for a, b in pairs),
-        wrong_to_right=sum(a.correct is False and b.correct is True for a, b in pairs),
-    )
+    """The attempts scored differently, in the same order on both sides, by kind of change."""
+    counted = Counter(change(a, b) for a, b in zip(old, new, strict=True) if a != b)
+    return Changes({kind: counted[kind] for kind in Change})
+
+
+def change(old: AttemptScore, new: AttemptScore) -> Change:
+    """The kind of change from one score of an attempt to another, different one."""
+    if old.scored != new.scored:
+        return Change.UNSCORED if old.scored else Change.SCORED
+    if not old.scored:
+        return Change.STILL_UNSCORED
+    if old.correct != new.correct:
+        return Change.WRONG_TO_RIGHT if new.correct else Change.RIGHT_TO_WRONG
+    if (old.answer, old.turn_answers) == (new.answer, new.turn_answers):
+        return Change.REWARD_CHANGED
+    if old.answer is not None and new.answer is None:
+        return Change.ANSWER_LOST
+    return Change.ANSWER_FOUND if old.answer is None else Change.ANSWER_CHANGED
 
 
 def _config(old: Run) -> RunConfig:

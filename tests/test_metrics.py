@@ -7,6 +7,9 @@ import json
 import math
 import random
 import statistics
+from collections import Counter
+from collections.abc import Sequence
+from fractions import Fraction
 from itertools import combinations, pairwise
 from typing import Any
 
@@ -34,20 +37,20 @@ from agent_eval.metrics import (
     is_tool_error,
     latency_summary,
     maj_at_k,
-    majority_answer,
     mean_pass_at_k,
     mean_pass_hat_k,
     mean_reward,
     mean_turn_reward,
+    normalize_answer,
     pass_at_k,
     pass_hat_k,
     percentile,
     reward_variance,
     session_success,
     summarize,
-    summarize_tally,
     throughput,
     token_summary,
+    top_answers,
     turn_accuracy,
     wilson_interval,
 )
@@ -197,35 +200,80 @@ def test_a_difference_within_the_noise_is_not_significant() -> None:
 # Majority vote and agreement
 
 
-def test_maj_at_k_tie_goes_to_the_answer_seen_first() -> None:
-    first_right = answered("a", ["5", "4", "4", "5"], {"5"})
-    first_wrong = answered("b", ["5", "4", "4", "5"], {"4"})
-    samples = list(RunTally(keep=4).extend(first_right + first_wrong).samples.values())
-    assert majority_answer(["5", "4", "4", "5"]) == "5"
-    assert maj_at_k(samples, 4) == 0.5  # "5" wins both ties; right for a only
-    assert maj_at_k(samples[:1], 3) == 0.0  # first three: "4" has two votes, and is wrong in a
+def vote_of(attempts: Sequence[tuple[str | None, bool]]) -> Fraction:
+    """How right the most frequent answer of these attempts is, by the definition itself: a tie
+    of t answers is a fair pick, an answer is as right as its attempts here; no answer, no vote."""
+    votes = Counter(normalize_answer(answer) for answer, _ in attempts)
+    votes.pop(None, None)
+    if not votes:
+        return Fraction(sum(ok for _, ok in attempts), len(attempts))
+    most = max(votes.values())
+    top = [answer for answer, count in votes.items() if count == most]
+    right = [
+        Fraction(sum(ok for a, ok in attempts if normalize_answer(a) == answer), most)
+        for answer in top
+    ]
+    return sum(right, Fraction(0)) / len(top)
 
 
-def test_maj_at_k_uses_the_lowest_attempt_numbers_whatever_the_arrival_order() -> None:
-    scores = answered("a", ["7", "7", "3", "3", "3"], {"7"})
-    tally = RunTally(keep=2).extend(reversed(scores))
-    assert [vote[0] for vote in tally.samples["a"].votes] == [0, 1]
-    assert maj_at_k(list(tally.samples.values()), 2) == 1.0
+def enumerated_maj_at_k(attempts: Sequence[tuple[str | None, bool]], k: int) -> Fraction:
+    subsets = list(combinations(attempts, k))
+    return sum((vote_of(subset) for subset in subsets), Fraction(0)) / len(subsets)
+
+
+def test_maj_at_k_matches_enumeration_of_k_subsets() -> None:
+    rng = random.Random(29)
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        # A lenient reward can mark one answer right on one attempt and wrong on another.
+        attempts = [(rng.choice(["1", "2", " 2", "3", None]), rng.random() < 0.4) for _ in range(n)]
+        scores = [attempt("a", i, ok, answer) for i, (answer, ok) in enumerate(attempts)]
+        samples = list(RunTally().extend(scores).samples.values())
+        for k in range(1, n + 1):
+            expected = float(enumerated_maj_at_k(attempts, k))
+            assert maj_at_k(samples, k) == pytest.approx(expected, abs=1e-15), (attempts, k)
+
+
+def test_maj_at_1_is_pass_at_1_to_the_last_bit() -> None:
+    for seed in range(20):
+        summary = summarize(random_run(random.Random(seed), samples=13, n=3), 1.0, ks=(1, 3))
+        assert summary.maj_at_k[1] == summary.pass_at_k[1], seed
+
+
+def test_a_tie_of_t_answers_counts_one_over_t() -> None:
+    two_each = answered("a", ["19", "48", "19", "48"], {"48"})
+    three_ways = answered("b", ["1", "2", "3"], {"2"})
+    assert top_answers(["19", "48", "19 ", "48"]) == ["19", "48"]
+    assert maj_at_k(list(RunTally().extend(two_each).samples.values()), 4) == 0.5
+    assert maj_at_k(list(RunTally().extend(three_ways).samples.values()), 3) == pytest.approx(1 / 3)
 
 
 def test_maj_at_k_normalises_answers_and_lets_no_answer_abstain() -> None:
-    assert majority_answer([" 42", None, None, "42 ", "41"]) == "42"
-    assert majority_answer(["A  b", "a b", "c"]) == "a b"
-    abstain = answered("a", [None, None, None], set())
-    mixed = answered("b", [None, " 42", "41"], {" 42"})
-    samples = list(RunTally(keep=3).extend(abstain + mixed).samples.values())
-    assert maj_at_k(samples, 3) == 0.5  # all-abstain is wrong; " 42" wins b's tie
+    assert top_answers([" 42", None, None, "42 ", "41"]) == ["42"]
+    assert top_answers(["A  b", "a b", "c"]) == ["a b"]
+    assert top_answers([None, ""]) == []
+    mixed = answered("a", [None, " 42", None], {" 42"})
+    assert maj_at_k(list(RunTally().extend(mixed).samples.values()), 3) == 1.0
+    # A reward that parses no answer leaves nothing to vote on: k attempts count as their mean.
+    silent = [attempt("b", i, ok) for i, ok in enumerate([True, False, False])]
+    tally = list(RunTally().extend(silent).samples.values())
+    assert [maj_at_k(tally, k) for k in (1, 2, 3)] == pytest.approx([1 / 3] * 3)
 
 
-def test_maj_at_k_needs_the_votes_it_asks_for() -> None:
-    tally = RunTally(keep=1).extend(answered("a", ["1", "1"], {"1"}))
-    with pytest.raises(ValueError, match="kept 1"):
-        summarize_tally(tally, 1.0, ks=(2,))
+def test_maj_at_k_is_the_same_whatever_the_arrival_order() -> None:
+    scores = answered("a", ["7", "7", "3", "3", "3"], {"7"})
+    forward = list(RunTally().extend(scores).samples.values())
+    backward = list(RunTally().extend(reversed(scores)).samples.values())
+    for k in range(1, 6):
+        assert maj_at_k(forward, k) == maj_at_k(backward, k), k
+
+
+def test_maj_at_k_of_many_attempts_takes_little_work() -> None:
+    # 64 attempts in eight answers of eight: a shape whose draws are too many to list.
+    scores = answered("a", [str(i % 8) for i in range(64)], {"0"})
+    samples = list(RunTally().extend(scores).samples.values())
+    assert maj_at_k(samples, 64) == pytest.approx(1 / 8)
+    assert maj_at_k(samples, 1) == 1 / 8
 
 
 def test_consistency_counts_samples_whose_attempts_agree() -> None:
@@ -386,7 +434,7 @@ def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     data = summarize([attempt("a", 0, True, "1")], 1.0).to_dict()
     groups = ("quality", "stability", "robustness", "efficiency")
     size = ["samples", "attempts", "scored", "unscored", "unscored_by_kind", "sessions"]
-    assert list(data) == [*size, "complete", *groups, "higher_is_better"]
+    assert list(data) == [*size, "complete", *groups, "higher_is_better", "definitions"]
     assert list(data["higher_is_better"]) == list(groups)
     for group in groups:
         assert list(data[group]) == list(data["higher_is_better"][group])
@@ -394,6 +442,8 @@ def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     fields = [field.name for field in dataclasses.fields(Summary)]
     assert sorted([*size, "complete", *grouped]) == sorted(fields)
     assert data["higher_is_better"]["robustness"]["flip_rate"] is False
+    assert "a tie of t answers counts 1/t" in data["definitions"]["quality"]["maj_at_k"]
+    assert Summary.read(data) == summarize([attempt("a", 0, True, "1")], 1.0)
 
 
 def test_unscored_attempts_cost_but_do_not_count() -> None:
@@ -433,6 +483,7 @@ def test_summary_of_a_small_run() -> None:
     assert summary.pass_at_k[3] == pytest.approx(2 / 3)  # a and c have a correct attempt
     assert summary.pass_hat_k[3] == 0.0
     assert summary.maj_at_k[3] == pytest.approx(2 / 3)  # a: "4"; c: "1" (None abstains)
+    assert summary.maj_at_k[1] == summary.pass_at_k[1]
     assert summary.consistency == 0.0
     assert (summary.sessions, summary.session_success) == (2, 0.5)
     assert summary.turn_accuracy == [1.0, 0.0] and summary.flip_rate == 1.0

@@ -19,7 +19,7 @@ from agent_eval.report.runs import load_run
 from agent_eval.results import WORKERS, save_worker_snapshot
 
 EVIL = "<script>alert(1)</script>"
-SINGLE_FIGURES = ("accuracy", "latency", "tokens", "workers")
+SINGLE_FIGURES = ("accuracy", "latency", "prompt-tokens", "completion-tokens", "workers")
 WORKER_SNAPSHOT = [
     {"url": "http://127.0.0.1:30001", "healthy": True, "breaker": "closed", "served": 6},
     {"url": "http://127.0.0.1:30002", "healthy": False, "breaker": "open", "served": 2},
@@ -169,6 +169,32 @@ def test_a_single_run_prints_its_summary_and_writes_every_plot(single: Path) -> 
     assert page.row("headline", "tokens/s") == ["tokens/s", "250.0"]  # 1,000 tokens in 4 s
     assert page.row("config", "attempts per sample") == ["attempts per sample", "2"]
     assert "127.0.0.1:30001" in "".join(page.figure_text["workers"])
+
+
+def test_maj_at_1_is_pass_at_1_and_a_tie_counts_one_over_the_answers_tied(single: Path) -> None:
+    result = report(single)
+    assert result.exit_code == 0, result.output
+    # A sample's attempts: s0 42 42, s1 42 41, evil 41 41, s3 42 41 (42 is right). A single
+    # attempt's majority is that attempt, over both attempts as pass@1 counts them; s1 and s3
+    # tie 1-1 at maj@2, each tie half right.
+    assert table_row(result.output, "maj@1") == ["maj@1", "0.500"]
+    assert table_row(result.output, "pass@1") == ["pass@1", "0.500"]
+    assert table_row(result.output, "maj@2") == ["maj@2", "0.500"]
+    assert "a tie of t answers counts 1/t" in " ".join(result.output.split())
+
+
+def test_prompt_and_completion_tokens_are_plotted_apart_as_captioned(single: Path) -> None:
+    assert report(single).exit_code == 0
+    page = Page((single / "report.html").read_text())
+    # Every attempt's prompt is 100 tokens; its completion 20 at attempt 0, 30 at attempt 1.
+    for name, caption in [
+        ("prompt-tokens", "Prompt tokens per attempt: mean 100"),
+        ("completion-tokens", "Completion tokens per attempt: mean 25"),
+    ]:
+        text = " ".join(page.figure_text[name])
+        assert "svg" in page.figures[name] and caption in text, name
+        assert f"{name.replace('-', ' ')} per attempt" in text  # the histogram's own axis
+    assert "tokens" not in page.figures
 
 
 def test_a_multi_turn_run_gets_a_session_by_turn_heatmap(multi: Path) -> None:

@@ -85,6 +85,33 @@ def test_the_page_plots_each_kind_and_sets_broken_samples_side_by_side(tmp_path:
     assert EVIL not in html  # the hostile answer and question are escaped, not markup
 
 
+def test_never_solved_counts_originals_as_the_headline_does_and_variants_apart(
+    tmp_path: Path,
+) -> None:
+    run = perturbed_run(tmp_path / "run")
+    stopped = asked("g4", 0, False, "Cy has 4 pens.", answer="")
+    stopped = replace(stopped, error={"kind": "timeout", "message": "no answer in time"})
+    (run / "samples.jsonl").write_bytes((run / "samples.jsonl").read_bytes() + stopped.to_line())
+    assert report(run).exit_code == 0
+    page = Page((run / "report.html").read_text())
+    assert "samples 3 · attempts 11" in " ".join(page.text)  # g4 has no scored attempt
+    # g3 of the 3 originals and g2~numbers of the 2 variants; g4 never scored, listed all the same.
+    heading = "Samples never solved: 1 of 3 originals (1 more never scored); 1 of 2 variants"
+    assert heading in page.text
+    assert [row[0] for row in page.rows["never-solved"][1:]] == ["g2~numbers", "g3", "g4"]
+    accuracy = " ".join(page.figure_text["accuracy"])
+    assert "Accuracy over 6 scored attempts at the original samples" in accuracy
+
+
+def test_a_kind_without_pairs_has_no_drop_in_the_caption(tmp_path: Path) -> None:
+    # The variant's only attempt is #1, the original's #0: no attempt to pair.
+    records = [asked("q1", 0, True, "q", answer="42"), asked("q1~names", 1, False, "q")]
+    run = make_run(tmp_path / "run", records, n_samples=2)
+    assert report(run).exit_code == 0
+    caption = " ".join(Page((run / "report.html").read_text()).figure_text["robustness"])
+    assert caption.rstrip().endswith("over samples.") and ". ." not in caption
+
+
 def test_at_most_fifty_broken_attempts_are_listed_with_their_count(tmp_path: Path) -> None:
     records = [
         asked(sample_id, 0, not sample_id.endswith("~names"), f"question {sample_id}")

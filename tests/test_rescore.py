@@ -11,6 +11,7 @@ import dataclasses
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ from agent_eval.cli import app
 from agent_eval.config import RunConfig, load_run_config, save_run_config
 from agent_eval.data import Item, Sample, Session, load_dataset
 from agent_eval.engine import Engine
+from agent_eval.metrics import AttemptScore
 from agent_eval.record import AttemptRecord
-from agent_eval.rescore import default_target, rescore
+from agent_eval.rescore import Change, change, changes, default_target, rescore
 from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
 from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
 from agent_eval.run_parts import engine_config
@@ -136,8 +138,7 @@ def test_a_new_reward_changes_only_the_reward_fields(runs: dict[str, Path], tmp_
     assert next(r for r in new if r.sample_id == BROKEN) == next(
         r for r in old if r.sample_id == BROKEN
     )
-    assert (rescored.changes.wrong_to_right, rescored.changes.right_to_wrong) == (6, 0)
-    assert rescored.changes.changed == 6
+    assert rescored.changes.changed == rescored.changes.by_kind[Change.WRONG_TO_RIGHT] == 6
     config = load_run_config(target / "config.yaml", {}, [])
     assert config.reward.function == "tests.test_rescore:off_by_one"
     assert config.dataset_name == "gsm8k_mini" and config.run_dir == target
@@ -160,7 +161,8 @@ def test_a_failing_reward_is_recorded_as_a_scorer_error(
     # Unscored now, right before: a change, never a flip to wrong.
     assert all((r.reward, r.correct) == (None, None) for r in failed)
     assert any(r.sample_id not in WRONG for r in failed)
-    assert (changes.right_to_wrong, changes.wrong_to_right) == (0, 0)
+    assert changes.by_kind[Change.UNSCORED] == len(failed)
+    assert changes.by_kind[Change.RIGHT_TO_WRONG] == changes.by_kind[Change.WRONG_TO_RIGHT] == 0
     assert failed[0].error == {
         "kind": "scorer_error",
         "class": "infra",
@@ -232,3 +234,46 @@ def test_the_command_prints_both_headlines_side_by_side(
     assert lines["accuracy"][0] == "0.914" and lines["accuracy"][5] == "1.000"
     assert lines["mean"][1:] == ["0.914", "0.957"]
     assert "wrong → right" in result.output and f"agent-eval report {target}" in result.output
+
+
+def test_every_change_is_counted_by_kind_and_the_kinds_add_up(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    target = tmp_path / "failing"
+    args = ["rescore", str(runs["samples"]), "--reward", "tests.test_rescore:raises_on_sevens"]
+    result = CliRunner().invoke(app, [*args, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    counts = {
+        label: int(number)
+        for label, number in re.findall(r"^ *(\S.*?) +(\d+) *$", result.output, re.MULTILINE)
+    }
+    # The reward answers True or False and parses no answer: each of the 70 scored attempts
+    # changes, the sevens' as the reward fails on them, every other one's answer alone.
+    sevens = {item.id for item in load_dataset("gsm8k_mini") if "7" in gold_answer(item)}
+    failed = 2 * len(sevens - {BROKEN})
+    assert counts["attempts changed"] == 70
+    assert counts["right → wrong"] == counts["wrong → right"] == 0
+    assert counts["same verdict, no answer now"] == 70 - failed
+    assert counts["scored → unscored (the new reward failed)"] == failed
+    kinds = [label for label in counts if label.startswith(("right", "wrong", "same", "scored"))]
+    assert sum(counts[label] for label in kinds) == counts["attempts changed"]
+
+
+def test_each_kind_of_change_is_told_apart() -> None:
+    right = AttemptScore("a", 0, 1.0, True, "7", None, 1.0, 10, 5)
+    stopped = replace(right, reward=None, correct=None, answer=None, scored=False)
+    timed_out = replace(stopped, error_kind="scorer_timeout")
+    cases = {
+        Change.RIGHT_TO_WRONG: (right, replace(right, reward=0.0, correct=False)),
+        Change.WRONG_TO_RIGHT: (replace(right, correct=False), right),
+        Change.ANSWER_LOST: (right, replace(right, answer=None)),
+        Change.ANSWER_FOUND: (replace(right, answer=None), right),
+        Change.ANSWER_CHANGED: (right, replace(right, answer="7.0")),
+        Change.REWARD_CHANGED: (right, replace(right, reward=0.5)),
+        Change.UNSCORED: (right, stopped),
+        Change.SCORED: (stopped, right),
+        Change.STILL_UNSCORED: (stopped, timed_out),
+    }
+    assert {kind: change(*pair) for kind, pair in cases.items()} == {kind: kind for kind in cases}
+    counted = changes([old for old, _ in cases.values()], [new for _, new in cases.values()])
+    assert counted.by_kind == dict.fromkeys(Change, 1) and counted.changed == len(Change)

@@ -139,7 +139,8 @@ async def test_workers_join_the_index_with_workers_json(client: TestClient[Any, 
 
 async def test_each_listed_figure_is_an_svg_image(client: TestClient[Any, Any]) -> None:
     listed = (await get_json(client, "/api/runs/runs/done/figures"))["figures"]
-    assert [figure["name"] for figure in listed] == ["accuracy", "latency", "tokens", "workers"]
+    names = ["accuracy", "latency", "prompt-tokens", "completion-tokens", "workers"]
+    assert [figure["name"] for figure in listed] == names
     assert listed[1]["caption"].startswith("Latency per attempt: p50 3.50 s")
     for figure in listed:
         response = await client.get(f"/api/runs/runs/done/figures/{figure['name']}.svg")

@@ -184,12 +184,13 @@ async def test_the_reports_plots_show_as_images(url: str, browser: BrowserPage) 
     page = browser.page
     await open_big(browser, url)
     images = page.locator("#figures img.figure")
-    await expect(images).to_have_count(3)  # accuracy, latency, tokens: no workers.json here
+    # accuracy, latency, prompt and completion tokens: no workers.json here
+    await expect(images).to_have_count(4)
     # decode() settles once the image is loaded: its width then, 0 for a broken image.
     widths = await images.evaluate_all(
         "all => Promise.all(all.map((img) => img.decode().then(() => img.naturalWidth, () => 0)))"
     )
-    assert len(widths) == 3 and all(width > 0 for width in widths)
+    assert len(widths) == 4 and all(width > 0 for width in widths)
     captions = await page.locator("#figures figcaption").all_inner_texts()
     assert captions[1].startswith("Latency per attempt: p50")
     assert browser.errors == []
@@ -243,7 +244,7 @@ async def test_a_running_runs_headline_follows_its_attempts(
     await expect(accuracy).to_contain_text("0.500 ±")  # attempt 3 stopped by max_turns: wrong
     await expect(page.locator("#headline section[data-dimension]")).to_have_count(3)
     await expect(page.locator("#headline .run-status")).to_contain_text("running · rebuilt")
-    await expect(page.locator("#figures img.figure")).to_have_count(3)
+    await expect(page.locator("#figures img.figure")).to_have_count(4)
     append(root / "live", BIG[4:8])
     await expect(accuracy).to_contain_text("0.571 ±", timeout=WAIT_MS)  # 4 of 7: 7 timed out
     await expect(page.locator("#errors tr[data-kind]")).to_have_count(2, timeout=WAIT_MS)

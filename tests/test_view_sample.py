@@ -158,10 +158,10 @@ async def test_an_unreadable_dataset_leaves_gold_null_with_a_note(
 async def test_each_attempt_says_how_many_others_agree(client: TestClient[Any, Any]) -> None:
     body = await get_json(client, "/api/runs/runs/single/samples/word_problems-1")
     assert body["agreements"] == [
-        {"answered": True, "same": 1, "others": 3, "majority": True},
-        {"answered": True, "same": 1, "others": 3, "majority": True},  # " 48" is "48"
-        {"answered": True, "same": 0, "others": 3, "majority": False},
-        {"answered": False, "same": 0, "others": 3, "majority": False},
+        {"answered": True, "same": 1, "others": 3, "majority": True, "tied": 0},
+        {"answered": True, "same": 1, "others": 3, "majority": True, "tied": 0},  # " 48" is "48"
+        {"answered": True, "same": 0, "others": 3, "majority": False, "tied": 0},
+        {"answered": False, "same": 0, "others": 3, "majority": False, "tied": 0},
     ]
 
 
@@ -173,6 +173,13 @@ def test_agreement_uses_the_majority_maj_at_k_votes_for() -> None:
         Agreement(answered=False, same=0, others=3, majority=False),
     ]
     assert agreements(["7"]) == [Agreement(answered=True, same=0, others=0, majority=True)]
+
+
+def test_a_tie_for_the_most_votes_is_no_majority() -> None:
+    two_each = agreements(["19", "48", "19 ", "48", None])
+    assert [(a.majority, a.tied) for a in two_each] == [(False, 2)] * 4 + [(False, 0)]
+    three_ways = agreements(["1", "2", "3"])
+    assert [(a.same, a.majority, a.tied) for a in three_ways] == [(0, False, 3)] * 3
 
 
 async def test_a_sessions_gold_is_per_turn(client: TestClient[Any, Any]) -> None:

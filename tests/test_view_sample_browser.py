@@ -59,6 +59,10 @@ def two_setups() -> dict[str, Any]:
     return line
 
 
+TWO_EACH = ["19", "48", "19", "48"]
+"""Answers that tie 2-2 for the most votes: neither is the majority."""
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """A run on the shipped word problems, one with untyped tool calls, one of sessions."""
@@ -68,6 +72,7 @@ def root(tmp_path: Path) -> Path:
         answered("word_problems-1", 1, "48", True),
         answered("word_problems-1", 2, "19", False),
     ]
+    attempts += [answered("word_problems-2", i, a, a == "48") for i, a in enumerate(TWO_EACH)]
     write_run(runs / "single", attempts, finished=False, settings={"dataset.name": "word_problems"})
     write_run(
         runs / "untyped",
@@ -108,6 +113,16 @@ async def test_the_question_gold_and_agreement_show(url: str, browser: BrowserPa
         ]
     )
     assert await page.locator("#gold-note").count() == 0
+    assert browser.errors == []
+
+
+async def test_a_tie_for_the_most_votes_shows_as_a_tie(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/single") + "/sample/word_problems-2")
+    tied = "agrees with 1 of 3 others (tied for the majority with 1 other answer)"
+    await expect(page.locator("#attempts .agreement")).to_have_text([tied] * 4)
     assert browser.errors == []
 
 

@@ -14,8 +14,10 @@ from rich.text import Text
 from agent_eval.cli.common import console, guarded
 from agent_eval.metrics import Summary
 from agent_eval.report.runs import Run
-from agent_eval.report.table import summary_sections
-from agent_eval.rescore import Rescored, rescore
+from agent_eval.report.table import definitions, summary_sections
+from agent_eval.rescore import Change, Rescored, rescore
+
+FLIPS = (Change.RIGHT_TO_WRONG, Change.WRONG_TO_RIGHT)
 
 
 def rescore_command(
@@ -63,11 +65,13 @@ def rescore_command(
 
 
 def side_by_side(rescored: Rescored) -> Table:
-    """The headline figures before and after, and how many attempts the new reward changed."""
+    """The headline figures before and after, and how many attempts the new reward changed, by
+    kind of change."""
     old, new = rescored.old, rescored.new
-    caption = Text(f"before: {_described(old)}\nafter: {_described(new)}")
+    described = [f"before: {_described(old)}", f"after: {_described(new)}"]
+    caption = Text("\n".join([*described, *definitions(new.summary)]))
     table = Table(caption=caption, box=box.SIMPLE)
-    table.add_column("metric")
+    table.add_column("metric", no_wrap=True)
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
     before, after = headline(old.summary), headline(new.summary)
@@ -76,8 +80,10 @@ def side_by_side(rescored: Rescored) -> Table:
     changes = rescored.changes
     table.add_section()
     table.add_row("attempts changed", "", str(changes.changed))
-    table.add_row("  right → wrong", "", str(changes.right_to_wrong))
-    table.add_row("  wrong → right", "", str(changes.wrong_to_right))
+    for kind, count in changes.by_kind.items():
+        # The flips are what a new reward is run for: shown even when there are none.
+        if count or kind in FLIPS:
+            table.add_row(f"  {kind}", "", str(count))
     return table
 
 

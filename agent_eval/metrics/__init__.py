@@ -55,7 +55,6 @@ from agent_eval.metrics.sampling import (
     consistency,
     flip_rate,
     maj_at_k,
-    majority_answer,
     mean_pass_at_k,
     mean_pass_hat_k,
     mean_turn_reward,
@@ -74,9 +73,11 @@ from agent_eval.metrics.summary import (
     summarize_tally,
 )
 from agent_eval.metrics.tally import RunTally, SampleTally, SessionTally
+from agent_eval.metrics.voting import MAJ_AT_K, majority_share, top_answers
 
 __all__ = [
     "DIRECTIONS",
+    "MAJ_AT_K",
     "RESAMPLES",
     "AttemptScore",
     "CallSummary",
@@ -108,7 +109,7 @@ __all__ = [
     "json_ready",
     "latency_summary",
     "maj_at_k",
-    "majority_answer",
+    "majority_share",
     "mcnemar_exact",
     "mean_pass_at_k",
     "mean_pass_hat_k",
@@ -129,6 +130,7 @@ __all__ = [
     "summarize_tally",
     "throughput",
     "token_summary",
+    "top_answers",
     "turn_accuracy",
     "wilson_interval",
     "z_score",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from statistics import fmean
 
-from agent_eval.metrics.base import NAN, metric, normalize_answer, ratio
+from agent_eval.metrics.base import NAN, metric, ratio
 from agent_eval.metrics.tally import SampleTally, SessionTally
+from agent_eval.metrics.voting import majority_share
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -32,11 +33,10 @@ def require_k(k: int, ns: Iterable[int]) -> None:
 
 @metric(higher_is_better=True)
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of one sample, 1 - C(n-c, k)/C(n, k) (Chen et al. 2021), as a product."""
+    """Unbiased pass@k of one sample, 1 - C(n-c, k)/C(n, k) (Chen et al. 2021)."""
     _check_counts(n, c, k)
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+    # Exact, then rounded once: pass@1 is c/n to the last bit, as maj@1 is.
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
 
 
 @metric(higher_is_better=True)
@@ -64,32 +64,16 @@ def mean_pass_hat_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     return fmean(pass_hat_k(n, c, k) for n, c in counts)
 
 
-def majority_answer(answers: Iterable[str | None]) -> str | None:
-    """Most frequent normalised answer; a tie goes to the one seen first; None never votes."""
-    votes = Counter(a for a in map(normalize_answer, answers) if a is not None)
-    return max(votes, key=votes.__getitem__) if votes else None
-
-
 @metric(higher_is_better=True)
 def maj_at_k(samples: Sequence[SampleTally], k: int) -> float:
-    """Fraction of samples whose majority answer over the first k attempts is correct.
+    """Share of samples whose most frequent answer among k attempts is right (`MAJ_AT_K`).
 
-    The majority answer is correct when one of those k attempts gave it and was marked correct.
-    Attempts without an answer abstain; a sample where all abstain counts as wrong.
+    Averaged exactly over every k of each sample's n attempts, as pass@k is: maj@1 is pass@1.
     """
     if not samples:
         return NAN
     require_k(k, (sample.n for sample in samples))
-    kept = min(sample.keep for sample in samples)
-    if k > kept:
-        raise ValueError(f"maj@{k} needs {k} votes per sample but the tally kept {kept}")
-    return fmean(_majority_correct(sample, k) for sample in samples)
-
-
-def _majority_correct(sample: SampleTally, k: int) -> bool:
-    votes = sample.votes[:k]
-    winner = majority_answer(answer for _, answer, _ in votes)
-    return winner is not None and any(a == winner and ok for _, a, ok in votes)
+    return fmean(float(majority_share(sample.verdicts, k)) for sample in samples)
 
 
 @metric(higher_is_better=True)

@@ -42,6 +42,7 @@ from agent_eval.metrics.sampling import (
     turn_accuracy,
 )
 from agent_eval.metrics.tally import RunTally, SampleTally
+from agent_eval.metrics.voting import MAJ_AT_K
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,9 @@ class Summary:
         grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
         # What no group took is the run's size and whether it is whole: samples, attempts,
         # scored, unscored (by kind), sessions, complete.
-        return json_ready({**flat, **grouped, "higher_is_better": DIRECTIONS})
+        return json_ready(
+            {**flat, **grouped, "higher_is_better": DIRECTIONS, "definitions": DEFINITIONS}
+        )
 
     @classmethod
     def read(cls, data: dict[str, Any]) -> Summary | None:
@@ -177,6 +180,10 @@ DIRECTIONS: dict[str, dict[str, bool]] = {
 """Group -> Summary field -> whether higher is better, as the metric functions declare it."""
 
 
+DEFINITIONS: dict[str, dict[str, str]] = {"quality": {"maj_at_k": MAJ_AT_K}}
+"""Group -> Summary field -> what it means, for the fields whose name leaves room for doubt."""
+
+
 def summarize(
     scores: Iterable[AttemptScore],
     wall_time_s: float,
@@ -185,7 +192,7 @@ def summarize(
 ) -> Summary:
     """Summarise a run in one pass over its records; k > the smallest n is a ValueError."""
     _check_ks(ks)
-    tally = RunTally(keep=max(ks, default=1)).extend(scores)
+    tally = RunTally().extend(scores)
     return summarize_tally(tally, wall_time_s, ks, confidence)
 
 

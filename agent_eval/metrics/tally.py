@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -11,21 +10,17 @@ from dataclasses import dataclass, field
 from agent_eval.metrics.base import AttemptScore, normalize_answer
 from agent_eval.metrics.robustness import RobustnessTally
 
-Vote = tuple[int, str | None, bool]
-"""(attempt, normalised answer, correct) of one attempt."""
-
 
 @dataclass
 class SampleTally:
-    """One sample's attempts: n, correct count c, the first `keep` votes, whether answers agree."""
+    """One sample's attempts: n, correct count c, their answers and verdicts, whether they agree."""
 
     n: int = 0
     c: int = 0
     reward_sum: float = 0.0
     reward_squares: float = 0.0
-    keep: int = 1
-    votes: list[Vote] = field(default_factory=list)
-    """The `keep` lowest-numbered attempts, in attempt order, whatever order they arrived in."""
+    verdicts: Counter[tuple[str | None, bool]] = field(default_factory=Counter)
+    """Attempts by (normalised answer, correct): all maj@k needs, in whatever order they came."""
     agree: bool = True
     """Every attempt so far gave the same answer (an attempt with no answer breaks agreement)."""
     reference: str | None = None
@@ -48,12 +43,7 @@ class SampleTally:
         self.c += correct
         self.reward_sum += reward
         self.reward_squares += reward * reward
-        bisect.insort(self.votes, (score.attempt, answer, correct), key=_attempt)
-        del self.votes[self.keep :]
-
-
-def _attempt(vote: Vote) -> int:
-    return vote[0]
+        self.verdicts[answer, correct] += 1
 
 
 @dataclass
@@ -118,7 +108,6 @@ class RunTally:
     robustness and, since it costs the same, toward efficiency.
     """
 
-    keep: int = 1
     samples: dict[str, SampleTally] = field(default_factory=dict)
     attempts: int = 0
     """Every attempt, scored or not: what the run spent its time and tokens on."""
@@ -166,7 +155,7 @@ class RunTally:
         if score.variant_of is not None:
             return
         self.original_scored += 1
-        self.samples.setdefault(score.sample_id, SampleTally(keep=self.keep)).add(score)
+        self.samples.setdefault(score.sample_id, SampleTally()).add(score)
         reward, correct = score.verdict()
         self.correct += correct
         self.reward_sum += reward

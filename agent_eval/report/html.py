@@ -18,7 +18,6 @@ from agent_eval.report.breaks import Break, breaks, questions
 from agent_eval.report.compare import (
     HEADERS,
     Row,
-    attempt_tokens,
     comparison_notes,
     pass_estimate,
 )
@@ -121,12 +120,15 @@ def plots(run: Run) -> list[Plot]:
     """Each plot the report shows of one run, in the page's order."""
     summary, scores = run.summary, run.scores
     latency, tokens = summary.latency_s, summary.tokens
+    # With variants, quality counts the originals alone (the robustness plot has the rest).
+    originals = " at the original samples" if summary.by_kind else ""
     found = [
         Plot(
             "accuracy",
             bar_chart(_quality_groups([run]), "rate", top=1.0),
-            f"Accuracy over {summary.accuracy.n} scored attempts and pass@k over {summary.samples} "
-            "samples, with 95% Wilson intervals (for pass@k over samples: conservative).",
+            f"Accuracy over {summary.accuracy.n} scored attempts{originals} and pass@k over "
+            f"{summary.samples} samples, with 95% Wilson intervals (for pass@k over samples: "
+            "conservative).",
         ),
         Plot(
             "latency",
@@ -135,10 +137,18 @@ def plots(run: Run) -> list[Plot]:
             f"p99 {latency.p99:.2f} s, max {latency.max:.2f} s.",
         ),
         Plot(
-            "tokens",
-            histogram([attempt_tokens(score) for score in scores], "tokens per attempt"),
-            f"Tokens per attempt, prompt and completion: mean {tokens.mean_prompt:,.0f} prompt "
-            f"+ {tokens.mean_completion:,.0f} completion.",
+            "prompt-tokens",
+            histogram([score.prompt_tokens for score in scores], "prompt tokens per attempt"),
+            f"Prompt tokens per attempt: mean {tokens.mean_prompt:,.0f}, summed over its model "
+            "calls (each call's prompt holds the conversation so far).",
+        ),
+        Plot(
+            "completion-tokens",
+            histogram(
+                [score.completion_tokens for score in scores], "completion tokens per attempt"
+            ),
+            f"Completion tokens per attempt: mean {tokens.mean_completion:,.0f}, the tokens the "
+            "model generated, summed over its model calls.",
         ),
         _workers(run),
     ]
@@ -198,8 +208,10 @@ def _robustness(run: Run) -> Plot:
     caption = (
         "Accuracy on the original samples and on each kind of perturbed variant, with 95% "
         "Wilson intervals. The drop is original minus variant accuracy over the attempts both "
-        f"scored at the same index, with a 95% bootstrap interval over samples. {drops}."
+        "scored at the same index, with a 95% bootstrap interval over samples."
     )
+    if drops:
+        caption += f" {drops}."
     return Plot("robustness", bar_chart(groups, "accuracy", top=1.0), caption)
 
 
@@ -239,6 +251,8 @@ def _turn_cells(score: AttemptScore) -> list[float | None]:
 
 
 def _unsolved(run: Run) -> str:
+    """The samples no attempt got right, originals and variants counted apart as the headline
+    counts them: over the samples with a scored attempt, the others said apart."""
     by_sample: defaultdict[str, list[AttemptScore]] = defaultdict(list)
     for score in run.scores:
         by_sample[score.sample_id].append(score)
@@ -246,7 +260,7 @@ def _unsolved(run: Run) -> str:
         ((i, s) for i, s in by_sample.items() if not any(x.correct for x in s)),
         key=lambda pair: natural_key(pair[0]),
     )
-    heading = f"<h2>Samples never solved: {len(unsolved)} of {len(by_sample)}</h2>"
+    heading = f"<h2>Samples never solved: {escape(_unsolved_counts(by_sample))}</h2>"
     if not unsolved:
         return f'<section id="unsolved">{heading}</section>'
     rows = "".join(
@@ -257,6 +271,23 @@ def _unsolved(run: Run) -> str:
     head = "<tr><th>sample</th><th>answers given</th></tr>"
     table = f'<table id="never-solved">{more}{head}{rows}</table>'
     return f'<section id="unsolved">{heading}{table}</section>'
+
+
+def _unsolved_counts(by_sample: dict[str, list[AttemptScore]]) -> str:
+    """Never right of those with a scored attempt, the originals then the variants."""
+    originals = [s for s in by_sample.values() if s[0].variant_of is None]
+    variants = [s for s in by_sample.values() if s[0].variant_of is not None]
+    if not variants:
+        return _never_right(originals, "")
+    return f"{_never_right(originals, ' originals')}; {_never_right(variants, ' variants')}"
+
+
+def _never_right(samples: list[list[AttemptScore]], name: str) -> str:
+    scored = [s for s in samples if any(x.scored for x in s)]
+    wrong = sum(not any(x.correct for x in s) for s in scored)
+    unscored = len(samples) - len(scored)
+    more = f" ({unscored} more never scored)" if unscored else ""
+    return f"{wrong} of {len(scored)}{name}{more}"
 
 
 def _broken(run: Run) -> str:

@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.metrics import Drop, Estimate, KindRobustness, Summary
+from agent_eval.metrics import MAJ_AT_K, Drop, Estimate, KindRobustness, Summary
 from agent_eval.metrics.performance import ATTEMPTS_PER_S, TOKENS_PER_S
 
 Row = tuple[str, str | None]
@@ -31,7 +31,8 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
 
 
 def summary_caption(summary: Summary) -> str:
-    """The run's size: samples, attempts, sessions, what went unscored, whether it is whole."""
+    """The run's size (samples, attempts, sessions, what went unscored, whether it is whole),
+    then what the rows that need it mean."""
     caption = f"samples {summary.samples} · attempts {summary.attempts}"
     if summary.sessions:
         caption += f" · sessions {summary.sessions}"
@@ -39,7 +40,12 @@ def summary_caption(summary: Summary) -> str:
         caption += f" · {summary.scored:,} scored; {unscored_note(summary)}"
     if not summary.complete:
         caption += " · incomplete: stopped over its unscored budget"
-    return caption
+    return "\n".join([caption, *definitions(summary)])
+
+
+def definitions(summary: Summary) -> list[str]:
+    """The definitions of the shown rows whose name alone leaves room for doubt."""
+    return [MAJ_AT_K] if any(not math.isnan(value) for value in summary.maj_at_k.values()) else []
 
 
 def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]]:

@@ -13,7 +13,7 @@ from agent_eval.agents.trajectory import question
 from agent_eval.config import CONFIG_FILE, load_run_config
 from agent_eval.data import Item, Session
 from agent_eval.errors import AgentEvalError
-from agent_eval.metrics import majority_answer, normalize_answer
+from agent_eval.metrics import normalize_answer, top_answers
 from agent_eval.run_parts import dataset_items
 from agent_eval.scoring import gold_answer
 
@@ -50,7 +50,9 @@ class Agreement:
     """Other attempts whose answer, normalised as maj@k normalises it, is this one's."""
     others: int
     majority: bool
-    """Whether this answer is the one maj@k votes for."""
+    """Whether this answer alone has the most votes: the one maj@k votes for."""
+    tied: int = 0
+    """How many answers, this one among them, share the most votes; 0 when it is no such tie."""
 
 
 def sample_body(run_dir: Path, sample_id: str, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -81,13 +83,15 @@ def agreements(answers: list[str | None]) -> list[Agreement]:
     """Each answer's agreement with the others; an attempt without an answer agrees with none."""
     normalised = [normalize_answer(answer) for answer in answers]
     counts = Counter(answer for answer in normalised if answer is not None)
-    winner = majority_answer(answers)
+    top = top_answers(answers)
+    tied = len(top) if len(top) > 1 else 0
     return [
         Agreement(
             answered=answer is not None,
             same=counts[answer] - 1 if answer is not None else 0,
             others=len(answers) - 1,
-            majority=answer is not None and answer == winner,
+            majority=top == [answer],
+            tied=tied if answer in top else 0,
         )
         for answer in normalised
     ]

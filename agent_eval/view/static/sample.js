@@ -128,7 +128,14 @@ function turns(record, body) {
 function agreement(a) {
   if (a.others === 0) return "the only attempt";
   if (!a.answered) return "no answer to agree with";
-  return `agrees with ${a.same} of ${a.others} ${a.others === 1 ? "other" : "others"}` + (a.majority ? " (majority)" : "");
+  return `agrees with ${a.same} of ${a.others} ${a.others === 1 ? "other" : "others"}` + vote(a);
+}
+
+function vote(a) {
+  if (a.majority) return " (majority)";
+  if (!a.tied) return "";
+  const others = a.tied - 1;
+  return ` (tied for the majority with ${others} other ${others === 1 ? "answer" : "answers"})`;
 }
 
 function attempt(body, record, n) {

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "agent_eval"
 
 # Bottom first. A module may import from its own unit and from units of lower layers only.
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "shims"},
     {
         "settings",
         "credentials",
@@ -114,3 +115,87 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
         if module not in state:
             visit(module, [module])
     assert not circles, "\n".join(" -> ".join(circle) for circle in circles)
+
+
+# Names a library spells with an underscore yet documents as public (namedtuple's methods).
+PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make"}
+DOTTED = re.compile(r"[a-z_]\w*(\.\w+)+")
+
+
+def private(name: str) -> bool:
+    """A dotted name with a part that is private by convention (`_x`, not `__x__`)."""
+    return any(part.startswith("_") and not part.endswith("__") for part in name.split("."))
+
+
+def own_names(tree: ast.Module) -> set[str]:
+    """The names a module defines itself: functions, classes, attributes and names it assigns."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def library_names(tree: ast.Module) -> set[str]:
+    """The names a module binds by importing from a library (not from agent_eval)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not (node.module or "").startswith("agent_eval"):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names - {"agent_eval"}
+
+
+def reach(node: ast.AST, own: set[str], libraries: set[str]) -> str | None:
+    """What `node` does inside a library, if anything: imports a private name, reads an
+    attribute private to neither the module nor any namedtuple, patches a library's object."""
+    if isinstance(node, ast.ImportFrom) and not (node.module or "").startswith("agent_eval"):
+        names = [f"{node.module}.{alias.name}" for alias in node.names]
+        return next((f"imports {name}" for name in names if private(name)), None)
+    if not isinstance(node, ast.Attribute):
+        return None
+    stored = isinstance(node.ctx, ast.Store)
+    if node.attr == "__class__" and stored:
+        return "swaps an object's class"
+    if stored and isinstance(node.value, ast.Name) and node.value.id in libraries:
+        return f"patches {node.value.id}.{node.attr}"
+    if private(node.attr) and node.attr not in own | PUBLIC_UNDERSCORED:
+        return f"reads {ast.unparse(node)}"
+    return None
+
+
+def names_a_private_module(node: ast.AST) -> str | None:
+    """A string, such as a logger's name, that is a dotted module path with a private part."""
+    text = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(text, str) and DOTTED.fullmatch(text) and private(text):
+        return f"names the module {text}"
+    return None
+
+
+def reaches(path: Path) -> list[str]:
+    """Where a module reaches inside a library, one line each."""
+    tree = ast.parse(path.read_text())
+    own, libraries = own_names(tree), library_names(tree)
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{getattr(node, 'lineno', 0)}: {what}"
+        for node in ast.walk(tree)
+        if (what := reach(node, own, libraries) or names_a_private_module(node))
+    ]
+
+
+def test_only_shims_reach_into_libraries() -> None:
+    """A library's private parts and patches of its objects live in agent_eval/shims, where a
+    test pins each; anywhere else they would break silently on an upgrade."""
+    shims = PACKAGE / "shims"
+    found = [
+        line
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if shims not in path.parents
+        for line in reaches(path)
+    ]
+    assert not found, "\n".join(found)

@@ -9,6 +9,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -160,6 +161,29 @@ async def test_streams_carry_words_or_calls(worker_url: str) -> None:
     (call,) = chunks[0].choices[0].delta.tool_calls
     assert call.function.name == "multiply" and json.loads(call.function.arguments)
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}},
+    "required": ["answer"],
+}
+
+
+@pytest.mark.parametrize("schema", [ANSWER_SCHEMA, None], ids=["schema", "any-json"])
+async def test_a_json_response_format_without_tools_answers_json_of_its_schema(
+    worker_url: str, schema: dict[str, Any] | None
+) -> None:
+    response_format: dict[str, Any] = {"type": "json_object"}
+    if schema is not None:
+        response_format["schema"] = schema
+    async with _client(worker_url + "/v1") as client:
+        answer = await client.chat.completions.create(
+            model=MODEL, messages=QUESTION, response_format=response_format,  # type: ignore[arg-type]
+            max_tokens=48, seed=1, temperature=0,
+        )  # fmt: skip
+    value = json.loads(answer.choices[0].message.content or "")
+    assert schema is None or type(value["answer"]) is int, value
 
 
 async def test_agents_play_whole_trajectories_through_the_proxy(

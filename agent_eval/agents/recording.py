@@ -35,6 +35,7 @@ from agent_eval.agents.trajectory import (
     Trajectory,
     TrajectoryError,
 )
+from agent_eval.shims.openai_hooks import add_response_hook
 from agent_eval.usage import reported_tokens
 
 # The proxy's headers naming the worker that answered and the retries it took
@@ -173,9 +174,7 @@ _LISTENING: ContextVar[AttemptRecorder | None] = ContextVar("agent_eval_listenin
 
 def follow_workers(client: openai.AsyncOpenAI) -> None:
     """Have `client`'s answers tell the recorder that is `listening()` of themselves."""
-    hooks = client._client.event_hooks["response"]  # shared by every `with_options` copy
-    if _note_answer not in hooks:
-        hooks.append(_note_answer)
+    add_response_hook(client, _note_answer)
 
 
 async def _note_answer(response: httpx2.Response) -> None:

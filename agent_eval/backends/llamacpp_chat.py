@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from llama_cpp import Llama, llama_grammar
-from llama_cpp.llama_chat_format import _grammar_for_response_format
 from llama_cpp.llama_types import ChatCompletionRequestResponseFormat
 
 FORMAT_NAME = "chatml-tools"
@@ -62,7 +61,7 @@ def chatml_tools(
     tools = tools or []
     choice = "auto" if tool_choice is None else tool_choice
     if not tools or choice == "none":
-        grammar = _grammar_for_response_format(response_format) if response_format else None
+        grammar = _format_grammar(response_format) if response_format else None
         return turn.answer(render(messages, []), prefix="", grammar=grammar, stream=stream)
     prompt = render(messages, tools)
     name = _named_tool(choice) or turn.choose(prompt, tools, required=choice == "required")
@@ -176,7 +175,7 @@ class Turn:
         self, prompt: str, tool: Tool, stream: bool
     ) -> dict[str, Any] | Iterator[dict[str, Any]]:
         name = tool["function"]["name"]
-        grammar = _schema_grammar(tool["function"].get("parameters"))
+        grammar = _schema_grammar(json.dumps(tool["function"].get("parameters") or {}))
         done = self._complete(
             f"{prompt}{CALL.format(name=name)}\n", grammar=grammar, max_tokens=self.max_tokens
         )
@@ -239,12 +238,24 @@ class Turn:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
 
 
-def _schema_grammar(parameters: dict[str, Any] | None) -> Any:
-    schema = json.dumps(parameters or {})
+def _format_grammar(response_format: ChatCompletionRequestResponseFormat) -> Any:
+    """llama-cpp-python's rule for `response_format`: JSON, of the schema when one is given."""
+    if response_format["type"] != "json_object":
+        return None
+    if "schema" in response_format:
+        return _schema_grammar(json.dumps(response_format["schema"]))
+    return _json_grammar()
+
+
+def _schema_grammar(schema: str) -> Any:
     try:
         return llama_grammar.LlamaGrammar.from_json_schema(schema, verbose=False)
     except Exception:  # schemas the converter cannot express still get valid JSON
-        return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
+        return _json_grammar()
+
+
+def _json_grammar() -> Any:
+    return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
 
 
 def _named_tool(choice: str | dict[str, Any]) -> str | None:

@@ -12,28 +12,12 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperOption
 
 from agent_eval.errors import AgentEvalError, mistakes_only
 
 console = Console()
 err_console = Console(stderr=True)
 T = TypeVar("T")
-
-
-def show_flags_without_a_value() -> None:
-    """Make help show a flag as `--debug`, not `--debug <bool>`, as if it took a value."""
-    # typer 0.29's rich help prints every option's type, flags included (its plain help does
-    # not); options are built inside typer, so its method is wrapped, once, for flags alone.
-    shown = getattr(TyperOption, "display_type_rich", None)
-    if shown is None or getattr(shown, "flags_without_value", False):
-        return
-
-    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag else shown(self, ctx)
-
-    display_type_rich.flags_without_value = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 class WaitReporter:

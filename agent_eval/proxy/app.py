@@ -11,7 +11,6 @@ import aiohttp
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from aiohttp.web_urldispatcher import _default_expect_handler
 
 from agent_eval.proxy import admin, stored_responses
 from agent_eval.proxy.auth import bearer_matches, secret_bytes
@@ -50,6 +49,7 @@ from agent_eval.proxy.pool import WorkerPool
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.request_bounds import MAX_NESTING, NestingBound
 from agent_eval.proxy.responses import ResponsesRoute, ResponseStore
+from agent_eval.shims.aiohttp_expect import send_continue
 
 log = logging.getLogger(__name__)
 
@@ -222,8 +222,8 @@ async def _expect(request: web.Request) -> web.StreamResponse | None:
     """`Expect: 100-continue` as aiohttp meets it; any other expectation refused as JSON."""
     expect = request.headers.get("Expect", "")
     if expect.lower() == "100-continue":
-        # aiohttp's own handler; it answers anything else in plain text, before middlewares.
-        await _default_expect_handler(request)
+        # aiohttp's own answer; its handler refuses anything else in plain text, before middlewares.
+        await send_continue(request)
         return None
     return expectation_failed(expect)
 

@@ -29,6 +29,7 @@ from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError, SchedulerUnavailableError
 from agent_eval.schedulers.local import visible_gpus
 from agent_eval.schedulers.ray_actor import ServerActor, ServerProcess, Started
+from agent_eval.shims.ray_logs import hide_sigterm_note
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -62,12 +63,8 @@ _QUIET: _InitLogging = {
 }
 
 
-def _not_the_sigterm_note(record: logging.LogRecord) -> bool:
-    # ray.init off the main thread warns it set no SIGTERM handler: intended, the harness has one.
-    return not record.getMessage().startswith("SIGTERM handler is not set")
-
-
-logging.getLogger("ray._private.worker").addFilter(_not_the_sigterm_note)
+# ray.init off the main thread warns it set no SIGTERM handler: intended, the harness has one.
+hide_sigterm_note()
 
 
 class PlacementError(ConfigError):

@@ -118,11 +118,15 @@ class SessionAffinity(Policy):
     def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
         # A moving session is already counted among the live ones; a new one is not yet.
         bound = self._bound(len(by_url), extra=0 if moving else 1)
-        under = [w for w in by_url.values() if self._load.get(w.url, 0) < bound]
+        load = self._load
+        under = [w for w in by_url.values() if load.get(w.url, 0) < bound]
         # None is under it only when a session moves with c = 1 and every worker at the average.
         under = under or list(by_url.values())
         fewest = min(w.in_flight for w in under)
-        return self._first_on_ring(key, {w.url: w for w in under if w.in_flight == fewest})
+        idlest = [w for w in under if w.in_flight == fewest]
+        if len(idlest) == 1:
+            return idlest[0]
+        return self._first_on_ring(key, {w.url: w for w in idlest})
 
     def _first_on_ring(self, key: str, candidates: dict[str, Worker]) -> Worker:
         """The first of the candidates clockwise from the key's hash."""

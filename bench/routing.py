@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import random
@@ -44,6 +45,8 @@ from agent_eval.proxy.policies import POLICIES
 
 MODEL = "mock-model"
 PEER = ("sglang-router", "cache_aware")
+# sglang-router's sticky policy, `manual`, keys on this header; agent-eval on X-Session-ID.
+PEER_SESSION_HEADER = "X-SMG-Routing-Key"
 WORDS = ("alpha", "beta", "gamma", "delta", "kernel", "tensor", "cache", "block", "route", "queue")
 STATS_FIELDS = ("generation_requests", "prompt_tokens", "cached_tokens")
 SYSTEM = " ".join(
@@ -116,6 +119,8 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     failures: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    # (sent, answered, worker) of each answered request; the worker as it names itself.
+    spans: list[tuple[float, float, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -150,13 +155,17 @@ async def _ask(
             payload = await answer.read()
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise StepError(type(exc).__name__) from None
+    answered = time.perf_counter()
     if answer.status != 200:
         raise StepError(f"HTTP {answer.status}: {payload[:100].decode(errors='replace')}")
-    tally.latencies.append(time.perf_counter() - started)
+    tally.latencies.append(answered - started)
     try:
-        message: dict[str, Any] = orjson.loads(payload)["choices"][0]["message"]
+        completion = orjson.loads(payload)
+        message: dict[str, Any] = completion["choices"][0]["message"]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
         raise StepError("an answer without a message") from None
+    # Mock workers put their name there; both routers pass the body on as it came.
+    tally.spans.append((started, answered, str(completion.get("system_fingerprint"))))
     return message
 
 
@@ -171,7 +180,7 @@ def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call["id"], "content": f"{value:g}"}
 
 
-async def _session(
+async def play_session(
     http: aiohttp.ClientSession,
     url: str,
     workload: Workload,
@@ -183,7 +192,7 @@ async def _session(
     """Play one session's turns; its first failure ends it and is counted."""
     headers = {"Content-Type": "application/json"}
     if session_ids:
-        headers["X-Session-ID"] = f"{run}-{index}"
+        headers["X-Session-ID"] = headers[PEER_SESSION_HEADER] = f"{run}-{index}"
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
     ask = {"model": MODEL, "tools": TOOLS, "max_tokens": 64, "temperature": 0.0}
     try:
@@ -217,33 +226,43 @@ async def _clear_caches(http: aiohttp.ClientSession, workers: list[str]) -> None
     await asyncio.gather(*(one(url) for url in workers))
 
 
-async def play(config: Config, url: str, workers: list[str], workload: Workload) -> Result:
-    """Cold caches, every session at once through `url`, and the figures of the run."""
-    tally, run = Tally(), config.label.replace(" ", "-")
+async def measure(
+    url: str, workers: list[str], workload: Workload, run: str, session_ids: bool, concurrency: int
+) -> tuple[Tally, list[list[int]]]:
+    """Cold caches, the workload's sessions through `url`, `concurrency` of them at a time (the
+    next starting as one ends); what the clients saw and what each worker counted."""
+    tally = Tally()
     timeout = aiohttp.ClientTimeout(total=300)
-    connector = aiohttp.TCPConnector(limit=workload.sessions + len(workers))
+    connector = aiohttp.TCPConnector(limit=concurrency + len(workers))
     async with aiohttp.ClientSession(
         connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()
     ) as http:
         await _clear_caches(http, workers)
         before = await _worker_counts(http, workers)
+        chat, sessions = url + "/v1/chat/completions", itertools.count()
         started = time.perf_counter()
-        chat = url + "/v1/chat/completions"
-        await asyncio.gather(
-            *(
-                _session(http, chat, workload, run, i, tally, config.session_ids)
-                for i in range(workload.sessions)
-            )
-        )
+
+        async def slot() -> None:
+            while (index := next(sessions)) < workload.sessions:
+                await play_session(http, chat, workload, run, index, tally, session_ids)
+
+        await asyncio.gather(*(slot() for _ in range(concurrency)))
         tally.seconds = time.perf_counter() - started
         after = await _worker_counts(http, workers)
     spent = [
         [a - b for a, b in zip(w1, w0, strict=True)] for w0, w1 in zip(before, after, strict=True)
     ]
-    return _result(config, tally, spent)
+    return tally, spent
 
 
-def _result(config: Config, tally: Tally, spent: list[list[int]]) -> Result:
+async def play(config: Config, url: str, workers: list[str], workload: Workload) -> Result:
+    """Every session at once through `url`, from cold caches, and the figures of the run."""
+    run = config.label.replace(" ", "-")
+    measured = await measure(url, workers, workload, run, config.session_ids, workload.sessions)
+    return result(config, *measured)
+
+
+def result(config: Config, tally: Tally, spent: list[list[int]]) -> Result:
     """The figures of one run from the clients' tally and the workers' counts."""
     per_worker, prompt, cached = ([counts[i] for counts in spent] for i in range(3))
     latencies = sorted(tally.latencies)

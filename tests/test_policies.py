@@ -94,7 +94,7 @@ def test_bounded_load_holds_with_skewed_keys() -> None:
     target = workers[0]
     urls = [w.url for w in workers]
     candidates = [f"hot-{i}" for i in range(5000)]
-    owners = _plain_ring_owners(urls, candidates)
+    owners = plain_ring_owners(urls, candidates)
     skewed = [key for key, owner in zip(candidates, owners, strict=True) if owner == target.url]
     keys = skewed[:200]
     assert len(keys) == 200  # the skew is real: all these keys hash to one worker
@@ -104,6 +104,21 @@ def test_bounded_load_holds_with_skewed_keys() -> None:
     loads = [policy.sessions_on(w.url) for w in workers]
     assert sum(loads) == len(keys)
     assert max(loads) <= bound, loads
+
+
+def test_a_new_session_goes_to_the_idlest_worker_under_the_session_bound() -> None:
+    workers = make_workers(3)
+    policy = session_policy(workers, balance_factor=1.0)
+    for key, worker in (("a", workers[0]), ("b", workers[0]), ("c", workers[1])):
+        policy.pin(key, worker.url)
+    for load, worker in zip((0, 1, 2), workers, strict=True):
+        worker.in_flight = load
+    urls = [w.url for w in workers]
+    key = next(
+        k for k in (f"k{i}" for i in range(1000)) if plain_ring_owners(urls, [k]) == [urls[2]]
+    )
+    # w0 is idle but holds ceil(1.0 * 4 / 3) = 2 sessions; w2 is where the key hashes.
+    assert policy.choose(workers, info(key)) is workers[1]
 
 
 def test_bounded_load_bound_counts_live_sessions_only() -> None:
@@ -127,7 +142,7 @@ def test_retry_detour_does_not_move_the_session() -> None:
     assert policy.choose(workers, info("s")) is home
 
 
-def _plain_ring_owners(urls: list[str], keys: list[str]) -> list[str]:
+def plain_ring_owners(urls: list[str], keys: list[str]) -> list[str]:
     """Where plain consistent hashing (no bound) would put each key."""
     ring = sorted((ring_hash(f"{url}#{i}"), url) for url in urls for i in range(VIRTUAL_NODES))
     points = [point for point, _ in ring]

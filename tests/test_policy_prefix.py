@@ -131,15 +131,15 @@ def test_a_large_imbalance_sends_every_request_to_the_least_loaded() -> None:
     assert policy.choose(workers, chat(history("a", 2))) is other
 
 
-def test_a_worker_past_the_load_bound_takes_nothing_for_its_cache() -> None:
+def test_no_worker_passes_the_load_bound_for_its_cache() -> None:
     workers = make_workers(3)
     policy = policy_over(workers, load_factor=1.25)
     home = serve(policy, workers, chat(history("a", 1)))
     others = [w for w in workers if w is not home]
     others[0].in_flight, others[1].in_flight = 1, 1
-    home.in_flight = 3  # at the bound, ceil(1.25 * 6 / 3) = 3
+    home.in_flight = 2  # one more stays within the bound, ceil(1.25 * 5 / 3) = 3
     assert policy.choose(workers, chat(history("a", 2))) is home
-    home.in_flight = 4  # past it, ceil(1.25 * 7 / 3) = 3
+    home.in_flight = 3  # at it, ceil(1.25 * 6 / 3) = 3: one more would pass it
     assert policy.choose(workers, chat(history("a", 2))) in others
 
 

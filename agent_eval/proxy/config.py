@@ -109,7 +109,10 @@ class SessionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     balance_factor: float = Field(
-        1.25, ge=1.0, description="No worker holds more than ceil(c * average) sessions."
+        1.25,
+        ge=1.0,
+        description="No worker holds more than ceil(c * average) live sessions; among those "
+        "under it, a new session goes to one with the fewest requests in flight.",
     )
     ttl: float = Field(
         600.0, gt=0, description="Seconds after its last request that a session stops counting."
@@ -145,8 +148,8 @@ class PrefixConfig(BaseModel):
     load_factor: float = Field(
         1.25,
         ge=1.0,
-        description="A worker with more than ceil(load_factor x average) requests in flight "
-        "takes none for its cache.",
+        description="No worker takes a request for its cache that would carry it past "
+        "ceil(load_factor x average) requests in flight.",
     )
     max_bytes: int = Field(
         64 * 1024**2,

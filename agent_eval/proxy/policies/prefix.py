@@ -5,9 +5,9 @@ not its first message, which a shared system prompt would make the same for ever
 worker remembers the chunk chains routed to it (prefix_chain); a request goes to the longest
 match when it covers cache_threshold of its text, else to the least loaded worker. Load comes
 first: when the busiest worker is far ahead of the idlest, every request goes to the least
-loaded, and a worker with more than ceil(load_factor x average) requests in flight takes
-none for its cache. With a session key, the session's worker holds (SessionAffinity); the
-prefix only places a session that has none yet.
+loaded, and no worker takes a request for its cache that would carry it past
+ceil(load_factor x average) requests in flight. With a session key, the session's worker
+holds (SessionAffinity); the prefix only places a session that has none yet.
 """
 
 from __future__ import annotations
@@ -95,14 +95,15 @@ class PrefixAware(Policy):
     def _longest_match(
         self, workers: Sequence[Worker], chain: list[int]
     ) -> tuple[list[Worker], int]:
-        """The workers under the load bound holding the most of the chain, and how much."""
+        """The workers with room under the load bound that hold the most of the chain; how much."""
         total = sum(w.in_flight for w in workers)
+        # The average counts this request, so a worker at the bound has no room for it.
         bound = math.ceil(self.settings.load_factor * (total + 1) / len(workers))
         best: list[Worker] = []
         matched = 0
         for worker in workers:
             held = self._held.get(worker.url)
-            if held is None or worker.in_flight > bound:
+            if held is None or worker.in_flight >= bound:
                 continue
             n = held.match(chain)
             if n > matched:

@@ -1,10 +1,12 @@
 """Sticky sessions by consistent hashing with bounded loads.
 
-One conversation stays on one worker so its prefix cache is reused. A session's
-key hashes onto a ring of virtual nodes; it takes the first worker clockwise
-whose live-session count is under ceil(c * average), so a hot key set cannot
-pile onto one worker (Mirrokni, Thorup and Zadimoghaddam, 2018). A session
-moves only when its worker stops being a candidate or is over the bound.
+One conversation stays on one worker so its prefix cache is reused. No worker holds
+more than ceil(c * average) live sessions (Mirrokni, Thorup and Zadimoghaddam, 2018).
+Sessions that ended still count until their TTL, which loosens that bound; a new
+session therefore goes, among the workers under it, to one with the fewest requests in
+flight, and new work fills idle workers first. Ties go to the first clockwise from the key's
+hash on a ring of virtual nodes, so an idle pool places a key the same way in every
+proxy. A session moves only when its worker stops being a candidate or is over the bound.
 """
 
 from __future__ import annotations
@@ -116,18 +118,24 @@ class SessionAffinity(Policy):
     def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
         # A moving session is already counted among the live ones; a new one is not yet.
         bound = self._bound(len(by_url), extra=0 if moving else 1)
+        load = self._load
+        under = [w for w in by_url.values() if load.get(w.url, 0) < bound]
+        # None is under it only when a session moves with c = 1 and every worker at the average.
+        under = under or list(by_url.values())
+        fewest = min(w.in_flight for w in under)
+        idlest = [w for w in under if w.in_flight == fewest]
+        if len(idlest) == 1:
+            return idlest[0]
+        return self._first_on_ring(key, {w.url: w for w in idlest})
+
+    def _first_on_ring(self, key: str, candidates: dict[str, Worker]) -> Worker:
+        """The first of the candidates clockwise from the key's hash."""
         start = bisect.bisect(self._points, ring_hash(key))
-        seen: set[str] = set()
         for offset in range(len(self._ring)):
-            url = self._ring[(start + offset) % len(self._ring)][1]
-            if url in seen or url not in by_url:
-                continue
-            seen.add(url)
-            if self._load.get(url, 0) < bound:
-                return by_url[url]
-            if len(seen) == len(by_url):
-                break
-        return min(by_url.values(), key=lambda w: self._load.get(w.url, 0))
+            worker = candidates.get(self._ring[(start + offset) % len(self._ring)][1])
+            if worker is not None:
+                return worker
+        return next(iter(candidates.values()))  # none on the ring: only before the first change
 
     def _assign(self, key: str, url: str, now: float) -> None:
         old = self._sessions.get(key)

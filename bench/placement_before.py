@@ -1,0 +1,22 @@
+"""agent-eval's session placement before requests in flight counted: a named baseline.
+
+`python bench/inflight_spread.py` runs it beside the `session` policy of today, as
+`--policy placement_before:SessionByHash` with this folder on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+from agent_eval.proxy.policies.session import SessionAffinity
+from agent_eval.proxy.worker import Worker
+
+
+class SessionByHash(SessionAffinity):
+    """A new session takes the first worker clockwise under the session bound, however many
+    requests it has in flight."""
+
+    def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
+        bound = self._bound(len(by_url), extra=0 if moving else 1)
+        under = {url: w for url, w in by_url.items() if self._load.get(url, 0) < bound}
+        if not under:
+            return min(by_url.values(), key=lambda w: self._load.get(w.url, 0))
+        return self._first_on_ring(key, under)

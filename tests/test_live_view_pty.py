@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import os
 import re
 import shlex
@@ -30,6 +32,7 @@ class Screen:
     final: str  # the scrollback and the screen once the command ended
 
 
+ShowOnTerminal = Callable[..., Awaitable[Screen]]
 RunOnTerminal = Callable[..., Awaitable[Screen]]
 
 
@@ -45,15 +48,45 @@ async def _tmux(socket: str, *args: str) -> str:
 
 
 @pytest.fixture
-async def run_on_terminal(
-    start_workers: StartWorkers, tmp_path: Path
-) -> AsyncIterator[RunOnTerminal]:
-    """`agent-eval run` on a 120x40 tmux terminal against two mock workers (1 s per call)."""
+async def terminal(tmp_path: Path) -> AsyncIterator[ShowOnTerminal]:
+    """Commands on a 120x40 tmux terminal in `tmp_path`, each sampled until it exits with 0."""
     if shutil.which("tmux") is None:
         if os.environ.get("AGENT_EVAL_REQUIRE_TMUX"):
             pytest.fail("tmux is required here (AGENT_EVAL_REQUIRE_TMUX) but not installed")
         pytest.skip("tmux is not installed")
     socket = f"agent-eval-test-{os.getpid()}-{id(tmp_path)}"
+    sessions = itertools.count()
+
+    async def show(*command: str) -> Screen:
+        # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
+        shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
+        name = f"run{next(sessions)}"
+        await _tmux(socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
+                    "-c", str(tmp_path), shell)  # fmt: skip
+        frames: list[str] = []
+        async with asyncio.timeout(120):
+            while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
+                frames.append(await _tmux(socket, "capture-pane", "-p", "-t", name))
+                await asyncio.sleep(0.1)
+        final = await _tmux(socket, "capture-pane", "-p", "-S", "-", "-t", name)
+        assert "EXIT=0" in final, final
+        return Screen(frames, final)
+
+    try:
+        yield show
+    finally:
+        killed = await asyncio.create_subprocess_exec(
+            "tmux", "-L", socket, "kill-server",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        await killed.wait()
+
+
+@pytest.fixture
+async def run_on_terminal(
+    terminal: ShowOnTerminal, start_workers: StartWorkers, tmp_path: Path
+) -> RunOnTerminal:
+    """`agent-eval run` on the terminal against two mock workers (1 s per call)."""
     workers = await start_workers(2)
     for worker in workers:
         # Two calls of 1 s per attempt: the first attempt ends well after the proxy is ready.
@@ -62,30 +95,12 @@ async def run_on_terminal(
     endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
 
     async def run(*extra: str) -> Screen:
-        command = [sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator",
-                   "--dataset", data.name, *endpoints, "-n", "2", "-j", "8", "-o", "run",
-                   *extra]  # fmt: skip
-        # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
-        shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
-        await _tmux(socket, "new-session", "-d", "-s", "run", "-x", "120", "-y", "40",
-                    "-c", str(tmp_path), shell)  # fmt: skip
-        frames: list[str] = []
-        async with asyncio.timeout(120):
-            while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
-                frames.append(await _tmux(socket, "capture-pane", "-p", "-t", "run"))
-                await asyncio.sleep(0.1)
-        final = await _tmux(socket, "capture-pane", "-p", "-S", "-", "-t", "run")
-        assert "EXIT=0" in final, final
-        return Screen(frames, final)
-
-    try:
-        yield run
-    finally:
-        killed = await asyncio.create_subprocess_exec(
-            "tmux", "-L", socket, "kill-server",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        return await terminal(
+            sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator",
+            "--dataset", data.name, *endpoints, "-n", "2", "-j", "8", "-o", "run", *extra,
         )  # fmt: skip
-        await killed.wait()
+
+    return run
 
 
 def _done(frame: str) -> int | None:
@@ -132,17 +147,109 @@ async def test_log_lines_go_through_the_live_display_and_no_stale_frame_stays(
     assert final.index("reward workers ready") < final.index(TITLE + " ")
 
 
-async def test_the_live_rates_are_the_summary_rates_under_one_name(
+async def test_the_live_rates_are_the_summary_rates_each_named(
     run_on_terminal: RunOnTerminal,
 ) -> None:
     screen = await run_on_terminal()
     live, table = _last_frame(screen.final), screen.final[screen.final.index("Quality") :]
     assert "samples/s" not in screen.final
-    for name in ("attempts/s", "tokens/s"):
+    # Prompt tokens are read, not generated: a rate of both together would say neither.
+    assert re.search(r"(?<!completion )(?<!prompt )tokens/s", screen.final) is None, screen.final
+    for name in ("attempts/s", "completion tokens/s", "prompt tokens/s"):
         shown = re.search(rf"([\d,.]+) {name}", live)
         summary = re.search(rf"{name}\s+([\d,.]+)", table)
         assert shown and summary, screen.final
         assert shown.group(1) == summary.group(1), (live, table)
+
+
+async def test_the_eta_waits_until_as_many_attempts_as_run_at_once_have_ended(
+    run_on_terminal: RunOnTerminal,
+) -> None:
+    screen = await run_on_terminal()  # 8 at once
+    bars = [re.search(rf"^{TITLE} .*?(\d+)/{ATTEMPTS} .* eta (\S+)$", frame, re.MULTILINE)
+            for frame in screen.frames]  # fmt: skip
+    etas = [(int(bar.group(1)), bar.group(2)) for bar in bars if bar]
+    # The first attempts end together: one over its seconds would say the run takes 8x longer.
+    early = [eta for done, eta in etas if done < 8]
+    assert early and set(early) == {"-"}, etas
+    assert any(eta != "-" for done, eta in etas if 8 <= done < ATTEMPTS), etas
+
+
+async def test_the_terminal_says_what_the_run_does_from_its_first_line(
+    run_on_terminal: RunOnTerminal,
+) -> None:
+    screen = await run_on_terminal()
+    # Python modules, the agent and the dataset load for seconds before the live view.
+    first = next(frame for frame in screen.frames if frame.strip()).splitlines()[0]
+    assert first.startswith("agent-eval run: loading"), screen.frames[:3]
+    assert screen.final.count("agent-eval run: loading") == 1, screen.final
+
+
+async def test_a_resumed_run_shows_all_its_attempts_from_the_first_frame(
+    run_on_terminal: RunOnTerminal, terminal: ShowOnTerminal, tmp_path: Path
+) -> None:
+    await run_on_terminal()
+    run = tmp_path / "run"
+    (run / "summary.json").unlink()  # interrupted after 6 of its 20 attempts
+    kept = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)[:6]
+    (run / "samples.jsonl").write_bytes(b"".join(kept))
+
+    screen = await terminal(sys.executable, "-m", "agent_eval", "run", "--resume", "run")
+    assert f"resuming run: 6 finished attempts kept, {ATTEMPTS - 6} of {ATTEMPTS} to play" in (
+        screen.final.replace("\n", "")
+    )
+    bars = [frame for frame in screen.frames if _done(frame) is not None]
+    assert bars and all(_done(frame) >= 6 for frame in bars), bars  # type: ignore[operator]
+    for frame in bars:
+        assert "no attempt finished yet" not in frame and " acc " in f" {frame}", frame
+    figures = json.loads((run / "summary.json").read_text())["quality"]["accuracy"]
+    shown = f"acc {figures['value']:.3f} [{figures['low']:.2f}, {figures['high']:.2f}]"
+    assert shown in _last_frame(screen.final), (screen.final, figures)
+
+
+RACE = """
+import asyncio
+import time
+
+from rich.text import Text
+
+from agent_eval.cli.common import console
+from agent_eval.progress import RunView
+
+
+class SlowLine:
+    # A line that takes a while to draw, as a log line does on a busy machine.
+    def __init__(self, text):
+        self.text = text
+
+    def __rich_console__(self, console, options):
+        time.sleep(0.6)  # past the moment the view's next frame is due
+        yield Text(self.text)
+
+
+async def main():
+    async with RunView(console, "view on say.jsonl", total=20) as view:
+        console.print(SlowLine("printed as the first frame comes due"))
+        view.waiting("a wait, a row more in the frame")
+        console.print(SlowLine("printed as the frame grows"))
+        await asyncio.sleep(0.3)
+
+
+asyncio.run(main())
+"""
+
+
+async def test_a_line_printed_while_a_frame_comes_due_leaves_no_stale_frame(
+    terminal: ShowOnTerminal,
+) -> None:
+    # Workers starting log lines as the view opens, and as its wait row comes and goes.
+    screen = await terminal(sys.executable, "-c", RACE)
+    lines_shown = screen.final.splitlines()
+    bars = [line for line in lines_shown if line.startswith("view on say.jsonl")]
+    assert len(bars) == 1, screen.final
+    for text in ("printed as the first frame comes due", "printed as the frame grows"):
+        assert text in lines_shown, screen.final  # on a line of its own, not glued to a frame
+    assert screen.final.count("a wait, a row more") == 1, screen.final
 
 
 async def test_the_last_frame_shows_every_model_call_answered_none_in_flight(

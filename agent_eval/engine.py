@@ -47,21 +47,49 @@ class EngineConfig:
 
 @dataclass
 class Progress:
-    """What the live view shows after each finished attempt."""
+    """What the live view shows after each finished attempt.
+
+    The counts are of every attempt of the run, those a resumed run found on disk included,
+    as the summary's are; `played` and the tokens only of this run's, as its rates are.
+    """
 
     done: int = 0
     total: int = 0
     correct: int = 0
+    """Right attempts at original samples."""
     played: int = 0
     """Attempts finished in this run: `done` less those a resumed run found on disk."""
-    tokens: int = 0
-    """Tokens of this run's attempts, prompt and completion."""
+    prompt_tokens: int = 0
     completion_tokens: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     unscored: Counter[str] = field(default_factory=Counter)
-    """This run's attempts the infrastructure stopped, by kind."""
+    """Attempts the infrastructure stopped, by kind."""
     variants_judged: int = 0
-    """This run's scored attempts at perturbed variants: played, but not in the accuracy."""
+    """Scored attempts at perturbed variants: done, but not in the accuracy."""
+
+    def add(self, record: AttemptRecord) -> None:
+        """Count a finished attempt in what the summary counts (not in `played`)."""
+        self.done += 1
+        # The accuracy is the summary's: over the originals, not their perturbed variants.
+        if record.variant_of is None:
+            self.correct += record.correct is True
+        elif record.scored:
+            self.variants_judged += 1
+        if record.error_kind is not None:
+            self.errors[record.error_kind] += 1
+        if not record.scored:
+            self.unscored[record.error_kind or "unknown"] += 1
+
+
+def kept_attempts(run_dir: RunDirectory) -> tuple[set[tuple[str, int]], Progress]:
+    """The (sample id, attempt) pairs a run directory holds, and their count: where a resumed
+    run starts. Reads the whole file: call it off the event loop."""
+    done: set[tuple[str, int]] = set()
+    kept = Progress()
+    for record in run_dir.records():
+        done.add((record.sample_id, record.attempt))
+        kept.add(record)
+    return done, kept
 
 
 class RecordSink(Protocol):
@@ -104,13 +132,13 @@ class Engine:
         return await self.finish(run_dir, time.monotonic() - started)
 
     async def start(self, run_dir: RunDirectory, total: int | None) -> set[tuple[str, int]]:
-        """Ready the run directory; the (sample id, attempt) pairs it already holds."""
-        done, unscored = await asyncio.to_thread(run_dir.prepare)
+        """Ready the run directory; the (sample id, attempt) pairs it already holds, counted."""
+        await asyncio.to_thread(run_dir.prepare)
+        done, self.progress = await asyncio.to_thread(kept_attempts, run_dir)
         self.progress.total = (total or 0) * self.config.n_samples
-        self.progress.done = len(done)
         if self.progress.total:
             # The budget is of the whole run: attempts unscored before a resume count too.
-            self._budget = math.floor(self.config.max_unscored * self.progress.total) - unscored
+            self._budget = math.floor(self.config.max_unscored * self.progress.total)
         return done
 
     async def play(
@@ -136,22 +164,13 @@ class Engine:
     def count(self, record: AttemptRecord) -> None:
         """Add one finished attempt to the progress, and tell the live view."""
         progress = self.progress
-        progress.done += 1
+        progress.add(record)
         progress.played += 1
-        # The live accuracy is the summary's: over the originals, not their perturbed variants.
-        if record.variant_of is None:
-            progress.correct += record.correct is True
-        elif record.scored:
-            progress.variants_judged += 1
-        progress.tokens += record.prompt_tokens + record.completion_tokens
+        progress.prompt_tokens += record.prompt_tokens
         progress.completion_tokens += record.completion_tokens
-        if record.error_kind is not None:
-            progress.errors[record.error_kind] += 1
-        if not record.scored:
-            progress.unscored[record.error_kind or "unknown"] += 1
-            budget = self._budget
-            if budget is not None and sum(progress.unscored.values()) > budget:
-                self.stopping = True
+        budget = self._budget
+        if not record.scored and budget is not None and sum(progress.unscored.values()) > budget:
+            self.stopping = True
         if self.on_progress is not None:
             self.on_progress(progress)
 
@@ -220,8 +239,7 @@ class Engine:
         # Rates are of the attempts played in this wall time: a resumed run did not play
         # those it found on disk, and the live view counts the same way.
         played = self.progress
-        prompt = played.tokens - played.completion_tokens
-        tokens = token_summary(prompt, played.completion_tokens, played.played)
+        tokens = token_summary(played.prompt_tokens, played.completion_tokens, played.played)
         return replace(summary, throughput=throughput(played.played, tokens, wall_time))
 
 

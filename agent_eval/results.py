@@ -45,17 +45,10 @@ class RunDirectory:
         # end of the file, not the middle of another thread's line.
         self._appending = threading.Lock()
 
-    def prepare(self) -> tuple[set[tuple[str, int]], int]:
-        """Create the folder; the (sample id, attempt) pairs already done, for resuming, and how
-        many of them are unscored, in one pass over the file."""
+    def prepare(self) -> None:
+        """Create the folder, and cut a torn last line (a crash mid-write) before a resume."""
         self.create()
         self._drop_torn_last_line()
-        done: set[tuple[str, int]] = set()
-        unscored = 0
-        for record in self.records():
-            done.add((record.sample_id, record.attempt))
-            unscored += not record.scored
-        return done, unscored
 
     def create(self) -> None:
         """Make the folder, and its parents, if they are not there yet."""

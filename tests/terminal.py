@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import re
 import shlex
@@ -41,7 +42,7 @@ async def tmux(socket: str, *args: str) -> str:
 
 @contextlib.asynccontextmanager
 async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
-    """`await run(command, cwd)`: the command on a 120x40 tmux terminal, to its exit 0.
+    """`await run(command, cwd)`: each command on a 120x40 tmux terminal of its own, to its exit 0.
 
     Inside, a tmux server of its own on `socket`; skipped where there is no tmux.
     """
@@ -49,18 +50,20 @@ async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
         if os.environ.get("AGENT_EVAL_REQUIRE_TMUX"):
             pytest.fail("tmux is required here (AGENT_EVAL_REQUIRE_TMUX) but not installed")
         pytest.skip("tmux is not installed")
+    sessions = itertools.count()
 
     async def run(command: list[str], cwd: Path) -> Screen:
         # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
         shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
-        await tmux(socket, "new-session", "-d", "-s", "run", "-x", "120", "-y", "40",
+        name = f"run{next(sessions)}"
+        await tmux(socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
                    "-c", str(cwd), shell)  # fmt: skip
         frames: list[str] = []
         async with asyncio.timeout(120):
             while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
-                frames.append(await tmux(socket, "capture-pane", "-p", "-t", "run"))
+                frames.append(await tmux(socket, "capture-pane", "-p", "-t", name))
                 await asyncio.sleep(0.1)
-        final = await tmux(socket, "capture-pane", "-p", "-S", "-", "-t", "run")
+        final = await tmux(socket, "capture-pane", "-p", "-S", "-", "-t", name)
         assert "EXIT=0" in final, final
         return Screen(frames, final)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Awaitable, Callable
@@ -77,17 +78,112 @@ async def test_log_lines_go_through_the_live_display_and_no_stale_frame_stays(
     assert final.index("reward workers ready") < final.index(TITLE + " ")
 
 
-async def test_the_live_rates_are_the_summary_rates_under_one_name(
+async def test_the_live_rates_are_the_summary_rates_each_named(
     run_on_terminal: RunOnTerminal,
 ) -> None:
     screen = await run_on_terminal()
     live, table = _last_frame(screen.final), screen.final[screen.final.index("Quality") :]
     assert "samples/s" not in screen.final
-    for name in ("attempts/s", "tokens/s"):
+    # Prompt tokens are read, not generated: a rate of both together would say neither.
+    assert re.search(r"(?<!completion )(?<!prompt )tokens/s", screen.final) is None, screen.final
+    for name in ("attempts/s", "completion tokens/s", "prompt tokens/s"):
         shown = re.search(rf"([\d,.]+) {name}", live)
         summary = re.search(rf"{name}\s+([\d,.]+)", table)
         assert shown and summary, screen.final
         assert shown.group(1) == summary.group(1), (live, table)
+
+
+async def test_the_eta_waits_until_as_many_attempts_as_run_at_once_have_ended(
+    run_on_terminal: RunOnTerminal,
+) -> None:
+    screen = await run_on_terminal()  # 8 at once
+    bars = [re.search(rf"^{TITLE} .*?(\d+)/{ATTEMPTS} .* eta (\S+)$", frame, re.MULTILINE)
+            for frame in screen.frames]  # fmt: skip
+    etas = [(int(bar.group(1)), bar.group(2)) for bar in bars if bar]
+    # The first attempts end together: one over its seconds would say the run takes 8x longer.
+    early = [eta for done, eta in etas if done < 8]
+    assert early and set(early) == {"-"}, etas
+    assert any(eta != "-" for done, eta in etas if 8 <= done < ATTEMPTS), etas
+
+
+async def test_the_terminal_says_what_the_run_does_from_its_first_line(
+    run_on_terminal: RunOnTerminal,
+) -> None:
+    screen = await run_on_terminal()
+    # Python modules, the agent and the dataset load for seconds before the live view.
+    first = next(frame for frame in screen.frames if frame.strip()).splitlines()[0]
+    assert first.startswith("agent-eval run: loading"), screen.frames[:3]
+    assert screen.final.count("agent-eval run: loading") == 1, screen.final
+
+
+async def test_a_resumed_run_shows_all_its_attempts_from_the_first_frame(
+    run_on_terminal: RunOnTerminal, on_terminal: OnTerminal, tmp_path: Path
+) -> None:
+    await run_on_terminal()
+    run = tmp_path / "run"
+    (run / "summary.json").unlink()  # interrupted after 6 of its 20 attempts
+    kept = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)[:6]
+    (run / "samples.jsonl").write_bytes(b"".join(kept))
+
+    screen = await on_terminal(
+        [sys.executable, "-m", "agent_eval", "run", "--resume", "run"], tmp_path
+    )
+    assert f"resuming run: 6 finished attempts kept, {ATTEMPTS - 6} of {ATTEMPTS} to play" in (
+        screen.final.replace("\n", "")
+    )
+    bars = [frame for frame in screen.frames if _done(frame) is not None]
+    assert bars and all(_done(frame) >= 6 for frame in bars), bars  # type: ignore[operator]
+    for frame in bars:
+        assert "no attempt finished yet" not in frame, frame
+        assert re.search(r"^acc \d", frame, re.MULTILINE), frame
+    figures = json.loads((run / "summary.json").read_text())["quality"]["accuracy"]
+    shown = f"acc {figures['value']:.3f} [{figures['low']:.2f}, {figures['high']:.2f}]"
+    assert shown in _last_frame(screen.final), (screen.final, figures)
+
+
+RACE = """
+import asyncio
+import time
+
+from rich.text import Text
+
+from agent_eval.cli.common import console
+from agent_eval.progress import RunView
+
+
+class SlowLine:
+    # A line that takes a while to draw, as a log line does on a busy machine.
+    def __init__(self, text):
+        self.text = text
+
+    def __rich_console__(self, console, options):
+        time.sleep(0.6)  # past the moment the view's next frame is due
+        yield Text(self.text)
+
+
+async def main():
+    async with RunView(console, "view on say.jsonl", total=20) as view:
+        console.print(SlowLine("printed as the first frame comes due"))
+        view.waiting("a wait, a row more in the frame")
+        console.print(SlowLine("printed as the frame grows"))
+        await asyncio.sleep(0.3)
+
+
+asyncio.run(main())
+"""
+
+
+async def test_a_line_printed_while_a_frame_comes_due_leaves_no_stale_frame(
+    on_terminal: OnTerminal, tmp_path: Path
+) -> None:
+    # Workers starting log lines as the view opens, and as its wait row comes and goes.
+    screen = await on_terminal([sys.executable, "-c", RACE], tmp_path)
+    lines_shown = screen.final.splitlines()
+    bars = [line for line in lines_shown if line.startswith("view on say.jsonl")]
+    assert len(bars) == 1, screen.final
+    for text in ("printed as the first frame comes due", "printed as the frame grows"):
+        assert text in lines_shown, screen.final  # on a line of its own, not glued to a frame
+    assert screen.final.count("a wait, a row more") == 1, screen.final
 
 
 async def test_the_last_frame_shows_every_model_call_answered_none_in_flight(

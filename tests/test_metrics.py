@@ -355,10 +355,10 @@ def test_tokens_throughput_and_errors() -> None:
     tokens = token_summary(prompt_tokens=300, completion_tokens=100, attempts=4)
     assert (tokens.total, tokens.mean_prompt, tokens.mean_completion) == (400, 75.0, 25.0)
     rates = throughput(4, tokens, wall_time_s=2.0)
-    assert (rates.attempts_per_s, rates.tokens_per_s, rates.completion_tokens_per_s) == (
+    assert (rates.attempts_per_s, rates.completion_tokens_per_s, rates.prompt_tokens_per_s) == (
         2.0,
-        200.0,
         50.0,
+        150.0,
     )
     errors = error_summary({"parse": 1, "timeout": 2, "http": 1}, attempts=8)
     assert list(errors.by_kind.items()) == [("timeout", 2), ("http", 1), ("parse", 1)]

@@ -15,7 +15,7 @@ from agent_eval.engine import Progress
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress import RunView
-from agent_eval.progress.stats import RunStats, Snapshot, duration_text, errors_text, stats_parts
+from agent_eval.progress.stats import RunStats, duration_text, errors_text, stats_parts
 from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server import running_proxy
@@ -41,7 +41,8 @@ async def finish(view: RunView, progress: Progress, attempts: int, start: int = 
         progress.done += 1
         progress.played += 1
         progress.correct += i % 4 != 0  # 3 of every 4 correct
-        progress.tokens += 31
+        progress.prompt_tokens += 25
+        progress.completion_tokens += 6
         if i in ERROR_KINDS:
             progress.errors[ERROR_KINDS[i]] += 1
         view.on_progress(progress)
@@ -79,15 +80,16 @@ def rate(line: str, unit: str) -> float:
     return float(match.group(1).replace(",", ""))
 
 
-async def test_plain_lines_count_only_this_process_over_a_real_proxy(
+async def test_plain_lines_count_every_attempt_of_a_resumed_run_over_a_real_proxy(
     start_workers: StartWorkers, start_proxy: StartProxy
 ) -> None:
     workers = await start_workers(2)
     base_url = await start_proxy(workers)
     console, out = plain_console()
-    # A resumed run: 60 attempts were on disk, 40 are played here.
-    progress = Progress(done=60, total=100)
-    async with RunView(console, "gsm8k x1", proxy_url=base_url, **FAST) as view:
+    # A resumed run: 60 attempts were on disk, 45 of them right; 40 are played here.
+    kept = Progress(done=60, correct=45)
+    progress = Progress(done=60, total=100, correct=45)
+    async with RunView(console, "gsm8k x1", proxy_url=base_url, kept=kept, **FAST) as view:
         await eventually(lambda: view.workers is not None)
         await finish(view, progress, 20)
         await eventually(lambda: "[ 80/100  80%]" in out.getvalue())
@@ -99,11 +101,34 @@ async def test_plain_lines_count_only_this_process_over_a_real_proxy(
     assert lines[0] == "gsm8k x1"
     final = lines[-1]
     assert final.startswith("[100/100 100%] ")
-    assert expected_accuracy(30, 40) in final
-    assert rate(final, "attempts/s") > 0 and rate(final, "tokens/s") > 0
+    assert expected_accuracy(45 + 30, 100) in final  # the summary's: kept and played
+    for unit in ("attempts/s", "completion tokens/s", "prompt tokens/s"):
+        assert rate(final, unit) > 0
+    # The rates are of the attempts played here: 6 completion tokens for 25 of the prompt.
+    assert rate(final, "prompt tokens/s") / rate(final, "completion tokens/s") == pytest.approx(
+        25 / 6, rel=0.01
+    )
     assert "errors timeout=3, max_turns=1" in final
     assert "workers 2/2 healthy, 0 in flight" in final
     assert final.endswith("eta 0s")
+
+
+def test_a_resumed_run_shows_its_kept_attempts_before_it_plays_one() -> None:
+    unscored = Counter(timeout=2)
+    kept = Progress(done=12, correct=6, errors=unscored, unscored=unscored)
+    stats = RunStats(total=40, kept=kept)
+    for moment in ("before the proxy is ready", "after"):
+        snapshot = stats.snapshot()
+        assert (snapshot.done, snapshot.total) == (12, 40), moment
+        assert snapshot.accuracy == accuracy(6, 10), moment  # the 2 unscored left out
+        assert snapshot.unscored == {"timeout": 2}, moment
+        assert (snapshot.attempts_per_s, snapshot.eta_s) == (None, None), moment  # none played
+        stats.start()
+    assert stats_parts(stats.snapshot())[1:4] == [
+        "- attempts/s",
+        "- completion tokens/s",
+        "- prompt tokens/s",
+    ]
 
 
 async def test_plain_lines_before_the_first_attempt_show_the_total_and_the_model_calls(
@@ -166,7 +191,7 @@ async def test_live_screen_shows_workers_and_accuracy_and_cleans_up(
     assert "errors max_turns=1" in text
     assert console.file.getvalue().endswith("\x1b[?25h")  # type: ignore[attr-defined]
     assert not [t for t in asyncio.all_tasks() if "RunView" in repr(t) or "Poller" in repr(t)]
-    # Live's refresh thread is told to stop and never draws again; it ends on its next wake.
+    # Frames are drawn on the event loop: no thread of Live's is left drawing.
     await eventually(lambda: not [t for t in threading.enumerate() if "Refresh" in repr(type(t))])
 
 
@@ -222,36 +247,59 @@ async def test_a_proxy_with_a_key_needs_it(
 
 def test_rates_and_eta_count_this_process_from_the_proxy_being_ready() -> None:
     now = [100.0]
-    stats = RunStats(total=100, done=50, clock=lambda: now[0])  # 50 were on disk
-    assert stats.snapshot() == Snapshot(done=50, total=100)  # the total shows at once
+    kept = Progress(done=50, correct=25)  # 50 were on disk
+    stats = RunStats(total=100, kept=kept, at_once=8, clock=lambda: now[0])
     stats.start()  # the proxy is ready
     now[0] = 110.0  # 8 attempts at once: the first ends 10 s later, the others with it
-    stats.update(Progress(done=51, played=1, total=100, correct=1, tokens=200))
-    assert stats.snapshot().attempts_per_s == 0.1  # no head start before the first end
+    stats.update(
+        Progress(done=51, played=1, total=100, correct=26, prompt_tokens=180, completion_tokens=20)
+    )
+    first = stats.snapshot()
+    assert first.attempts_per_s == 0.1  # no head start before the first end
+    # One attempt over its 10 s says 490 s left; the 7 ending with it say 8x less.
+    assert first.eta_s is None
     now[0] = 111.0
     stats.update(
-        Progress(done=58, played=8, total=100, correct=6, tokens=1600, errors=Counter(timeout=1))
-    )
+        Progress(done=58, played=8, total=100, correct=31, prompt_tokens=1440,
+                 completion_tokens=160, errors=Counter(timeout=1))
+    )  # fmt: skip
     now[0] = 112.0
     snapshot = stats.snapshot()
     assert snapshot.attempts_per_s == 8 / 12  # 8 attempts over 12 s, the summary's definition
-    assert snapshot.tokens_per_s == 1600 / 12
-    assert snapshot.eta_s == 42 / (8 / 12)  # from the first attempt's end alone: 4x shorter
-    assert snapshot.accuracy == accuracy(6, 8)
+    assert snapshot.completion_tokens_per_s == 160 / 12
+    assert snapshot.prompt_tokens_per_s == 1440 / 12
+    assert snapshot.eta_s == 42 / (8 / 12)  # once as many have ended as run at once
+    assert snapshot.accuracy == accuracy(31, 58)  # the kept attempts count, as in the summary
     assert snapshot.errors == {"timeout": 1}
+
+
+def test_the_eta_of_a_run_smaller_than_its_concurrency_waits_for_its_last_attempt() -> None:
+    now = [0.0]
+    stats = RunStats(total=4, kept=Progress(done=1), at_once=8, clock=lambda: now[0])
+    for now[0], done in ((5.0, 2), (5.5, 3)):
+        stats.update(Progress(done=done, played=done - 1, total=4))
+        assert stats.snapshot().eta_s is None
+    now[0] = 6.0
+    stats.update(Progress(done=4, played=3, total=4))
+    assert stats.snapshot().eta_s == 0
 
 
 def test_rates_stop_with_the_last_attempt_and_end_as_the_summary_says() -> None:
     now = [0.0]
     stats = RunStats(total=2, clock=lambda: now[0])
     for now[0], done in ((3.0, 1), (4.0, 2)):
-        stats.update(Progress(done=done, played=done, total=2, tokens=5 * done))
+        tokens = {"prompt_tokens": 4 * done, "completion_tokens": done}
+        stats.update(Progress(done=done, played=done, total=2, **tokens))
     now[0] = 9.0  # the summary is being written: the run's wall time is over
     assert stats.snapshot().attempts_per_s == 0.5
-    stats.finish(Throughput(wall_time_s=4.001, attempts_per_s=0.4999, tokens_per_s=2.5,
-                            completion_tokens_per_s=1.0))  # fmt: skip
+    stats.finish(Throughput(wall_time_s=4.001, attempts_per_s=0.4999, completion_tokens_per_s=0.5,
+                            prompt_tokens_per_s=2.0))  # fmt: skip
     assert stats.snapshot().attempts_per_s == 0.4999
-    assert stats_parts(stats.snapshot())[1:3] == ["0.50 attempts/s", "2.5 tokens/s"]
+    assert stats_parts(stats.snapshot())[1:4] == [
+        "0.50 attempts/s",
+        "0.5 completion tokens/s",
+        "2.0 prompt tokens/s",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -166,7 +166,9 @@ def test_a_single_run_prints_its_summary_and_writes_every_plot(single: Path) -> 
         assert "figcaption" in page.figures[figure], figure
     assert "turn-rewards" not in page.figures
     assert page.row("headline", "accuracy") == ["accuracy", accuracy]
-    assert page.row("headline", "tokens/s") == ["tokens/s", "250.0"]  # 1,000 tokens in 4 s
+    # 200 completion and 800 prompt tokens in 4 s
+    assert page.row("headline", "completion tokens/s") == ["completion tokens/s", "50.0"]
+    assert page.row("headline", "prompt tokens/s") == ["prompt tokens/s", "200.0"]
     assert page.row("config", "attempts per sample") == ["attempts per sample", "2"]
     assert "127.0.0.1:30001" in "".join(page.figure_text["workers"])
 

@@ -116,6 +116,28 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
     assert lines(broken) == final
 
 
+async def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    data = write_dataset(tmp_path / "say.jsonl")
+    run = tmp_path / "run"
+    args = ("--dataset", str(data), "--endpoint", worker.url, "-n", "2", "-o", str(run))
+    assert (await finish(await agent_eval("run", *args, cwd=tmp_path)))[0] == 0
+    # Interrupted after 6 of its 20 attempts: those are kept, the other 14 are played.
+    (run / "summary.json").unlink()
+    kept = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)[:6]
+    (run / "samples.jsonl").write_bytes(b"".join(kept))
+
+    code, out, err = await finish(await agent_eval("run", "--resume", str(run), cwd=tmp_path))
+    assert code == 0, err
+    assert f"resuming {run}: 6 finished attempts kept, 14 of 20 to play" in err
+    last = [line for line in out.splitlines() if line.startswith("[")][-1]
+    figures = summary(run)["quality"]["accuracy"]
+    shown = f"acc {figures['value']:.3f} [{figures['low']:.2f}, {figures['high']:.2f}]"
+    assert last.startswith(f"[20/20 100%] {shown} | "), (last, figures)
+
+
 @pytest.mark.parametrize("flag", ["--retry-errors", "--force"])
 async def test_resume_flags_without_resume_are_a_mistake(flag: str, tmp_path: Path) -> None:
     code, out, err = await finish(await agent_eval("run", flag, cwd=tmp_path), 60)

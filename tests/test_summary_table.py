@@ -39,7 +39,8 @@ def test_the_table_shows_the_headline_figures_of_a_small_run() -> None:
     assert {"pass@1 0.750", "pass@2 1.000", "maj@2 0.750", "pass^2 0.500"} <= set(lines)
     assert "reward variance 0.125" in lines  # a: 0; b: 0.25
     assert "latency p50 / p90 / p99 (s) 1.00 / 2.40 / 2.94" in lines
-    assert "tokens/s 30.0" in lines and "attempts/s 2.00" in lines
+    # 4 attempts of 10 prompt and 5 completion tokens in 2 s: read and generated, each named
+    assert {"completion tokens/s 10.0", "prompt tokens/s 20.0", "attempts/s 2.00"} <= set(lines)
     assert "model calls per attempt 2.00" in lines and "tool calls per attempt 1.00" in lines
     assert "tool error rate 0.250" in lines
     assert "errors 1 (25.0%): timeout 1" in lines

@@ -154,3 +154,13 @@ def test_a_run_whose_workers_reported_no_cache_says_so_and_never_zero() -> None:
         del data["efficiency"][name]
     older = Summary.read(data)
     assert older is not None and math.isnan(older.cache_hit_rate) and older.ttft_s.n == 0
+
+
+def test_a_summary_written_when_tokens_per_s_summed_both_reads_them_apart() -> None:
+    summary = summarize([attempt("a", 2)], wall_time_s=2.0)
+    data = json.loads(json.dumps(summary.to_dict()))
+    rates = data["efficiency"]["throughput"]
+    both = rates["completion_tokens_per_s"] + rates.pop("prompt_tokens_per_s")
+    rates["tokens_per_s"] = both
+    older = Summary.read(data)
+    assert older is not None and older.throughput == summary.throughput

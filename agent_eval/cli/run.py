@@ -13,6 +13,7 @@ from rich.text import Text
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
 from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config
+from agent_eval.engine import Progress, kept_attempts
 from agent_eval.errors import StorageError
 from agent_eval.evaluation import (
     Plan,
@@ -102,26 +103,30 @@ def run(
         _check_identity(guarded(ctx, resume_differences, resolved), resume, force)
     if retry_errors:
         guarded(ctx, _set_aside_unscored, resolved)
+    done, kept = guarded(ctx, kept_attempts, RunDirectory(resolved.run_dir))
+    if resume is not None:
+        _say_resumed(checked, done)
     if resolved.on_embedded_model():
         console.print(Text(_embedded_setup(resolved), style="dim"), soft_wrap=True)
-    summary = guarded(ctx, run_until_signalled, _watched(checked))
+    summary = guarded(ctx, run_until_signalled, _watched(checked, kept))
     if summary is None:
         _interrupted(resolved)
     _finished(resolved, summary)
 
 
-async def _watched(checked: Plan) -> Summary:
+async def _watched(checked: Plan, kept: Progress) -> Summary:
     config = checked.config
     title = f"{config.agent.name} on {config.dataset_name}"
     total = checked.total * config.eval.n_samples
+    at_once = config.eval.concurrency * config.eval.processes
     try:
-        async with RunView(console, title, total=total, done=_kept(config)) as view:
+        async with RunView(console, title, total=total, kept=kept, at_once=at_once) as view:
             summary = await evaluate(checked, view)
             view.finish(summary.throughput)
             return summary
     except StorageError as exc:
-        kept = await asyncio.to_thread(_after_storage_error, config)
-        raise StorageError(f"{exc}\n{kept}") from exc
+        left = await asyncio.to_thread(_after_storage_error, config)
+        raise StorageError(f"{exc}\n{left}") from exc
 
 
 def _kept(config: RunConfig) -> int:
@@ -136,6 +141,21 @@ def _after_storage_error(config: RunConfig) -> str:
     return (
         f"{_kept(config)} finished attempts are kept in {config.run_dir}; workers and proxy "
         f"stopped. Once there is room, resume with: agent-eval run --resume {config.run_dir}"
+    )
+
+
+def _say_resumed(checked: Plan, done: set[tuple[str, int]]) -> None:
+    """How many finished attempts a resume keeps, and how many of the run's it plays."""
+    n_samples = checked.config.eval.n_samples
+    attempts = ((item.id, attempt) for item in checked.items() for attempt in range(n_samples))
+    to_play = sum(pair not in done for pair in attempts)
+    total = checked.total * n_samples
+    err_console.print(
+        Text(
+            f"resuming {checked.config.run_dir}: {len(done):,} finished attempts kept, "
+            f"{to_play:,} of {total:,} to play"
+        ),
+        soft_wrap=True,
     )
 
 

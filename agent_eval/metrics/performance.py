@@ -80,7 +80,8 @@ def token_summary(prompt_tokens: int, completion_tokens: int, attempts: int) -> 
 
 @dataclass(frozen=True)
 class Throughput:
-    """Attempts and tokens per second of wall time.
+    """Attempts and tokens per second of wall time; completion tokens (generated) apart from
+    prompt tokens (read, and many times more), since a sum of both would say neither.
 
     The wall time runs from the proxy being ready to the last attempt's end; the live view
     measures the same, so its figures and its ETA agree with the summary's.
@@ -88,8 +89,8 @@ class Throughput:
 
     wall_time_s: float
     attempts_per_s: float
-    tokens_per_s: float
     completion_tokens_per_s: float
+    prompt_tokens_per_s: float
 
 
 @metric(higher_is_better=True)
@@ -98,8 +99,8 @@ def throughput(attempts: int, tokens: TokenSummary, wall_time_s: float) -> Throu
     return Throughput(
         wall_time_s=wall_time_s,
         attempts_per_s=ratio(attempts, wall_time_s),
-        tokens_per_s=ratio(tokens.total, wall_time_s),
         completion_tokens_per_s=ratio(tokens.completion, wall_time_s),
+        prompt_tokens_per_s=ratio(tokens.prompt, wall_time_s),
     )
 
 
@@ -117,7 +118,8 @@ class RateLabel:
 
 # Attempts, not samples: with n attempts per sample a sample is counted n times.
 ATTEMPTS_PER_S = RateLabel("attempts/s", ",.2f")
-TOKENS_PER_S = RateLabel("tokens/s", ",.1f")
+COMPLETION_TOKENS_PER_S = RateLabel("completion tokens/s", ",.1f")
+PROMPT_TOKENS_PER_S = RateLabel("prompt tokens/s", ",.1f")
 
 
 TOOL_ERROR_PREFIXES = ("error:", "an error occurred while running the tool")

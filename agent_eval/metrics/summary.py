@@ -113,11 +113,20 @@ class Summary:
         # variants, so its originals' accuracy is its accuracy.
         if "robustness" not in data and "accuracy" in flat:
             flat.setdefault("original_accuracy", flat["accuracy"])
+        if isinstance(rates := flat.get("throughput"), dict) and "tokens_per_s" in rates:
+            flat["throughput"] = _rates_named_apart(rates)
         try:
             summary: Summary = _typed(cls, flat)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return summary
+
+
+def _rates_named_apart(rates: dict[str, Any]) -> dict[str, Any]:
+    """Rates written when `tokens_per_s` summed prompt and completion tokens, split apart."""
+    both, completion = rates["tokens_per_s"], rates.get("completion_tokens_per_s")
+    prompt = None if both is None or completion is None else both - completion
+    return {**rates, "prompt_tokens_per_s": prompt}
 
 
 def _typed(hint: Any, value: Any) -> Any:

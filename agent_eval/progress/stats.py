@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.base import Estimate
-from agent_eval.metrics.performance import ATTEMPTS_PER_S, TOKENS_PER_S, Throughput
+from agent_eval.metrics.performance import (
+    ATTEMPTS_PER_S,
+    COMPLETION_TOKENS_PER_S,
+    PROMPT_TOKENS_PER_S,
+    Throughput,
+)
 
 if TYPE_CHECKING:
     from agent_eval.engine import Progress
@@ -18,23 +23,25 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The run at one moment; a rate is None until an attempt of this process is in."""
+    """The run at one moment: every attempt of the run counts, kept and played, as in the
+    summary; a rate is None until an attempt of this process is in, the ETA until it means
+    something."""
 
     done: int = 0
     total: int = 0
     accuracy: Estimate = field(default_factory=lambda: accuracy(0, 0))
     attempts_per_s: float | None = None
-    tokens_per_s: float | None = None
+    completion_tokens_per_s: float | None = None
+    prompt_tokens_per_s: float | None = None
+    eta_s: float | None = None
+    """Seconds left at the current rate."""
     errors: Mapping[str, int] = field(default_factory=dict)
     unscored: Mapping[str, int] = field(default_factory=dict)
-    """This process's attempts the infrastructure stopped, by kind: out of the accuracy."""
+    """Attempts the infrastructure stopped, by kind: out of the accuracy."""
 
-    @property
-    def eta_s(self) -> float | None:
-        """Seconds left at the current rate; None while the total or the rate is unknown."""
-        if not self.total or not self.attempts_per_s:
-            return None
-        return max(self.total - self.done, 0) / self.attempts_per_s
+
+_Rates = tuple[float, float, float]
+"""Attempts, completion tokens and prompt tokens per second."""
 
 
 @dataclass(frozen=True)
@@ -44,52 +51,67 @@ class _Counts:
     played: int
     total: int
     correct: int
-    tokens: int
+    prompt_tokens: int
+    completion_tokens: int
     errors: Mapping[str, int]
     unscored: Mapping[str, int]
     variants_judged: int
 
-
-class RunStats:
-    """Folds the engine's progress into snapshots; only this process's attempts count.
-
-    Rates are `Throughput`'s: this process's attempts and tokens over the wall time from
-    `start()` (the proxy is ready) to now, or to the last attempt's end once all are in.
-    """
-
-    def __init__(
-        self, total: int = 0, done: int = 0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._clock = clock
-        self._total, self._done = total, done  # known before any attempt ends
-        self._since = clock()
-        self._latest: _Counts | None = None
-        self._final: Throughput | None = None
-
-    @property
-    def started(self) -> bool:
-        """Whether any attempt finished in this process."""
-        return self._latest is not None
-
-    def start(self) -> None:
-        """The proxy is ready: the wall time of the rates starts now, with no attempt in."""
-        self._since = self._clock()
-        self._latest = self._final = None
-
-    def update(self, progress: Progress) -> None:
-        """Store the numbers; one assignment, so a render thread never sees half an update."""
-        counts = _Counts(
-            self._clock(),
+    @classmethod
+    def of(cls, progress: Progress, at: float, total: int) -> _Counts:
+        return cls(
+            at,
             progress.done,
             progress.played,
-            progress.total or self._total,
+            progress.total or total,
             progress.correct,
-            progress.tokens,
+            progress.prompt_tokens,
+            progress.completion_tokens,
             dict(progress.errors),
             dict(progress.unscored),
             progress.variants_judged,
         )
-        self._latest = counts
+
+    @property
+    def judged_originals(self) -> int:
+        """Scored attempts at original samples: what the accuracy divides by."""
+        return self.done - sum(self.unscored.values()) - self.variants_judged
+
+
+class RunStats:
+    """Folds the engine's progress into snapshots: counts of the whole run, rates of this process.
+
+    Rates are `Throughput`'s: this process's attempts and tokens over the wall time from
+    `start()` (the proxy is ready) to now, or to the last attempt's end once all are in.
+    `kept`: what a resumed run found on disk; `at_once`: the attempts played at once.
+    """
+
+    def __init__(
+        self,
+        total: int = 0,
+        kept: Progress | None = None,
+        at_once: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clock, self._total, self._at_once = clock, total, at_once
+        self._since = clock()
+        self._kept = None if kept is None or not kept.done else _Counts.of(kept, self._since, total)
+        self._latest = self._kept
+        self._final: Throughput | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the run has a finished attempt, kept or played here."""
+        return self._latest is not None
+
+    def start(self) -> None:
+        """The proxy is ready: the wall time of the rates starts now, no attempt played yet."""
+        self._since = self._clock()
+        self._latest, self._final = self._kept, None
+
+    def update(self, progress: Progress) -> None:
+        """Store the numbers in one assignment, so a frame never shows half an update."""
+        self._latest = _Counts.of(progress, self._clock(), self._total)
 
     def finish(self, throughput: Throughput) -> None:
         """The summary's own rates: the last frame shows the very figures the summary prints."""
@@ -99,30 +121,46 @@ class RunStats:
         """The numbers now, with rates measured up to this moment."""
         latest = self._latest
         if latest is None:
-            return Snapshot(done=self._done, total=self._total)
-        # `done` counts what a resumed run found on disk; `played`, `correct` and `tokens`
-        # only this process's attempts.
-        attempts = latest.played
-        attempts_per_s, tokens_per_s = self._rates(latest, attempts)
+            return Snapshot(total=self._total)
+        attempts, completion, prompt = self._rates(latest) or (None, None, None)
         return Snapshot(
             done=latest.done,
             total=latest.total,
-            accuracy=accuracy(latest.correct, _judged_originals(latest)),
-            attempts_per_s=attempts_per_s,
-            tokens_per_s=tokens_per_s,
+            accuracy=accuracy(latest.correct, latest.judged_originals),
+            attempts_per_s=attempts,
+            completion_tokens_per_s=completion,
+            prompt_tokens_per_s=prompt,
+            eta_s=self._eta(latest, attempts),
             errors=latest.errors,
             unscored=latest.unscored,
         )
 
-    def _rates(self, latest: _Counts, attempts: int) -> tuple[float | None, float | None]:
+    def _rates(self, latest: _Counts) -> _Rates | None:
         if (final := self._final) is not None:
-            return final.attempts_per_s, final.tokens_per_s
+            return final.attempts_per_s, final.completion_tokens_per_s, final.prompt_tokens_per_s
         # Once every attempt is in, the clock stops, as the summary's wall time does.
         end = latest.at if latest.total and latest.done >= latest.total else self._clock()
         elapsed = end - self._since
-        if elapsed <= 0:
-            return None, None
-        return attempts / elapsed, latest.tokens / elapsed
+        if not latest.played or elapsed <= 0:
+            return None
+        return (
+            latest.played / elapsed,
+            latest.completion_tokens / elapsed,
+            latest.prompt_tokens / elapsed,
+        )
+
+    def _eta(self, latest: _Counts, attempts_per_s: float | None) -> float | None:
+        """Seconds left at the current rate, once as many attempts as run at once have ended.
+
+        The first attempts end together: one of them over its seconds would put the rate,
+        and the ETA, off by the number played at once.
+        """
+        if not latest.total or not attempts_per_s:
+            return None
+        left = max(latest.total - latest.done, 0)
+        if latest.played < min(self._at_once, latest.played + left):
+            return None
+        return left / attempts_per_s
 
 
 def stats_parts(snapshot: Snapshot) -> list[str]:
@@ -134,7 +172,8 @@ def stats_parts(snapshot: Snapshot) -> list[str]:
     return [
         shown,
         ATTEMPTS_PER_S.text(snapshot.attempts_per_s),
-        TOKENS_PER_S.text(snapshot.tokens_per_s),
+        COMPLETION_TOKENS_PER_S.text(snapshot.completion_tokens_per_s),
+        PROMPT_TOKENS_PER_S.text(snapshot.prompt_tokens_per_s),
         errors_text(snapshot.errors),
     ]
 
@@ -171,8 +210,3 @@ def duration_text(seconds: float | None) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-
-
-def _judged_originals(counts: _Counts) -> int:
-    """This process's scored attempts at original samples: what the live accuracy divides by."""
-    return counts.played - sum(counts.unscored.values()) - counts.variants_judged

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 
 HEARTBEAT_INTERVALS = 6
+FRAME_INTERVAL = 0.25
 NO_ATTEMPT_YET = "no attempt finished yet"
 
 
@@ -41,7 +42,8 @@ class RunView:
     """The terminal view of a run: `async with RunView(console, title) as view: ...`.
 
     `live=None` draws a live screen when `console` is a terminal, else prints plain lines.
-    `total` attempts (`done` of them already on disk) shows from the start.
+    `total` attempts shows from the start, with what a resumed run `kept` from before;
+    the ETA waits for as many attempts to end as are played `at_once`.
     """
 
     def __init__(
@@ -54,12 +56,13 @@ class RunView:
         poll_interval: float = 1.0,
         api_key: str | None = None,
         total: int = 0,
-        done: int = 0,
+        kept: Progress | None = None,
+        at_once: int = 1,
     ) -> None:
         self.console, self.title = console, title
         self.live = console.is_terminal if live is None else live
         self.plain_interval = plain_interval
-        self._stats = RunStats(total, done)
+        self._stats = RunStats(total, kept, at_once)
         self._poller = WorkerPoller(proxy_url, poll_interval, api_key)
         self._ready = proxy_url is not None  # the proxy serves: attempts are under way
         self._wait: _Wait | None = None
@@ -111,10 +114,11 @@ class RunView:
         self._tasks.append(asyncio.create_task(self._poller.run()))
         if self.live:
             self._screen = Live(
-                console=self.console, refresh_per_second=4, get_renderable=self._render
+                console=self.console, auto_refresh=False, get_renderable=self._render
             )
-            self._screen.start()
+            self._screen.start(refresh=True)  # a line printed next finds a frame to go above
             self._logs.enter_context(logs_through(self.console))
+            self._tasks.append(asyncio.create_task(self._draw_every(self._screen)))
         else:
             self.console.out(self.title, highlight=False)
             self._tasks.append(asyncio.create_task(self._print_every()))
@@ -137,8 +141,16 @@ class RunView:
             elif self._stats.started:
                 self._print_line()
 
+    async def _draw_every(self, screen: Live) -> None:
+        # Frames are drawn here, on the event loop, not by a thread of Live's own: a line
+        # printed above the view (a log line) can then never be cut by a frame drawn while it
+        # is, which would leave a stale copy of the frame on the screen.
+        while True:
+            await asyncio.sleep(FRAME_INTERVAL)
+            screen.refresh()
+
     def _render(self) -> RenderableType:
-        """The live frame; Live calls it from its refresh thread about 4 times a second."""
+        """The live frame, drawn about 4 times a second."""
         snapshot = self._stats.snapshot()
         self._bar.update(
             self._bar.task_ids[0],

@@ -10,7 +10,12 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.metrics import MAJ_AT_K, Drop, Estimate, KindRobustness, Summary
-from agent_eval.metrics.performance import ATTEMPTS_PER_S, TOKENS_PER_S
+from agent_eval.metrics.performance import (
+    ATTEMPTS_PER_S,
+    COMPLETION_TOKENS_PER_S,
+    PROMPT_TOKENS_PER_S,
+    RateLabel,
+)
 
 Row = tuple[str, str | None]
 """(label, shown value); a None value means the run has no data for it and the row is left out."""
@@ -111,6 +116,7 @@ def _kind(kind: str, figures: KindRobustness) -> list[Row]:
 
 def _efficiency(summary: Summary) -> list[Row]:
     latency, tokens, calls = summary.latency_s, summary.tokens, summary.calls
+    rates = summary.throughput
     percentiles = _joined((latency.p50, latency.p90, latency.p99), ".2f")
     ttft = _joined((summary.ttft_s.p50, summary.ttft_s.p90, summary.ttft_s.p99), ".3f")
     mean_tokens = _joined((tokens.mean_prompt, tokens.mean_completion), ",.0f")
@@ -118,8 +124,9 @@ def _efficiency(summary: Summary) -> list[Row]:
         ("latency p50 / p90 / p99 (s)", percentiles),
         ("time to first token p50 / p90 / p99 (s)", ttft),
         ("prefix cache hit rate", _cache_hit_rate(summary)),
-        (TOKENS_PER_S.unit, _number(summary.throughput.tokens_per_s, TOKENS_PER_S.spec)),
-        (ATTEMPTS_PER_S.unit, _number(summary.throughput.attempts_per_s, ATTEMPTS_PER_S.spec)),
+        _rate(COMPLETION_TOKENS_PER_S, rates.completion_tokens_per_s),
+        _rate(PROMPT_TOKENS_PER_S, rates.prompt_tokens_per_s),
+        _rate(ATTEMPTS_PER_S, rates.attempts_per_s),
         ("tokens per attempt (prompt / completion)", mean_tokens),
         ("model calls per attempt", _number(calls.model_calls_per_attempt, ".2f")),
         ("tool calls per attempt", _number(calls.tool_calls_per_attempt, ".2f")),
@@ -136,6 +143,10 @@ def unscored_note(summary: Summary) -> str:
 
 def _number(value: float, spec: str = ".3f") -> str | None:
     return None if math.isnan(value) else format(value, spec)
+
+
+def _rate(label: RateLabel, value: float) -> Row:
+    return label.unit, _number(value, label.spec)
 
 
 def _joined(values: Sequence[float], spec: str, separator: str = " / ") -> str | None:

@@ -31,7 +31,8 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
 
 
 def summary_caption(summary: Summary) -> str:
-    """The run's size: samples, attempts, sessions, what went unscored, whether it is whole."""
+    """The run's size: samples, attempts, sessions, what went unscored, whether it is whole;
+    then what its seed fixes."""
     caption = f"samples {summary.samples} · attempts {summary.attempts}"
     if summary.sessions:
         caption += f" · sessions {summary.sessions}"
@@ -39,6 +40,8 @@ def summary_caption(summary: Summary) -> str:
         caption += f" · {summary.scored:,} scored; {unscored_note(summary)}"
     if not summary.complete:
         caption += " · incomplete: stopped over its unscored budget"
+    if summary.seed is not None:
+        caption += f"\n{summary.seed.line()}"
     return caption
 
 

@@ -68,8 +68,8 @@ class RolloutSection(Section):
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
     reproducible: bool = Field(
         False,
-        description="Pin what a seed cannot: one thread per llama.cpp worker, and each "
-        "attempt routed to the same worker (proxy.policy fixed).",
+        description="Pin what a seed cannot: each llama.cpp worker reads every prompt whole "
+        "on one thread, and each attempt goes to the same worker (proxy.policy fixed).",
     )
 
 

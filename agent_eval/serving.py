@@ -183,7 +183,11 @@ async def _proxy_ready(base_url: str, timeout: float, every: bool) -> None:
                         return
                 await asyncio.sleep(0.1)
     except TimeoutError:
-        found = "not every worker healthy" if every else "no healthy worker"
+        found = (
+            "not every worker healthy (--reproducible waits for all)"
+            if every
+            else "no healthy worker"
+        )
         raise ProxyStartError(
             f"the proxy found {found} within {timeout:g} s; the workers' logs and "
             "proxy.log in the run directory say why"

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import yaml
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from agent_eval.agents.base import Sampling
 from agent_eval.credentials import VARIABLES
 from agent_eval.data.loaders import DATASETS
-from agent_eval.launch import LaunchConfig
+from agent_eval.launch import LaunchConfig, pin_routes
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.results import RunDirectory
+from agent_eval.seeds import SeedScope, seed_scope
 from agent_eval.settings import Section, load_settings
 
 CONFIG_FILE = "config.yaml"
@@ -187,6 +188,11 @@ class RunConfig(LaunchConfig):
     output: OutputSection = Field(default_factory=OutputSection)
     watch: WatchSection = Field(default_factory=WatchSection)
 
+    @model_validator(mode="after")
+    def _fixed_routes_when_reproducible(self) -> Self:
+        pin_routes(self.rollout, self.proxy)
+        return self
+
     @property
     def dataset_name(self) -> str:
         """The dataset given, else the agent's own sample set."""
@@ -199,6 +205,10 @@ class RunConfig(LaunchConfig):
             and self.allocation().backend == "llamacpp"
             and self.worker().model is None
         )
+
+    def seed_scope(self) -> SeedScope:
+        """What eval.seed fixes on this run's backend, and what may still vary."""
+        return seed_scope(self.eval.seed, self.allocation().backend, self.rollout.reproducible)
 
     @property
     def run_dir(self) -> Path:

@@ -24,6 +24,7 @@ from agent_eval.record import AttemptRecord
 from agent_eval.results import SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.scoring import Scored, score_attempt
+from agent_eval.seeds import SeedScope
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class EngineConfig:
     max_unscored: float
     sampling: Sampling
     ks: tuple[int, ...]
+    seed_scope: SeedScope
+    """What `seed` fixes on the run's backend, for summary.json to say."""
 
 
 @dataclass
@@ -157,7 +160,7 @@ class Engine:
     async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         """Summarise every attempt in `run_dir` and write summary.json."""
         summary = await asyncio.to_thread(self._summarize, run_dir, wall_time)
-        summary = replace(summary, complete=not self.stopping)
+        summary = replace(summary, complete=not self.stopping, seed=self.config.seed_scope)
         await asyncio.to_thread(run_dir.write_json, SUMMARY, summary.to_dict())
         return summary
 

@@ -15,6 +15,7 @@ from agent_eval.backends import Backend, WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.policies import FIXED_POLICY
 from agent_eval.proxy.server import serve_forever
 from agent_eval.proxy.urls import normalize_worker_url
 from agent_eval.registry import Registry
@@ -65,6 +66,11 @@ class RolloutSection(Section):
         default_factory=list, description="URLs of running servers; nothing is launched."
     )
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
+    reproducible: bool = Field(
+        False,
+        description="Pin what a seed cannot: each llama.cpp worker reads every prompt whole "
+        "on one thread, and each attempt goes to the same worker (proxy.policy fixed).",
+    )
 
 
 class SchedulerSection(Section):
@@ -87,6 +93,14 @@ class LaunchConfig(Section):
         # Endpoints without a backend named explicitly: serve those, launch nothing.
         if self.rollout.endpoints and "backend" not in self.rollout.model_fields_set:
             self.rollout.backend = "external"
+        return self
+
+    @model_validator(mode="after")
+    def _pinned_workers_when_reproducible(self) -> Self:
+        worker = self.rollout.worker
+        if self.rollout.reproducible:
+            refuse_unpinned("rollout.worker.threads", worker.threads, 1)
+            self.rollout.worker = worker.model_copy(update={"reproducible": True})
         return self
 
     def allocation(self) -> Allocation:
@@ -114,6 +128,11 @@ class ServeConfig(LaunchConfig):
 
     proxy: ProxyConfig = Field(default_factory=ProxyConfig)
 
+    @model_validator(mode="after")
+    def _fixed_routes_when_reproducible(self) -> Self:
+        pin_routes(self.rollout, self.proxy)
+        return self
+
     def launches(self) -> bool:
         """Whether workers are launched: only when a backend is named; else the proxy alone."""
         return "backend" in self.rollout.model_fields_set and self.backend().launches
@@ -122,6 +141,23 @@ class ServeConfig(LaunchConfig):
         """The proxy's settings, the given endpoints among its workers."""
         endpoints = [*self.proxy.endpoints, *self.rollout.endpoints]
         return ProxyConfig.model_validate({**self.proxy.model_dump(), "endpoints": endpoints})
+
+
+def refuse_unpinned(key: str, given: object, pinned: object) -> None:
+    """Refuse a setting that would undo rollout.reproducible (None: not given)."""
+    if given is not None and given != pinned:
+        raise ValueError(
+            f"rollout.reproducible pins {key} to {pinned}; leave out {key}={given} "
+            "or rollout.reproducible"
+        )
+
+
+def pin_routes(rollout: RolloutSection, proxy: ProxyConfig) -> None:
+    """With rollout.reproducible, the proxy routes each attempt to the same worker every run."""
+    if rollout.reproducible:
+        chosen = proxy.policy if "policy" in proxy.model_fields_set else None
+        refuse_unpinned("proxy.policy", chosen, FIXED_POLICY)
+        proxy.policy = FIXED_POLICY
 
 
 @dataclass(frozen=True)

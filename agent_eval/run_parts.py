@@ -44,6 +44,7 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
         max_unscored=config.eval.max_unscored,
         sampling=config.sampling,
         ks=config.eval.k_values(),
+        seed_scope=config.seed_scope(),
     )
 
 

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from openai import AsyncOpenAI
@@ -80,8 +81,9 @@ async def proxied(
         proxy_process(proxy, config.run_dir) as base_url,
         AsyncOpenAI(base_url=base_url, api_key=key) as client,
     ):
-        on_wait("waiting for the proxy to see a healthy worker")
-        await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30)
+        every = config.rollout.reproducible
+        on_wait(f"waiting for the proxy to see {'every' if every else 'a'} healthy worker")
+        await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30, every)
         try:
             yield Served(base_url, key, client, await served_model(config, client), endpoints)
         except BaseException:
@@ -146,21 +148,34 @@ async def _problem(http: aiohttp.ClientSession, endpoint: WorkerEndpoint) -> str
         return f"{type(exc).__name__} {exc}".strip()
 
 
-async def _proxy_ready(base_url: str, timeout: float) -> None:
-    """Wait for the proxy's first health probe to pass, so no early request meets a 503."""
+async def _proxy_ready(base_url: str, timeout: float, every: bool) -> None:
+    """Wait for the proxy's first health probe to pass, so no early request meets a 503.
+
+    `every`: until every worker is healthy, so that no early request leaves its fixed route."""
     readiness = base_url.removesuffix("/v1") + "/readiness"
     try:
         async with aiohttp.ClientSession() as http, asyncio.timeout(timeout):
             while True:
                 async with http.get(readiness) as response:
-                    if response.status == 200:
+                    if response.status == 200 and (
+                        not every or _all_healthy(await response.json())
+                    ):
                         return
                 await asyncio.sleep(0.1)
     except TimeoutError:
+        found = (
+            "not every worker healthy (--reproducible waits for all)"
+            if every
+            else "no healthy worker"
+        )
         raise ProxyStartError(
-            f"the proxy found no healthy worker within {timeout:g} s; the workers' logs and "
+            f"the proxy found {found} within {timeout:g} s; the workers' logs and "
             "proxy.log in the run directory say why"
         ) from None
+
+
+def _all_healthy(readiness: dict[str, Any]) -> bool:
+    return bool(readiness["healthy_workers"] == readiness["workers"])
 
 
 async def served_model(config: RunConfig, client: AsyncOpenAI) -> str:

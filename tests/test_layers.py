@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
         "diagnostics",
         "failures",
         "usage",
+        "seeds",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
     {"record", "scoring", "perturb"},

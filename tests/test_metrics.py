@@ -434,13 +434,13 @@ def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     data = summarize([attempt("a", 0, True, "1")], 1.0).to_dict()
     groups = ("quality", "stability", "robustness", "efficiency")
     size = ["samples", "attempts", "scored", "unscored", "unscored_by_kind", "sessions"]
-    assert list(data) == [*size, "complete", *groups, "higher_is_better", "definitions"]
+    assert list(data) == [*size, "complete", "seed", *groups, "higher_is_better", "definitions"]
     assert list(data["higher_is_better"]) == list(groups)
     for group in groups:
         assert list(data[group]) == list(data["higher_is_better"][group])
     grouped = [name for group in groups for name in data[group]]
     fields = [field.name for field in dataclasses.fields(Summary)]
-    assert sorted([*size, "complete", *grouped]) == sorted(fields)
+    assert sorted([*size, "complete", "seed", *grouped]) == sorted(fields)
     assert data["higher_is_better"]["robustness"]["flip_rate"] is False
     assert "a tie of t answers counts 1/t" in data["definitions"]["quality"]["maj_at_k"]
     assert Summary.read(data) == summarize([attempt("a", 0, True, "1")], 1.0)

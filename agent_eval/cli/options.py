@@ -55,6 +55,7 @@ FLAGS: dict[str, Flag] = {
     "concurrency": _flag("eval.concurrency", HOW, "--concurrency", "-j"),
     "processes": _flag("eval.processes", HOW, "--processes", "-P"),
     "seed": _flag("eval.seed", HOW, "--seed"),
+    "reproducible": _flag("rollout.reproducible", HOW, "--reproducible"),
     "temperature": _flag("sampling.temperature", HOW, "--temperature"),
     "run_dir": _flag("output.dir", HOW, "--run-dir", "-o"),
     "probe_size": _flag("watch.probe_size", WHEN, "--probe-size"),

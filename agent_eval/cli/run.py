@@ -57,6 +57,7 @@ def run(
     concurrency: Annotated[int | None, option("concurrency")] = None,
     processes: Annotated[int | None, option("processes")] = None,
     seed: Annotated[int | None, option("seed")] = None,
+    reproducible: Annotated[bool, option("reproducible")] = False,
     temperature: Annotated[float | None, option("temperature")] = None,
     backend: Annotated[str | None, option("backend")] = None,
     model: Annotated[str | None, option("model")] = None,

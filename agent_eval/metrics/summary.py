@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from agent_eval.metrics.sampling import (
 )
 from agent_eval.metrics.tally import RunTally, SampleTally
 from agent_eval.metrics.voting import MAJ_AT_K
+from agent_eval.seeds import SeedScope
 
 
 @dataclass(frozen=True)
@@ -91,13 +93,15 @@ class Summary:
     variants."""
     by_kind: dict[str, KindRobustness] = field(default_factory=dict)
     """Each perturbation kind's accuracy and drop against the originals; empty without variants."""
+    seed: SeedScope | None = None
+    """What the run's seed fixes on its backend; None where the run's config is not known."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
         flat = dataclasses.asdict(self)
         grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
         # What no group took is the run's size and whether it is whole: samples, attempts,
-        # scored, unscored (by kind), sessions, complete.
+        # scored, unscored (by kind), sessions, complete; and what its seed fixes.
         return json_ready(
             {**flat, **grouped, "higher_is_better": DIRECTIONS, "definitions": DEFINITIONS}
         )
@@ -138,6 +142,9 @@ def _typed(hint: Any, value: Any) -> Any:
         build: Any = hint
         return build(**given)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        (inner,) = (arg for arg in args if arg is not type(None))
+        return None if value is None else _typed(inner, value)
     if origin is dict:
         return {args[0](key): _typed(args[1], item) for key, item in value.items()}
     if origin is list:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,8 @@ def load_run(path: Path) -> Run:
         summary = summarize(scores, _wall_time(path / SUMMARY, notes), ks)
     except ValueError as exc:  # a repeated (sample_id, attempt): the file was edited or merged
         raise ConfigError(f"{samples}: {exc}") from None
+    if config is not None:
+        summary = replace(summary, seed=config.seed_scope())
     return Run(path, config, scores, summary, read_workers(path / WORKERS, notes), notes)
 
 

@@ -37,7 +37,7 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
 
 def summary_caption(summary: Summary) -> str:
     """The run's size (samples, attempts, sessions, what went unscored, whether it is whole),
-    then what the rows that need it mean."""
+    then what the rows that need it mean and what its seed fixes."""
     caption = f"samples {summary.samples} · attempts {summary.attempts}"
     if summary.sessions:
         caption += f" · sessions {summary.sessions}"
@@ -45,7 +45,8 @@ def summary_caption(summary: Summary) -> str:
         caption += f" · {summary.scored:,} scored; {unscored_note(summary)}"
     if not summary.complete:
         caption += " · incomplete: stopped over its unscored budget"
-    return "\n".join([caption, *definitions(summary)])
+    seed = [] if summary.seed is None else [summary.seed.line()]
+    return "\n".join([caption, *definitions(summary), *seed])
 
 
 def definitions(summary: Summary) -> list[str]:

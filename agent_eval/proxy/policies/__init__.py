@@ -10,6 +10,9 @@ from agent_eval.registry import Registry
 if TYPE_CHECKING:  # see policies.base
     from agent_eval.proxy.config import ProxyConfig
 
+FIXED_POLICY = "fixed"
+"""The policy `rollout.reproducible` sets: each session on the same worker every run."""
+
 POLICIES: Registry[type[Policy]] = Registry(
     "policy",
     "agent_eval.policies",
@@ -19,6 +22,7 @@ POLICIES: Registry[type[Policy]] = Registry(
         "least_requests": "agent_eval.proxy.policies.least_requests:LeastRequests",
         "power_of_two": "agent_eval.proxy.policies.power_of_two:PowerOfTwo",
         "prefix": "agent_eval.proxy.policies.prefix:PrefixAware",
+        FIXED_POLICY: "agent_eval.proxy.policies.fixed:FixedRoutes",
     },
 )
 
@@ -28,4 +32,4 @@ def build_policy(config: ProxyConfig) -> Policy:
     return POLICIES.load(config.policy).from_proxy_config(config)
 
 
-__all__ = ["POLICIES", "Policy", "RequestInfo", "build_policy", "session_key"]
+__all__ = ["FIXED_POLICY", "POLICIES", "Policy", "RequestInfo", "build_policy", "session_key"]

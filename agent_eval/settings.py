@@ -111,10 +111,11 @@ def check_key(model: type[BaseModel], key: str) -> None:
         annotation = fields[part].annotation
         if typing.get_origin(annotation) is dict:
             return  # a free-form mapping (e.g. a runner's options) takes any key below it
-        current = _section(annotation)
+        current = section_of(annotation)
 
 
-def _section(annotation: Any) -> type[BaseModel] | None:
+def section_of(annotation: Any) -> type[BaseModel] | None:
+    """The section a field's annotation is, or None for a plain value."""
     return (
         annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     )
@@ -163,7 +164,7 @@ def _nearest(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
     current: type[BaseModel] | None = model
     for part in loc[:-1]:
         field = current.model_fields.get(str(part)) if current is not None else None
-        current = _section(field.annotation) if field is not None else None
+        current = section_of(field.annotation) if field is not None else None
     if current is None:
         return ""
     close = difflib.get_close_matches(str(loc[-1]), current.model_fields, n=1)

@@ -45,7 +45,9 @@ class WorkerConfig(BaseModel):
     container: str | None = Field(
         None, description="Apptainer/Singularity image to run the server in."
     )
-    container_runtime: Literal["apptainer", "singularity"] = "apptainer"
+    container_runtime: Literal["apptainer", "singularity"] = Field(
+        "apptainer", description="The program that runs the container image."
+    )
     threads: int | None = Field(None, ge=1, description="CPU threads per worker (llamacpp).")
     reproducible: bool = Field(
         False,

@@ -198,7 +198,10 @@ class ProxyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     endpoints: list[str] = Field(default_factory=list, description="Worker base URLs.")
-    host: str = "127.0.0.1"
+    host: str = Field(
+        "127.0.0.1",
+        description="Address to listen on; 0.0.0.0 for every interface (then set an API key).",
+    )
     port: int = Field(8000, ge=0, le=65535, description="0 picks a free port.")
     policy: str = Field(
         "session",

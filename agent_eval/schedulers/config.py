@@ -30,8 +30,12 @@ class SlurmConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    partition: str | None = None
-    account: str | None = None
+    partition: str | None = Field(
+        None, description="Partition the job goes to, as sbatch --partition takes it."
+    )
+    account: str | None = Field(
+        None, description="Account the job is charged to, as sbatch --account takes it."
+    )
     time: str = Field("04:00:00", description="Job time limit, as sbatch --time takes it.")
     nodes: int | None = Field(None, ge=1, description="Nodes; by default as many as the GPUs need.")
     gpus_per_node: int = Field(8, ge=0, description="GPUs on each node.")

@@ -253,19 +253,19 @@ async def test_multi_turn_failure_leaves_later_turns_unanswered(
     worker.assert_script_used_up()
 
 
-async def test_readme_custom_runner_works(
+async def test_extending_page_runner_works(
     start_workers: StartWorkers, start_proxy: StartProxy, context: Callable[[str], RunContext]
 ) -> None:
-    block = _readme_block("class OneShot")
+    block = _docs_block("extending.md", "class OneShot")
     namespace: dict[str, object] = {}
-    exec(compile(block, "README.md", "exec"), namespace)  # the README's own example, verbatim
+    exec(compile(block, "extending.md", "exec"), namespace)  # the page's own example, verbatim
     (worker,) = await start_workers(1)
     base_url = await start_proxy([worker])
     trajectory = await namespace["OneShot"]().run(QUESTION, context(base_url))
     assert trajectory.final_output == f"mock reply from w0: {QUESTION.question}"
 
 
-def _readme_block(marker: str) -> str:
-    """The README's Python example that contains `marker`."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    return next(b for b in readme.split("```python")[1:] if marker in b).split("```")[0]
+def _docs_block(page: str, marker: str) -> str:
+    """The Python example of docs/`page` that contains `marker`."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / page).read_text()
+    return next(b for b in text.split("```python")[1:] if marker in b).split("```")[0]

@@ -218,9 +218,9 @@ def test_help_shows_flags_as_flags(command: list[str]) -> None:
         assert re.search(r"--debug\s+Show tracebacks", result.output)
 
 
-def test_readme_names_every_file_of_the_run_directory() -> None:
-    readme = (REPO / "README.md").read_text()
-    table = readme.split("The run directory (`runs/AGENT-TIME/`, or `-o DIR`):")[1].split("\n\n")[1]
+def test_results_page_names_every_file_of_the_run_directory() -> None:
+    page = (REPO / "docs" / "results.md").read_text()
+    table = page.split("## The run directory")[1].split("\n\n")[2]
     named = set(re.findall(r"`([^`]+)`", table))
     files = {"config.yaml", "samples.jsonl", "summary.json", "workers.json", "proxy.json"}
     assert files | {"proxy.log", "admin-token", "report.html"} <= named

@@ -13,9 +13,15 @@ import pytest
 import typer
 from pydantic import BaseModel
 
+from agent_eval.allocation import Allocation
+from agent_eval.backends import WorkerConfig
 from agent_eval.cli import app
 from agent_eval.config import RunConfig
 from agent_eval.launch import LaunchConfig, ServeConfig
+from agent_eval.proxy.breaker import CircuitBreaker
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.policies import RequestInfo
+from agent_eval.proxy.worker import Worker
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -55,11 +61,11 @@ def test_readme_gives_each_command_a_line_and_a_page() -> None:
         for sub in getattr(command, "commands", None) or [""]
     ]
     assert "run" in commands and "workers up" in commands
-    lines = README.read_text().splitlines()
+    items = re.split(r"\n(?=- )|\n\n", README.read_text())
     for command in commands:
-        line = next((x for x in lines if f"`agent-eval {command}" in x), None)
-        assert line is not None, f"README.md has no line for agent-eval {command}"
-        assert "](docs/" in line, f"README.md's line for {command} links no page of docs/"
+        item = next((x for x in items if x.startswith(f"- `agent-eval {command}")), None)
+        assert item is not None, f"README.md has no item for agent-eval {command}"
+        assert "](docs/" in item, f"README.md's item for {command} links no page of docs/"
 
 
 def test_readme_commands_are_short_and_use_the_install_script() -> None:
@@ -129,3 +135,32 @@ def test_configuration_page_is_generated_from_the_settings() -> None:
     )
     for key, _ in _leaves(RunConfig):
         assert f"`{key}`" in generated, key
+
+
+def _examples(page: str) -> dict[str, Any]:
+    """What the Python examples of docs/`page` define, each run as written."""
+    namespace: dict[str, Any] = {}
+    for block in (REPO / "docs" / page).read_text().split("```python")[1:]:
+        exec(compile(block.split("```")[0], page, "exec"), namespace)
+    return namespace
+
+
+def test_extending_page_examples_work() -> None:
+    """The reward, backend and policy of docs/extending.md do what the page says."""
+    examples = _examples("extending.md")
+    assert examples["last_line"]("Let me add.\n42", "42") is True
+    assert examples["last_line"]("", "42") is False
+    command = examples["LlamaServer"]().command(
+        WorkerConfig(model="m.gguf", extra_args=["-c", "4096"]),
+        Allocation.parse("llama_server:d2"),
+        "127.0.0.1",
+        20001,
+    )
+    assert command.argv == [
+        "llama-server", "-m", "m.gguf", "--host", "127.0.0.1", "--port", "20001", "-c", "4096"
+    ]  # fmt: skip
+    workers = [Worker(f"http://w{i}", "/health", CircuitBreaker(5, 10.0)) for i in range(3)]
+    workers[0].served, workers[1].served, workers[2].served = 4, 1, 2
+    policy = examples["LeastServed"].from_proxy_config(ProxyConfig())
+    assert policy.choose(workers, RequestInfo("/v1/chat/completions")) is workers[1]
+    assert policy.choose([], RequestInfo("/v1/chat/completions")) is None

@@ -39,12 +39,24 @@ def test_readme_is_short() -> None:
 def test_links_stay_inside_the_repository(page: Path) -> None:
     """Every link and every file a page names is a file of this repository."""
     text = page.read_text()
-    targets = [t.split("#")[0] for t in LINK.findall(text) if "://" not in t and t[0] != "#"]
-    missing = [t for t in targets if not (page.parent / t).resolve().is_file()]
-    outside = [t for t in targets if REPO not in (page.parent / t).resolve().parents]
+    links = [t.partition("#") for t in LINK.findall(text) if "://" not in t]
+    targets = [(page.parent / path if path else page).resolve() for path, _, _ in links]
+    missing = [t for t in targets if not t.is_file()]
+    outside = [t for t in targets if REPO not in t.parents]
+    anchors = [
+        f"{path}#{anchor}"
+        for (path, _, anchor), target in zip(links, targets, strict=True)
+        if anchor and target.is_file() and anchor not in _anchors(target)
+    ]
     named = [n for n in NAMED_FILE.findall(text) if n.startswith("../") or n.endswith(".md")]
     unknown = [n for n in named if not _repository_file(page, n)]
-    assert not (missing or outside or unknown), (missing, outside, unknown)
+    assert not (missing or outside or anchors or unknown), (missing, outside, anchors, unknown)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
 
 
 def _repository_file(page: Path, name: str) -> bool:

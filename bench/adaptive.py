@@ -149,6 +149,11 @@ class Row:
         return sum(o.missed for o in self.outcomes)
 
     @property
+    def caught_on_change(self) -> int:
+        """Real changes whose catching evaluation a change triggered."""
+        return sum(o.caught_on_change for o in self.outcomes)
+
+    @property
     def false_triggers(self) -> float:
         """Mean false triggers per run."""
         return statistics.fmean(o.false_triggers for o in self.outcomes)
@@ -161,6 +166,8 @@ class Row:
             "delay_mean_steps": self.mean_delay,
             "delay_worst_steps": self.worst_delay,
             "false_triggers_per_run": self.false_triggers,
+            "real_changes": len(self.delays),
+            "caught_by_a_change_trigger": self.caught_on_change,
             "missed": self.missed,
         }
 
@@ -261,8 +268,7 @@ def detail_table(rows: Sequence[Row], matched: Row | None) -> str:
     for r in rows:
         on_change = false = "-"
         if r.adaptive:
-            caught = sum(o.caught_on_change for o in r.outcomes)
-            on_change = f"{caught} of {len(r.delays)}"
+            on_change = f"{r.caught_on_change} of {len(r.delays)}"
             falses = [o.false_triggers for o in r.outcomes]
             false = f"{statistics.fmean(falses):.2f} / {max(falses)}"
         mark = " (as fast)" if r is matched else ""

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from cProfile import Profile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from openai import AsyncOpenAI
 
@@ -44,7 +45,7 @@ from bench.parts.fleet import (
     start_agent_eval,
     worker_urls,
 )
-from bench.parts.profile import print_profile
+from bench.parts.profile import print_profile, shares
 from bench.parts.results_file import add_json_option, machine, write_results
 
 MODEL = "mock-model"
@@ -256,6 +257,12 @@ def figures(phase: Phase) -> dict[str, float]:
     return dict(zip(CELLS, values, strict=True))
 
 
+def stored(phase: Phase) -> dict[str, Any]:
+    """A phase's figures for the results file; with a profile, the share of each part."""
+    profile = {"profile shares": shares(phase.profile)} if phase.profile is not None else {}
+    return {"runner": phase.runner, **figures(phase), **profile}
+
+
 def rows(phase: Phase) -> dict[str, str]:
     """The figures of one phase, as table cells by row label."""
     return {label: CELLS[label].format(value) for label, value in figures(phase).items()}
@@ -355,8 +362,7 @@ def main() -> None:
         phases = run_to_the_end(args, cluster, work)
         if phases is None:
             raise KeyboardInterrupt
-        runs = [{"runner": phase.runner, **figures(phase)} for phase in phases]
-        write_results(args, {"phases": runs}, about)
+        write_results(args, {"phases": [stored(phase) for phase in phases]}, about)
 
     try:
         run_with_fleet("engine-throughput", args.keep, measure)

@@ -103,19 +103,25 @@ def top_cumulative(entries: dict[Func, Any]) -> list[tuple[Func, Any]]:
     return shown
 
 
+def shares(profile: Any) -> dict[str, float]:
+    """Own time by harness part, as shares of the whole, largest first."""
+    entries: dict[Func, Any] = profile.stats
+    total = sum(entry[2] for entry in entries.values())
+    return {part: own / total for part, own in Attribution(entries).totals().items()}
+
+
 def print_profile(runner: str, profile: Any) -> None:
     """Own time by harness part, then the top functions by own and by cumulative time."""
     entries: dict[Func, Any] = profile.stats
     total = sum(entry[2] for entry in entries.values())
-    attribution = Attribution(entries)
     print(f"\n{runner} profile: {total:.1f} s wall clock on the event loop thread, by part")
-    parts = attribution.totals()
-    small = [part for part, own in parts.items() if own < SMALL * total]
-    for part, own in parts.items():
+    parts = shares(profile)
+    small = [part for part, share in parts.items() if share < SMALL]
+    for part, share in parts.items():
         if part not in small:
-            print(f"  {100 * own / total:5.1f}%  {part}")
+            print(f"  {100 * share:5.1f}%  {part}")
     rest = sum(parts[part] for part in small)
-    print(f"  {100 * rest / total:5.1f}%  {len(small)} more parts under {100 * SMALL:g}% each")
+    print(f"  {100 * rest:5.1f}%  {len(small)} more parts under {100 * SMALL:g}% each")
     top_own = sorted(entries.items(), key=lambda kv: -kv[1][2])[:TOP]
     for title, key, top in (("own", 2, top_own), ("cumulative", 3, top_cumulative(entries))):
         print(f"  top {len(top)} by {title} time:")

@@ -6,6 +6,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.parts import ROOT
+
 TOP = 15
 SMALL = 0.005  # parts of the profile below this share are summed on one line
 Func = tuple[str, int, str]  # a profiled function: file, line, name
@@ -38,6 +40,8 @@ def owner(path: str) -> str | None:
     """The harness part code at `path` belongs to; None for a helper charged to its callers."""
     if path == "~" or path.startswith("<"):
         return None  # a C builtin, or code made at run time (dataclass __init__, frozen imports)
+    if Path(path).is_relative_to(ROOT / "bench"):
+        return "the bench itself"
     if "/agent_eval/" in path:
         return AGENT_EVAL.get(path.split("/agent_eval/")[1].split("/")[0], "agent_eval engine")
     top = (path.split("/site-packages/")[1] if "/site-packages/" in path else "").split("/")[0]

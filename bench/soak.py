@@ -454,7 +454,7 @@ def survival(target: str, router: Proc, url: str) -> Figures:
 def _worker_state(worker: dict[str, Any]) -> str:
     """A worker of `GET /workers` in words; sglang-router's shows no breaker state."""
     healthy = worker.get("healthy", worker.get("is_healthy"))
-    state = {True: "healthy", False: "unhealthy"}.get(healthy, "health unknown")
+    state = "health unknown" if healthy is None else "healthy" if healthy else "unhealthy"
     return f"{state}, breaker {worker['breaker']}" if "breaker" in worker else state
 
 
@@ -550,8 +550,8 @@ def run_attacks(
         for target in TARGETS:
             console.print(f"{phase.name}: {target} ...", highlight=False)
             results[phase.name][target] = run_phase(phase, target, work)
-            if note := _at_the_limit(results[phase.name][target]):
-                console.print(f"[yellow]limited: {target} {note}[/]")
+            if limited := _at_the_limit(results[phase.name][target]):
+                console.print(f"[yellow]limited: {target} {limited}[/]")
         console.print(table(phase.title, phase.rows, phase.notes, results[phase.name]))
     return results
 

@@ -54,7 +54,9 @@ def describe(about: Mapping[str, Any]) -> str:
     return "machine: " + " · ".join(f"{key} {value}" for key, value in about.items())
 
 
-def write_results(args: argparse.Namespace, figures: Mapping[str, Any], about: Mapping) -> None:
+def write_results(
+    args: argparse.Namespace, figures: Mapping[str, Any], about: Mapping[str, Any]
+) -> None:
     """Write the figures where `--json` says, if it was given, and say where."""
     if args.json is None:
         return

@@ -11,19 +11,23 @@ Missed: a real change no full evaluation caught before the run ended.
 The trigger runs with its defaults (alpha 0.2, a threshold 3 noise deviations wide), a 500-step
 window and a 30-step minimum gap, checked on seeds 0-49 (alpha 0.15-0.25 and z 2-3 all gave
 68-77% fewer evaluations there); the figures are reported on seeds 100-149.
-Run from the repository root: `python bench/adaptive.py [--seed 100] [--runs 50]`; seconds.
+Run from the repository root: `python -m bench.adaptive [--seed 100] [--runs 50] [--json [PATH]]`;
+seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent_eval.trigger import AdaptiveTrigger, probe_threshold
+from bench.parts.results_file import add_json_option, machine, write_results
 
 STEPS = 2000
 EVERY = 10  # training steps between checkpoints
@@ -144,6 +148,29 @@ class Row:
     def missed(self) -> int:
         return sum(o.missed for o in self.outcomes)
 
+    @property
+    def caught_on_change(self) -> int:
+        """Real changes whose catching evaluation a change triggered."""
+        return sum(o.caught_on_change for o in self.outcomes)
+
+    @property
+    def false_triggers(self) -> float:
+        """Mean false triggers per run."""
+        return statistics.fmean(o.false_triggers for o in self.outcomes)
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "schedule": self.name,
+            "full_evals_mean": self.mean_evals,
+            "full_evals_worst": max(self.evals),
+            "delay_mean_steps": self.mean_delay,
+            "delay_worst_steps": self.worst_delay,
+            "false_triggers_per_run": self.false_triggers,
+            "real_changes": len(self.delays),
+            "caught_by_a_change_trigger": self.caught_on_change,
+            "missed": self.missed,
+        }
+
 
 def simulate(scenario: Callable[[random.Random], Curve], rng: random.Random) -> Run:
     """The true accuracy of every checkpoint and a probe score of each."""
@@ -241,8 +268,7 @@ def detail_table(rows: Sequence[Row], matched: Row | None) -> str:
     for r in rows:
         on_change = false = "-"
         if r.adaptive:
-            caught = sum(o.caught_on_change for o in r.outcomes)
-            on_change = f"{caught} of {len(r.delays)}"
+            on_change = f"{r.caught_on_change} of {len(r.delays)}"
             falses = [o.false_triggers for o in r.outcomes]
             false = f"{statistics.fmean(falses):.2f} / {max(falses)}"
         mark = " (as fast)" if r is matched else ""
@@ -268,6 +294,14 @@ class Comparison:
             return None
         return 1 - self.adaptive.mean_evals / self.matched.mean_evals
 
+    def figures(self) -> dict[str, Any]:
+        return {
+            "scenario": self.name,
+            "adaptive": self.adaptive.figures(),
+            "as_fast": None if self.matched is None else self.matched.figures(),
+            "fewer_full_evals": self.saving,
+        }
+
 
 def summary_table(comparisons: Sequence[Comparison]) -> str:
     lines = [
@@ -278,7 +312,7 @@ def summary_table(comparisons: Sequence[Comparison]) -> str:
     ]
     for c in comparisons:
         a, m = c.adaptive, c.matched
-        falses = statistics.fmean(o.false_triggers for o in a.outcomes)
+        falses = a.false_triggers
         fixed, evals = ("none", "-") if m is None else (m.name, f"{m.mean_evals:.1f}")
         saving = "-" if c.saving is None else f"{c.saving:.0%}"
         lines.append(
@@ -310,7 +344,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=100, help="first seed (settings chosen on 0)")
     parser.add_argument("--runs", type=int, default=50, help="runs (seeds) per scenario")
+    add_json_option(parser, "adaptive")
     args = parser.parse_args()
+    about = machine()
     settings = Settings()
     seeds = range(args.seed, args.seed + args.runs)
     print(
@@ -335,6 +371,13 @@ def main() -> None:
     overall = Comparison("all three, summed per seed", adaptive, as_fast(adaptive, fixed))
     summary = summary_table([*scenarios, overall])
     print(f"### summary\n\n{summary}\n\n{verdict(scenarios, overall)}")
+    figures = {
+        "trigger": {**dataclasses.asdict(settings), "threshold": settings.threshold},
+        "scenarios": [c.figures() for c in scenarios],
+        "overall": overall.figures(),
+        "verdict": verdict(scenarios, overall),
+    }
+    write_results(args, figures, about)
 
 
 if __name__ == "__main__":

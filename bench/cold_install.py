@@ -5,7 +5,8 @@ runs it in a fresh clone of this repository's HEAD with a new, empty pip cache, 
 its wall time; `--baseline` also times it without leaving out llama.cpp's common/ library
 (scripts/install.sh's flags without its CMAKE_PROJECT_llama.cpp_INCLUDE), side by side, as a
 ratio.
-Run from the repository root: `python bench/cold_install.py [--baseline] [--keep DIR]`.
+Run from the repository root:
+`python -m bench.cold_install [--baseline] [--keep DIR] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.parts import ROOT
+from bench.parts.results_file import add_json_option, machine, write_results
+
 # scripts/install.sh takes CMAKE_ARGS from the environment when set: its portable flags alone.
 UNTRIMMED = {"CMAKE_ARGS": "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"}
 
@@ -50,16 +53,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--baseline", action="store_true", help="Also time the full build.")
     parser.add_argument("--keep", type=Path, help="Install here and keep it (default: a temp dir).")
+    add_json_option(parser, "cold_install")
     args = parser.parse_args()
+    about = machine()
     command = readme_install()
     print(f"+ {command}")
+    figures: dict[str, object] = {"command": command}
     with tempfile.TemporaryDirectory() as temporary:
         base = args.keep or Path(temporary)
         seconds = timed_install(command, base / "trimmed")
+        figures["install_s"] = seconds
         print(f"{time.strftime('%Y-%m-%d')}: cold install {seconds:.0f} s ({seconds / 60:.1f} min)")
         if args.baseline:
             full = timed_install(command, base / "full", UNTRIMMED)
+            figures |= {"with_common_s": full, "ratio": seconds / full}
             print(f"with common/ built: {full:.0f} s; README's install takes {seconds / full:.2f}x")
+    write_results(args, figures, about)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Two mock workers and the agent-eval proxy run as processes; this process runs the Engine over
 N generated samples (one chat completion each) and reads its own RSS every `--every` attempts.
-Run from the repository root: `python bench/engine_memory.py [--attempts N] [--keep]`.
+Run from the repository root:
+`python -m bench.engine_memory [--attempts N] [--keep] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from fleet import BenchError, Fleet, Proc, run_with_fleet, start_agent_eval, worker_urls
 from openai import AsyncOpenAI
 
 from agent_eval.agents.base import RunContext
@@ -25,6 +26,8 @@ from agent_eval.engine import Engine, Progress
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
+from bench.parts.fleet import BenchError, Fleet, Proc, run_with_fleet, start_agent_eval, worker_urls
+from bench.parts.results_file import add_json_option, machine, write_results
 
 MODEL = "mock-model"
 LIMIT_MB = 200.0
@@ -73,6 +76,7 @@ class Meter:
         self.base: float | None = None
         self.last: float | None = None
         self.peak_growth = 0.0
+        self.readings: list[dict[str, float]] = []
         self._mark = (0, time.monotonic())
 
     def header(self) -> None:
@@ -93,6 +97,9 @@ class Meter:
         self.last, self.peak_growth = rss, max(self.peak_growth, growth)
         proxy = rss_mb(self.proxy.pid)
         print(f"{done:>9,} {rss:>8.1f} {growth:>+10.1f} {rate:>11.0f} {proxy:>9.1f}", flush=True)
+        self.readings.append(
+            {"attempts": done, "rss_mb": rss, "growth_mb": growth, "rate": rate, "proxy_mb": proxy}
+        )
 
 
 def start_fleet(fleet: Fleet) -> tuple[str, Proc]:
@@ -103,7 +110,10 @@ def start_fleet(fleet: Fleet) -> tuple[str, Proc]:
     return proxy_url + "/v1", proxy
 
 
-async def run_engine(args: argparse.Namespace, base_url: str, proxy: Proc, run_dir: Path) -> None:
+async def run_engine(
+    args: argparse.Namespace, base_url: str, proxy: Proc, run_dir: Path
+) -> dict[str, Any]:
+    """The run with RSS read along the way; its figures."""
     n = args.attempts
     every = min(args.every, max(n // 5, 1))
     meter = Meter(n, min(args.warmup, every), every, proxy)
@@ -135,6 +145,18 @@ async def run_engine(args: argparse.Namespace, base_url: str, proxy: Proc, run_d
     growth = last - base
     verdict = "OK" if growth < LIMIT_MB else "OVER"
     print(f"RSS growth over {n:,} attempts: {growth:.1f} MB (limit {LIMIT_MB:.0f} MB): {verdict}")
+    return {
+        "attempts": n,
+        "seconds": elapsed,
+        "attempts_per_s": n / elapsed,
+        "accuracy": summary.accuracy.value,
+        "errors": dict(engine.progress.errors),
+        "samples_mb": size / 2**20,
+        "readings": meter.readings,
+        "rss_growth_mb": growth,
+        "rss_after_summary_mb": after_summary,
+        "limit_mb": LIMIT_MB,
+    }
 
 
 def _parse_args() -> argparse.Namespace:
@@ -144,16 +166,19 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1000, help="attempts before the baseline")
     parser.add_argument("--every", type=int, default=10_000, help="attempts between readings")
     parser.add_argument("--keep", action="store_true", help="keep the run directory")
+    add_json_option(parser, "engine_memory")
     return parser.parse_args()
 
 
 def main() -> None:
     args = _parse_args()
+    about = machine()
 
     def measure(fleet: Fleet, work: Path) -> None:
         print("starting 2 mock workers and the agent-eval proxy ...")
         base_url, proxy = start_fleet(fleet)
-        asyncio.run(run_engine(args, base_url, proxy, work / "run"))
+        figures = asyncio.run(run_engine(args, base_url, proxy, work / "run"))
+        write_results(args, figures, about)
 
     run_with_fleet("engine-memory", args.keep, measure)
 

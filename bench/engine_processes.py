@@ -3,7 +3,8 @@
 Two mock workers play the two-step calculator trajectory at zero latency, so the harness
 is the bottleneck; the same GSM8K run is made with each process count and the attempt
 rates print side by side, as ratios to one process. Run from the repository root:
-`python bench/engine_processes.py [--attempts N] [--processes 1 2 4] [--concurrency C]`.
+`python -m bench.engine_processes [--attempts N] [--processes 1 2 4] [--concurrency C]
+[--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-from fleet import GSM8K_TEST, BenchError, Fleet, run_with_fleet, worker_urls
 from rich.console import Console
 from rich.table import Table
+
+from bench.parts.fleet import GSM8K_TEST, BenchError, Fleet, run_with_fleet, worker_urls
+from bench.parts.results_file import add_json_option, machine, write_results
 
 RUN_TIMEOUT = 1800.0
 
@@ -73,7 +76,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64, help="in flight per process")
     parser.add_argument("--gsm8k", type=Path, default=GSM8K_TEST, help="GSM8K test set (.jsonl)")
     parser.add_argument("--keep", action="store_true", help="keep the run directories and logs")
+    add_json_option(parser, "engine_processes")
     args = parser.parse_args()
+    about = machine()
     if not args.gsm8k.is_file():
         sys.exit(f"error: no GSM8K test set at {args.gsm8k}; pass --gsm8k PATH")
 
@@ -86,6 +91,8 @@ def main() -> None:
             print(f"running {args.attempts} attempts with {processes} engine process(es) ...")
             results[processes] = run_once(urls, processes, args, work / f"p{processes}")
         report(results, args)
+        runs = [{"processes": processes, **figures} for processes, figures in results.items()]
+        write_results(args, {"runs": runs}, about)
 
     run_with_fleet("engine-processes", args.keep, body)
 

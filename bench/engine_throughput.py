@@ -5,7 +5,8 @@ and play a two-step tool trajectory: a request that offers tools gets an `add` c
 tool result is back, the final answer. This process runs the Engine with math_calculator over the
 GSM8K test set (cycled), then with multi_turn_chat over sessions_mini (repeated), and reads the
 CPU time of every process. `--profile` runs each phase under cProfile and prints its top costs.
-Run from the repository root: `python bench/engine_throughput.py [--attempts N] [--profile]`.
+Run from the repository root:
+`python -m bench.engine_throughput [--attempts N] [--profile] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -22,19 +23,9 @@ from collections.abc import Iterator
 from cProfile import Profile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from fleet import (
-    GSM8K_TEST,
-    BenchError,
-    Fleet,
-    Proc,
-    exit_on_sigterm,
-    run_with_fleet,
-    start_agent_eval,
-    worker_urls,
-)
 from openai import AsyncOpenAI
-from profile_parts import print_profile
 
 from agent_eval.agents import load_runner
 from agent_eval.config import RunConfig
@@ -44,6 +35,18 @@ from agent_eval.lifecycle import run_until_signalled
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
+from bench.parts.fleet import (
+    GSM8K_TEST,
+    BenchError,
+    Fleet,
+    Proc,
+    exit_on_sigterm,
+    run_with_fleet,
+    start_agent_eval,
+    worker_urls,
+)
+from bench.parts.profile import print_profile, shares
+from bench.parts.results_file import add_json_option, machine, write_results
 
 MODEL = "mock-model"
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of CPU times in /proc/<pid>/stat
@@ -211,28 +214,58 @@ async def run_phase(
 # --- the report -----------------------------------------------------------------------------
 
 
-def rows(phase: Phase) -> dict[str, str]:
-    """The figures of one phase, as table cells by row label."""
+# Each figure's row label, and how its cell shows it.
+CELLS = {
+    "trajectories measured": "{:,}",
+    "wall time, s": "{:.1f}",
+    "trajectories/s (wall)": "{:,.1f}",
+    "model calls/s (wall)": "{:,.1f}",
+    "model calls per trajectory": "{:.2f}",
+    "tool calls per trajectory": "{:.2f}",
+    "harness CPU, ms/trajectory": "{:.2f}",
+    "harness busy, % of one core": "{:.0f}",
+    "trajectories per harness CPU-s": "{:,.1f}",
+    "proxy CPU, ms/trajectory": "{:.2f}",
+    "mock workers CPU, ms/trajectory": "{:.2f}",
+    "scorer pool CPU, ms/trajectory": "{:.2f}",
+    "errors": "{:,}",
+}
+
+
+def figures(phase: Phase) -> dict[str, float]:
+    """The figures of one phase, by row label."""
     span, n = phase.span, phase.trajectories
 
-    def ms(cpu: float) -> str:
-        return f"{1000 * cpu / n:.2f}"
+    def ms(cpu: float) -> float:
+        return 1000 * cpu / n
 
-    return {
-        "trajectories measured": f"{n:,}",
-        "wall time, s": f"{span.wall:.1f}",
-        "trajectories/s (wall)": f"{n / span.wall:,.1f}",
-        "model calls/s (wall)": f"{phase.model_calls / span.wall:,.1f}",
-        "model calls per trajectory": f"{phase.model_calls / n:.2f}",
-        "tool calls per trajectory": f"{phase.tool_calls / n:.2f}",
-        "harness CPU, ms/trajectory": ms(span.harness),
-        "harness busy, % of one core": f"{100 * span.harness / span.wall:.0f}",
-        "trajectories per harness CPU-s": f"{n / span.harness:,.1f}",
-        "proxy CPU, ms/trajectory": ms(span.proxy),
-        "mock workers CPU, ms/trajectory": ms(span.workers),
-        "scorer pool CPU, ms/trajectory": ms(span.scorer),
-        "errors": f"{phase.errors:,}",
-    }
+    values = (
+        n,
+        span.wall,
+        n / span.wall,
+        phase.model_calls / span.wall,
+        phase.model_calls / n,
+        phase.tool_calls / n,
+        ms(span.harness),
+        100 * span.harness / span.wall,
+        n / span.harness,
+        ms(span.proxy),
+        ms(span.workers),
+        ms(span.scorer),
+        phase.errors,
+    )
+    return dict(zip(CELLS, values, strict=True))
+
+
+def stored(phase: Phase) -> dict[str, Any]:
+    """A phase's figures for the results file; with a profile, the share of each part."""
+    profile = {"profile shares": shares(phase.profile)} if phase.profile is not None else {}
+    return {"runner": phase.runner, **figures(phase), **profile}
+
+
+def rows(phase: Phase) -> dict[str, str]:
+    """The figures of one phase, as table cells by row label."""
+    return {label: CELLS[label].format(value) for label, value in figures(phase).items()}
 
 
 def print_table(phases: list[Phase]) -> None:
@@ -270,7 +303,7 @@ def print_reading(phases: list[Phase], cluster_calls: float) -> None:
 # --- main -----------------------------------------------------------------------------------
 
 
-async def run_all(args: argparse.Namespace, cluster: Cluster, work: Path) -> None:
+async def run_all(args: argparse.Namespace, cluster: Cluster, work: Path) -> list[Phase]:
     phases = [
         await run_phase("math_calculator", args.gsm8k, args.attempts, args, cluster, work),
         await run_phase("multi_turn_chat", "sessions_mini", args.sessions, args, cluster, work),
@@ -282,6 +315,7 @@ async def run_all(args: argparse.Namespace, cluster: Cluster, work: Path) -> Non
     if args.profile:
         print("\n(figures taken under cProfile: CPU costs are inflated, compare runs without it)")
     print_reading(phases, args.cluster_calls)
+    return phases
 
 
 def _parse_args() -> argparse.Namespace:
@@ -302,30 +336,33 @@ def _parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--profile", action="store_true", help="run each phase under cProfile")
     parser.add_argument("--keep", action="store_true", help="keep the run directories and logs")
+    add_json_option(parser, "engine_throughput")
     return parser.parse_args()
 
 
-def run_to_the_end(args: argparse.Namespace, cluster: Cluster, work: Path) -> bool:
-    """Run both phases; False when SIGINT or SIGTERM cancelled them (their cleanup has run)."""
-    finished: list[bool] = []
+def run_to_the_end(args: argparse.Namespace, cluster: Cluster, work: Path) -> list[Phase] | None:
+    """Run both phases; None when SIGINT or SIGTERM cancelled them (their cleanup has run)."""
+    finished: list[list[Phase]] = []
 
     async def both() -> None:
-        await run_all(args, cluster, work)
-        finished.append(True)
+        finished.append(await run_all(args, cluster, work))
 
     run_until_signalled(both())
     signal.signal(signal.SIGTERM, exit_on_sigterm)  # the event loop took its own handler along
-    return bool(finished)
+    return finished[0] if finished else None
 
 
 def main() -> None:
     args = _parse_args()
+    about = machine()
 
     def measure(fleet: Fleet, work: Path) -> None:
         print("starting 2 scripted mock workers and the agent-eval proxy ...")
         cluster = start_cluster(fleet)
-        if not run_to_the_end(args, cluster, work):
+        phases = run_to_the_end(args, cluster, work)
+        if phases is None:
             raise KeyboardInterrupt
+        write_results(args, {"phases": [stored(phase) for phase in phases]}, about)
 
     try:
         run_with_fleet("engine-throughput", args.keep, measure)

@@ -3,20 +3,21 @@
 Runs the command as a user types it (workers started from cold, evaluated, torn down) into a
 temporary folder, then prints its wall time next to the 3-minute budget and its headline
 figures next to the 0.2-0.8 accuracy band that makes every metric carry information.
-Run from the repository root: `python bench/first_run.py [--runs N]` (seeds 0..N-1).
+Run from the repository root: `python -m bench.first_run [--runs N] [--json [PATH]]` (seeds 0..N-1).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from bench.parts.results_file import add_json_option, describe, machine, write_results
 
 BUDGET_S = 180.0
 BAND = (0.2, 0.8)
@@ -50,20 +51,8 @@ def first_run(seed: int, folder: Path) -> dict[str, float]:
     }
 
 
-def machine() -> str:
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}"
-
-
-def report(results: list[dict[str, float]]) -> None:
-    print(f"{time.strftime('%Y-%m-%d')}, {machine()}")
+def report(results: list[dict[str, float]], about: dict[str, Any]) -> None:
+    print(f"{time.strftime('%Y-%m-%d')}, {describe(about)}")
     print(f"{'seed':>4} {'wall s':>7} {'/ budget':>8} {'workers s':>9} {'attempts':>8}", end="")
     figures = [k for k in results[0] if k not in ("wall", "workers_ready", "attempts")]
     print("".join(f" {name:>11}" for name in figures))
@@ -82,9 +71,14 @@ def report(results: list[dict[str, float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=1, help="Runs, with seeds 0..N-1.")
+    add_json_option(parser, "first_run")
     args = parser.parse_args()
+    about = machine()
     with tempfile.TemporaryDirectory() as folder:
-        report([first_run(seed, Path(folder)) for seed in range(args.runs)])
+        results = [first_run(seed, Path(folder)) for seed in range(args.runs)]
+    report(results, about)
+    runs = [{"seed": seed, **result} for seed, result in enumerate(results)]
+    write_results(args, {"budget_s": BUDGET_S, "band": BAND, "runs": runs}, about)
 
 
 if __name__ == "__main__":

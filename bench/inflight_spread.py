@@ -5,36 +5,34 @@ answer), each attempt its own session id, 4 per worker in flight (8 on the defau
 the next starting as one ends. Mock workers simulate a prefix cache with one prefill slot (a
 request waits while another prefills, as on a llama.cpp worker) and a fixed decode delay.
 Each configuration starts from cold caches and a fresh router: agent-eval's `session` policy,
-its placement before requests in flight counted (bench/placement_before.py), and
+its placement before requests in flight counted (bench/parts/placement_before.py), and
 sglang-router's sticky `manual` policy (keyed by X-SMG-Routing-Key) assigning new keys at
 random or to the worker with the fewest requests. Each request's span and the worker that
 answered it (its system_fingerprint) give the requests in flight per worker at every instant.
-Run from the repository root: `python bench/inflight_spread.py [--workers 2,4,8] [--json PATH]`.
+Run from the repository root: `python -m bench.inflight_spread [--workers 2,4,8] [--json [PATH]]`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fleet import Fleet, Proc, run_with_fleet, start_agent_eval, start_mock_workers
-from fleet import start_sglang_router as start_sglang
-from proxy import machine
-from report import number, ratio
 from rich import box
 from rich.console import Console
 from rich.table import Table
-from routing import Config, Result, Workload, measure, result
 
 from agent_eval.lifecycle import run_event_loop
+from bench.parts import ROOT
+from bench.parts.fleet import Fleet, Proc, run_with_fleet, start_agent_eval, start_mock_workers
+from bench.parts.fleet import start_sglang_router as start_sglang
+from bench.parts.results_file import add_json_option, describe, machine, write_results
+from bench.parts.tables import number, ratio, wide_console
+from bench.routing import Config, Result, Workload, measure, result
 
-BENCH = Path(__file__).resolve().parent
-BASELINE = "placement_before:SessionByHash"
+BASELINE = "bench.parts.placement_before:SessionByHash"
 
 
 @dataclass(frozen=True)
@@ -99,8 +97,8 @@ def in_flight_spread(
 def start_router(fleet: Fleet, router: Router, workers: list[str]) -> tuple[Proc, str]:
     if router.name == "sglang-router":
         return start_sglang(fleet, workers, router.policy, router.extra)
-    # The baseline policy is a module of this folder, which the proxy imports by name.
-    path = os.pathsep.join(filter(None, [str(BENCH), os.environ.get("PYTHONPATH")]))
+    # The baseline policy is a module of the benches, which the proxy imports by name.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     return start_agent_eval(fleet, workers, router.policy, env={"PYTHONPATH": path})
 
 
@@ -163,7 +161,7 @@ def _parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--latency", type=float, default=0.02, help="decode seconds per answer")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_json_option(parser, "inflight_spread")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     return parser.parse_args()
 
@@ -200,7 +198,7 @@ def play_pool(fleet: Fleet, size: int, args: argparse.Namespace, console: Consol
 
 def main() -> None:
     args = _parse_args()
-    console = Console() if sys.stdout.isatty() else Console(width=130)
+    console = wide_console(130)
     sizes = [int(n) for n in args.workers.split(",") if n]
     about = machine()
 
@@ -210,16 +208,8 @@ def main() -> None:
             with Fleet(work) as size_fleet:  # this pool's workers stop before the next starts
                 spreads += play_pool(size_fleet, size, args, console)
         console.print(table(spreads, args))
-        summary = " · ".join(f"{key} {value}" for key, value in about.items())
-        console.print(f"machine: {summary}", highlight=False, soft_wrap=True)
-        if args.json:
-            figures = {
-                "machine": about,
-                "settings": {**vars(args), "json": str(args.json)},
-                "results": [asdict(s) for s in spreads],
-            }
-            args.json.write_text(json.dumps(figures, indent=2))
-            console.print(f"figures written to {args.json}")
+        console.print(describe(about), highlight=False, soft_wrap=True)
+        write_results(args, {"results": [asdict(s) for s in spreads]}, about)
 
     run_with_fleet("inflight", args.keep, body)
 

@@ -2,24 +2,24 @@
 
 Two mock workers, our proxy and sglang-router run as processes; a fresh load-generator
 process measures each (mode, target) pair. Run from the repository root:
-`python bench/proxy.py [--requests N] [--concurrency C] [--json PATH]`.
+`python -m bench.proxy [--requests N] [--concurrency C] [--json [PATH]]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
-from importlib.metadata import version
 from pathlib import Path
 
-from fleet import (
+from rich.console import Console
+
+from bench.parts import ROOT
+from bench.parts.fleet import (
     BenchError,
     Fleet,
     Proc,
@@ -28,9 +28,9 @@ from fleet import (
     start_sglang_router,
     worker_urls,
 )
-from loadgen import LoadResult
-from report import Mode, Run, combine, render
-from rich.console import Console
+from bench.parts.loadgen import LoadResult
+from bench.parts.results_file import add_json_option, machine, write_results
+from bench.parts.tables import Mode, Run, combine, render, wide_console
 
 RUN_TIMEOUT = 300.0
 # Our policy and sglang-router's nearest one, the peer it is measured beside.
@@ -39,8 +39,6 @@ PEER_POLICIES = {
     "power_of_two": "power_of_two",
     "prefix": "cache_aware",
 }
-LOADGEN = Path(__file__).with_name("loadgen.py")
-WIDTH = 100
 
 
 @dataclass
@@ -77,7 +75,7 @@ def _load(argv: list[str], target: str) -> LoadResult:
     """Run one load-generator process. Raises: BenchError when it fails or overruns."""
     try:
         done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
+            argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
         )
     except subprocess.TimeoutExpired:
         raise BenchError(f"the load on {target} ran past {RUN_TIMEOUT:.0f} s") from None
@@ -89,7 +87,7 @@ def _load(argv: list[str], target: str) -> LoadResult:
 def measure(mode: Mode, target: Target, workers: list[Proc]) -> Run:
     """One load-generator process against one target, and the CPU the servers spent."""
     warmup = max(4 * mode.concurrency, 100)
-    argv = [sys.executable, str(LOADGEN), "--requests", str(mode.requests)]
+    argv = [sys.executable, "-m", "bench.parts.loadgen", "--requests", str(mode.requests)]
     argv += ["--concurrency", str(mode.concurrency), "--warmup", str(warmup)]
     argv += [arg for url in target.urls for arg in ("--url", url)]
     argv += ["--stream"] if mode.stream else []
@@ -100,19 +98,6 @@ def measure(mode: Mode, target: Target, workers: list[Proc]) -> Run:
     router_cpu = spent[-1] if target.router else None
     worker_cpu = sum(spent[: len(workers)])
     return Run(mode, target.name, load, warmup + mode.requests, worker_cpu, router_cpu)
-
-
-def machine() -> dict[str, str]:
-    """Versions and cores, for the one-line summary and the JSON."""
-    return {
-        "cores": str(os.cpu_count()),
-        "python": platform.python_version(),
-        "aiohttp": version("aiohttp"),
-        "uvloop": version("uvloop"),
-        "sglang-router": version("sglang-router"),
-        "os": f"{platform.system()} {platform.release()} {platform.machine()}",
-        "load avg at start": f"{os.getloadavg()[0]:.2f}",
-    }
 
 
 def _modes(args: argparse.Namespace) -> list[Mode]:
@@ -136,7 +121,7 @@ def _parse_args() -> argparse.Namespace:
         default="round_robin",
         help="agent-eval's routing policy; sglang-router runs its nearest one",
     )
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_json_option(parser, "proxy")
     return parser.parse_args()
 
 
@@ -170,8 +155,7 @@ def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
 def main() -> None:
     args = _parse_args()
     signal.signal(signal.SIGTERM, exit_on_sigterm)
-    # Rich falls back to 80 columns off a terminal, too narrow for the tables.
-    console = Console() if sys.stdout.isatty() else Console(width=WIDTH)
+    console = wide_console()
     about = machine()
     try:
         rounds = run_rounds(args, console)
@@ -182,15 +166,11 @@ def main() -> None:
         sys.exit(130)
     runs = combine([run for round_ in rounds for run in round_])
     render(runs, about, console)
-    if args.json:
-        figures = {
-            "machine": about,
-            "policy": args.policy,
-            "median": [asdict(run) for run in runs],
-            "rounds": [[asdict(run) for run in round_] for round_ in rounds],
-        }
-        args.json.write_text(json.dumps(figures, indent=2))
-        console.print(f"figures written to {args.json}")
+    figures = {
+        "median": [asdict(run) for run in runs],
+        "rounds": [[asdict(run) for run in round_] for round_ in rounds],
+    }
+    write_results(args, figures, about)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Builds a run of N attempts (GSM8K test questions, two attempts each, synthetic answers, a fifth
 of them wrong) in a temporary folder, rescores it with the math reward on two scoring processes,
 and prints attempts per second end to end and after the processes' start-up, timed on its own.
-Run from the repository root: `python bench/rescore.py [--attempts N] [--gsm8k PATH]`.
+Run from the repository root:
+`python -m bench.rescore [--attempts N] [--gsm8k PATH] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import time
 import zlib
 from pathlib import Path
 
-from fleet import GSM8K_TEST
-
 from agent_eval.agents import Trajectory
 from agent_eval.config import RunConfig, save_run_config
 from agent_eval.data import Item, Sample
@@ -26,6 +25,8 @@ from agent_eval.rescore import rescore
 from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 from agent_eval.run_parts import dataset_items
+from bench.parts.fleet import GSM8K_TEST
+from bench.parts.results_file import add_json_option, machine, write_results
 
 ATTEMPTS_PER_SAMPLE = 2
 WORKERS = 2  # this machine's cores
@@ -99,7 +100,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=1000)
     parser.add_argument("--gsm8k", type=Path, default=GSM8K_TEST)
+    add_json_option(parser, "rescore")
     args = parser.parse_args()
+    about = machine()
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / "run"
         build_run(run, args.gsm8k, args.attempts)
@@ -112,6 +115,15 @@ def main() -> None:
     scoring = seconds - start_up
     print(f"starting {WORKERS} scoring processes: {start_up:.1f} s")
     print(f"after start-up: {attempts / scoring:.0f} attempts/s")
+    figures = {
+        "attempts": attempts,
+        "scoring_processes": WORKERS,
+        "seconds": seconds,
+        "attempts_per_s": attempts / seconds,
+        "start_up_s": start_up,
+        "attempts_per_s_after_start_up": attempts / scoring,
+    }
+    write_results(args, figures, about)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ With `--chained` the second request names the first by `previous_response_id` in
 sending the conversation again (the proxy's store fills it in); `--history N` puts N earlier
 messages before each question, as a long conversation has.
 Run from the repository root:
-`python bench/responses.py [--round-trips N] [--concurrency C] [--chained] [--history N]`.
+`python -m bench.responses [--round-trips N] [--concurrency C] [--chained] [--history N]
+[--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from fleet import (
+from rich.console import Console
+from rich.table import Table
+
+from agent_eval.lifecycle import run_event_loop
+from bench.parts.fleet import (
     Fleet,
     Proc,
     run_with_fleet,
@@ -32,11 +37,8 @@ from fleet import (
     start_sglang_router,
     worker_urls,
 )
-from report import ratio
-from rich.console import Console
-from rich.table import Table
-
-from agent_eval.lifecycle import run_event_loop
+from bench.parts.results_file import add_json_option, machine, write_results
+from bench.parts.tables import ratio
 
 MODEL = "mock-model"
 ADD = {
@@ -86,6 +88,15 @@ class Load:
     def cpu_ms(self) -> float | None:
         """Router CPU per finished round trip; None when none finished."""
         return 1000 * self.router_cpu / self.ok if self.ok else None
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "failures": dict(self.failures),
+            "seconds": self.seconds,
+            "round_trips_per_s": self.rate(),
+            "router_cpu_ms_per_round_trip": self.cpu_ms(),
+        }
 
 
 async def respond(http: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -223,7 +234,9 @@ def main() -> None:
     parser.add_argument("--chained", action="store_true", help="follow up by previous_response_id")
     parser.add_argument("--history", type=int, default=0, help="earlier messages per question")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
+    add_json_option(parser, "responses")
     args = parser.parse_args()
+    about = machine()
 
     def body(fleet: Fleet, work: object) -> None:
         results: dict[tuple[str, str, str], Load] = {}
@@ -234,6 +247,11 @@ def main() -> None:
                 for router, (proc, url) in routers.items():
                     results[(kind, mode, router)] = measure(proc, url, stream, args)
         report(results, args)
+        cells = [
+            {"workers": kind, "mode": mode, "router": router, **load.figures()}
+            for (kind, mode, router), load in results.items()
+        ]
+        write_results(args, {"cells": cells}, about)
 
     run_with_fleet("responses", args.keep, body)
 

@@ -8,7 +8,7 @@ answer: two requests per turn, each carrying the whole history. The workload is 
 agent-eval's proxy with each policy, and through sglang-router's cache_aware, with and without
 an X-Session-ID header, each from cold caches and a fresh router. The hit rate comes from the
 workers' own counts of prompt and cached tokens.
-Run from the repository root: `python bench/routing.py [--sessions N] [--turns T] [--json PATH]`.
+Run from the repository root: `python -m bench.routing [--sessions N] [--turns T] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import json
 import math
 import random
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -30,11 +29,6 @@ from typing import Any
 
 import aiohttp
 import orjson
-from fleet import Fleet, Proc, run_with_fleet, start_agent_eval, start_mock_workers
-from fleet import start_sglang_router as start_sglang
-from loadgen import percentile
-from proxy import machine
-from report import number, ratio
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -42,6 +36,11 @@ from rich.table import Table
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import run_event_loop
 from agent_eval.proxy.policies import POLICIES
+from bench.parts.fleet import Fleet, Proc, run_with_fleet, start_agent_eval, start_mock_workers
+from bench.parts.fleet import start_sglang_router as start_sglang
+from bench.parts.loadgen import percentile
+from bench.parts.results_file import add_json_option, describe, machine, write_results
+from bench.parts.tables import number, ratio, wide_console
 
 MODEL = "mock-model"
 PEER = ("sglang-router", "cache_aware")
@@ -358,7 +357,7 @@ def _parse_args() -> argparse.Namespace:
         "--prefill-ms-per-token", type=float, default=0.05, help="prefill delay per uncached token"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_json_option(parser, "routing")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     return parser.parse_args()
 
@@ -374,7 +373,7 @@ def _worker_options(args: argparse.Namespace) -> list[str]:
 
 def main() -> None:
     args = _parse_args()
-    console = Console() if sys.stdout.isatty() else Console(width=130)
+    console = wide_console(130)
     workload = Workload(args.sessions, args.turns, args.context_bytes, args.seed)
     policies = known_policies([p for p in args.policies.split(",") if p], console)
     about = machine()
@@ -396,16 +395,8 @@ def main() -> None:
                 highlight=False,
             )
         console.print(table(results, workload))
-        summary = " · ".join(f"{key} {value}" for key, value in about.items())
-        console.print(f"machine: {summary}", highlight=False, soft_wrap=True)
-        if args.json:
-            figures = {
-                "machine": about,
-                "workload": {**asdict(workload), **vars(args), "json": str(args.json)},
-                "results": [asdict(r) for r in results],
-            }
-            args.json.write_text(json.dumps(figures, indent=2))
-            console.print(f"figures written to {args.json}")
+        console.print(describe(about), highlight=False, soft_wrap=True)
+        write_results(args, {"results": [asdict(r) for r in results]}, about)
 
     run_with_fleet("routing", args.keep, body)
 

@@ -11,15 +11,15 @@ every 0.2 s. After each attack it waits 2 s, samples again and checks the router
 2. big bodies: N chat requests of M MB each, a few at a time; statuses, RSS peak and after.
 3. slowloris: N connections sending a request head one byte a second while a normal client
    keeps asking; how many the router closes and when, whether the normal client is served.
-4. broken workers (soak_broken.py): the router over a broken worker and a mock worker while a
+4. broken workers (parts/soak_broken.py): the router over a broken worker and a mock worker while a
    client keeps sending requests the broken one answers (a 1 GiB body, a body without end, an
    event without end, odd error bytes, a malformed delta); the router's RSS, /health's
    latency, the mock worker's latency through the router, what the broken requests got.
 
 Every phase and every request loop has a deadline; every process started is stopped at the
 end. Run from the repository root (about 6 minutes with the defaults, the broken workers'
-about 2 of them): `python bench/soak.py [--streams 10000] [--big-bodies 20] [--body-mb 50]
-[--slow-clients 500] [--broken-seconds 4] [--only attacks|broken] [--json PATH] [--keep]`;
+about 2 of them): `python -m bench.soak [--streams 10000] [--big-bodies 20] [--body-mb 50]
+[--slow-clients 500] [--broken-seconds 4] [--only attacks|broken] [--json [PATH]] [--keep]`;
 small counts for a quick run.
 """
 
@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import functools
 import itertools
-import json
 import resource
 import sys
 import time
@@ -43,12 +42,14 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
-from fleet import Fleet, Proc, run_with_fleet, worker_urls
-from loadgen import CHAT_PATH, LoadSpec, percentile
-from proxy import WIDTH, machine
 from rich.console import Console
-from soak_broken import run_all_broken
-from soak_parts import (
+
+from agent_eval.proxy.limits import in_flight_cap
+from bench.parts.fleet import Fleet, Proc, run_with_fleet, worker_urls
+from bench.parts.loadgen import CHAT_PATH, LoadSpec, percentile
+from bench.parts.results_file import add_json_option, describe, machine, write_results
+from bench.parts.soak_broken import run_all_broken
+from bench.parts.soak_parts import (
     CHECK_TIMEOUT,
     TARGETS,
     Figures,
@@ -63,8 +64,7 @@ from soak_parts import (
     start_router,
     table,
 )
-
-from agent_eval.proxy.limits import in_flight_cap
+from bench.parts.tables import wide_console
 
 SETTLE = 2.0  # seconds after an attack before the "after" sample
 CHILD_GRACE = 30.0  # seconds a client process may run past its own deadline
@@ -454,7 +454,7 @@ def survival(target: str, router: Proc, url: str) -> Figures:
 def _worker_state(worker: dict[str, Any]) -> str:
     """A worker of `GET /workers` in words; sglang-router's shows no breaker state."""
     healthy = worker.get("healthy", worker.get("is_healthy"))
-    state = {True: "healthy", False: "unhealthy"}.get(healthy, "health unknown")
+    state = "health unknown" if healthy is None else "healthy" if healthy else "unhealthy"
     return f"{state}, breaker {worker['breaker']}" if "breaker" in worker else state
 
 
@@ -522,7 +522,7 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         choices=("attacks", "broken"),
         help="run only the client attacks, or only the broken workers",
     )
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_json_option(parser, "soak")
     parser.add_argument("--keep", action="store_true", help="keep the processes' logs")
     return parser.parse_args(argv)
 
@@ -550,8 +550,8 @@ def run_attacks(
         for target in TARGETS:
             console.print(f"{phase.name}: {target} ...", highlight=False)
             results[phase.name][target] = run_phase(phase, target, work)
-            if note := _at_the_limit(results[phase.name][target]):
-                console.print(f"[yellow]limited: {target} {note}[/]")
+            if limited := _at_the_limit(results[phase.name][target]):
+                console.print(f"[yellow]limited: {target} {limited}[/]")
         console.print(table(phase.title, phase.rows, phase.notes, results[phase.name]))
     return results
 
@@ -560,18 +560,13 @@ def soak(args: argparse.Namespace, console: Console, work: Path) -> None:
     """Run every phase, print the machine line, write the JSON when asked."""
     about = machine()
     results = run_all(args, console, work)
-    summary = " · ".join(f"{key} {value}" for key, value in about.items())
-    console.print(f"machine: {summary}", highlight=False, soft_wrap=True)
-    if args.json:
-        settings = {k: v for k, v in vars(args).items() if k not in ("json", "keep")}
-        figures = {"machine": about, "settings": settings, "phases": results}
-        args.json.write_text(json.dumps(figures, indent=2))
-        console.print(f"figures written to {args.json}")
+    console.print(describe(about), highlight=False, soft_wrap=True)
+    write_results(args, {"phases": results}, about)
 
 
 def main() -> None:
     args = _parse_args()
-    console = Console() if sys.stdout.isatty() else Console(width=WIDTH)
+    console = wide_console()
     console.print(raise_open_files(), highlight=False)
     # Each phase has fleets of its own, in folders of the work folder; this one stays empty.
     run_with_fleet("soak", args.keep, lambda _, work: soak(args, console, work))

@@ -1,18 +1,19 @@
 """How fast `agent-eval view` opens and filters a 100,000-attempt run, over HTTP, and its memory.
 
-Writes two synthetic runs (bench/view_index.py's generator) under a temporary root: a big one
+Writes two synthetic runs (bench.view_index's generator) under a temporary root: a big one
 left unfinished (no summary.json: the runs list must index it, the worst case) and a small
 finished one. Starts the real server as a user does (`python -m agent_eval view ROOT --port 0`),
 times the first runs list, the first rows page (the open, which builds the index), three filters,
 a sort, a sample and a record, then reads the server's resident memory from /proc.
-Run from the repository root: `python bench/view.py [--attempts 100000] [--finished]`; seconds.
+Run from the repository root:
+`python -m bench.view [--attempts 100000] [--finished] [--json [PATH]]`;
+seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -27,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from view_index import WORKERS, write_run
+
+from bench.parts.results_file import add_json_option, describe, machine, write_results
+from bench.view_index import WORKERS, write_run
 
 OPEN_S, FILTER_S, RSS_MB = 2.0, 1.0, 300.0
 """The issue's limits: open under 2 s, filter under 1 s, server under 300 MB resident."""
@@ -86,16 +89,6 @@ def _kilobytes(field: str) -> int:
     return int(field.split()[0])
 
 
-def machine() -> str:
-    """Cores and CPU model, for the table's heading."""
-    models = [
-        line.split(":", 1)[1].strip()
-        for line in Path("/proc/cpuinfo").read_text().splitlines()
-        if line.startswith("model name")
-    ]
-    return f"{os.cpu_count()} cores ({models[0] if models else platform.processor()})"
-
-
 def measure(base: str, big: str) -> list[tuple[str, float, float | None, str]]:
     """(what, seconds, limit, note) for each request, in the order a user makes them."""
     rows = f"/api/runs/{urllib.parse.quote(big)}/rows"
@@ -137,17 +130,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--attempts", type=int, default=100_000)
     parser.add_argument("--finished", action="store_true", help="give the big run summary.json")
+    add_json_option(parser, "view")
     args = parser.parse_args()
+    about = machine()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "runs"
         big, _small = make_runs(root, args.attempts, args.finished)
         size = (root / "big" / "samples.jsonl").stat().st_size
         state = "finished" if args.finished else "unfinished"
-        print(f"{machine()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+        print(f"{describe(about)}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
         print(f"big run: {args.attempts} attempts, {size / 1e6:.1f} MB, {state}")
         with server(root) as (process, base):
             figures = measure(base, big)
-            report(figures, memory_mb(process.pid))
+            rss = memory_mb(process.pid)
+            report(figures, rss)
+    requests = [
+        {"measure": name, "seconds": value, "limit_s": limit, "note": note}
+        for name, value, limit, note in figures
+    ]
+    stored = {
+        "big_run": {"attempts": args.attempts, "mb": size / 1e6, "finished": args.finished},
+        "requests": requests,
+        "server_rss_mb": {"after": rss[0], "peak": rss[1], "limit": RSS_MB},
+    }
+    write_results(args, stored, about)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Writes a synthetic run (about 850 bytes an attempt: a question, a tool call, several workers,
 some errors) to a temporary directory, then times the first index, three typical filters and
 reading one record, and prints the process's peak resident memory.
-Run from the repository root: `python bench/view_index.py [--attempts 100000]`; seconds.
+Run from the repository root: `python -m bench.view_index [--attempts 100000] [--json [PATH]]`;
+seconds.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from agent_eval.record import AttemptRecord
 from agent_eval.view.index import Filter, RunIndex
+from bench.parts.results_file import add_json_option, machine, write_results
 
 WORKERS = [f"http://10.0.0.{n}:8000" for n in range(1, 9)]
 ERRORS = [("timeout", "infra"), ("runner_error", "infra"), ("max_turns", "model")]
@@ -100,7 +103,10 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--attempts", type=int, default=100_000)
+    add_json_option(parser, "view_index")
     args = parser.parse_args()
+    about = machine()
+    figures: dict[str, Any] = {"attempts": args.attempts}
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp)
         write_run(run_dir, args.attempts)
@@ -109,18 +115,22 @@ def main() -> None:
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         seconds, index = timed(lambda: RunIndex(run_dir))
         print(f"open (first index): {seconds:.3f} s")
+        figures |= {"samples_mb": size / 1e6, "open_s": seconds, "filters": {}}
         filters = {
             "wrong answers": Filter(outcome="wrong"),
             "timeout on one worker": Filter(outcome="timeout", worker=WORKERS[2]),
             "text 'marbles'": Filter(text="marbles"),
         }
         for name, where in filters.items():
-            seconds, page = timed(lambda w=where: index.rows(w, sort="latency_s", descending=True))
+            seconds, page = timed(partial(index.rows, where, sort="latency_s", descending=True))
             print(f"filter {name}: {seconds:.3f} s, {page.total} match")
+            figures["filters"][name] = {"seconds": seconds, "matches": page.total}
         seconds, _ = timed(lambda: index.record(len(index) // 2))
         print(f"read one record: {seconds * 1000:.2f} ms")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS: {peak:.0f} MB (before indexing: {base / 1024:.0f} MB)")
+    figures |= {"record_s": seconds, "peak_rss_mb": peak, "rss_before_index_mb": base / 1024}
+    write_results(args, figures, about)
 
 
 if __name__ == "__main__":

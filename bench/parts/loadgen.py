@@ -1,6 +1,6 @@
 """Load generator of the proxy benchmark: one run against one target, figures as JSON on stdout.
 
-`python bench/loadgen.py --url URL [--url URL ...] --requests N --concurrency C [--stream]`
+`python -m bench.parts.loadgen --url URL [--url URL ...] --requests N --concurrency C [--stream]`
 sends N chat requests, C at a time, spread round robin over the URLs, after a warm-up.
 """
 

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from agent_eval.testing.ports import free_port
+from bench.parts import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 READY_WORKER = re.compile(r"READY (http://\S+)")
@@ -28,8 +29,10 @@ STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
 LOG_TAIL = 2000  # characters of a dead process's log shown in the error
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
-# The GSM8K test set in the shared data beside the repository.
-GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+# The GSM8K test set in the shared data beside the repository, or in the folder
+# AGENT_EVAL_SHARED names (as for the tests).
+SHARED = Path(os.environ.get("AGENT_EVAL_SHARED") or ROOT.parent / "shared")
+GSM8K_TEST = SHARED / "data" / "gsm8k" / "test.jsonl"
 
 
 class BenchError(RuntimeError):

@@ -1,19 +1,25 @@
-"""The figures of the proxy benchmark: what one run measured, and the tables that show it."""
+"""Figures as tables: the proxy benchmark's (what one run measured, and how it shows), and the
+cells and console every bench's tables share."""
 
 from __future__ import annotations
 
 import math
 import statistics
+import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
-from loadgen import LoadResult
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from bench.parts.loadgen import LoadResult
+from bench.parts.results_file import describe
+
 TARGETS = ("direct", "agent-eval", "sglang-router")
+WIDTH = 100
 ADDED = "added p50 ms"
 FIGURES: dict[str, Callable[[LoadResult], float]] = {
     "req/s": lambda r: r.rps,
@@ -158,7 +164,13 @@ def cpu_table(runs: list[Run]) -> Table:
     return table
 
 
-def render(runs: list[Run], machine: dict[str, str], console: Console) -> None:
+def wide_console(width: int = WIDTH) -> Console:
+    """A console for a bench's tables: off a terminal `width` columns, as rich would fall back to
+    80, too narrow for them."""
+    return Console() if sys.stdout.isatty() else Console(width=width)
+
+
+def render(runs: list[Run], machine: Mapping[str, Any], console: Console) -> None:
     """Print both tables, the failures and the one-line machine summary."""
     console.print(figures_table(runs))
     console.print(cpu_table(runs))
@@ -169,5 +181,4 @@ def render(runs: list[Run], machine: dict[str, str], console: Console) -> None:
         )
     if not failed:
         console.print("failures: none (every response 200, every stream ended with [DONE])")
-    summary = " · ".join(f"{key} {value}" for key, value in machine.items())
-    console.print(f"machine: {summary}", highlight=False, soft_wrap=True)
+    console.print(describe(machine), highlight=False, soft_wrap=True)

@@ -24,10 +24,12 @@ from typing import Any
 
 import aiohttp
 import orjson
-from fleet import Fleet, Proc, start_broken_worker, start_mock_workers
-from loadgen import CHAT_PATH
 from rich.console import Console
-from soak_parts import (
+
+from agent_eval.testing.broken_worker import MODEL
+from bench.parts.fleet import Fleet, Proc, start_broken_worker, start_mock_workers
+from bench.parts.loadgen import CHAT_PATH
+from bench.parts.soak_parts import (
     CHECK_TIMEOUT,
     TARGETS,
     Figures,
@@ -40,8 +42,6 @@ from soak_parts import (
     start_router,
     table,
 )
-
-from agent_eval.testing.broken_worker import MODEL
 
 # The cases, in words, and whether their requests ask for a stream.
 BROKEN = {

@@ -1,7 +1,7 @@
 """agent-eval's session placement before requests in flight counted: a named baseline.
 
-`python bench/inflight_spread.py` runs it beside the `session` policy of today, as
-`--policy placement_before:SessionByHash` with this folder on PYTHONPATH.
+`python -m bench.inflight_spread` runs it beside the `session` policy of today, as
+`--policy bench.parts.placement_before:SessionByHash` with the repository on PYTHONPATH.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.parts import ROOT
+
 TOP = 15
 SMALL = 0.005  # parts of the profile below this share are summed on one line
 Func = tuple[str, int, str]  # a profiled function: file, line, name
@@ -38,6 +40,8 @@ def owner(path: str) -> str | None:
     """The harness part code at `path` belongs to; None for a helper charged to its callers."""
     if path == "~" or path.startswith("<"):
         return None  # a C builtin, or code made at run time (dataclass __init__, frozen imports)
+    if Path(path).is_relative_to(ROOT / "bench"):
+        return "the bench itself"
     if "/agent_eval/" in path:
         return AGENT_EVAL.get(path.split("/agent_eval/")[1].split("/")[0], "agent_eval engine")
     top = (path.split("/site-packages/")[1] if "/site-packages/" in path else "").split("/")[0]
@@ -103,19 +107,25 @@ def top_cumulative(entries: dict[Func, Any]) -> list[tuple[Func, Any]]:
     return shown
 
 
+def shares(profile: Any) -> dict[str, float]:
+    """Own time by harness part, as shares of the whole, largest first."""
+    entries: dict[Func, Any] = profile.stats
+    total = sum(entry[2] for entry in entries.values())
+    return {part: own / total for part, own in Attribution(entries).totals().items()}
+
+
 def print_profile(runner: str, profile: Any) -> None:
     """Own time by harness part, then the top functions by own and by cumulative time."""
     entries: dict[Func, Any] = profile.stats
     total = sum(entry[2] for entry in entries.values())
-    attribution = Attribution(entries)
     print(f"\n{runner} profile: {total:.1f} s wall clock on the event loop thread, by part")
-    parts = attribution.totals()
-    small = [part for part, own in parts.items() if own < SMALL * total]
-    for part, own in parts.items():
+    parts = shares(profile)
+    small = [part for part, share in parts.items() if share < SMALL]
+    for part, share in parts.items():
         if part not in small:
-            print(f"  {100 * own / total:5.1f}%  {part}")
+            print(f"  {100 * share:5.1f}%  {part}")
     rest = sum(parts[part] for part in small)
-    print(f"  {100 * rest / total:5.1f}%  {len(small)} more parts under {100 * SMALL:g}% each")
+    print(f"  {100 * rest:5.1f}%  {len(small)} more parts under {100 * SMALL:g}% each")
     top_own = sorted(entries.items(), key=lambda kv: -kv[1][2])[:TOP]
     for title, key, top in (("own", 2, top_own), ("cumulative", 3, top_cumulative(entries))):
         print(f"  top {len(top)} by {title} time:")

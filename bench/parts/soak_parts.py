@@ -17,11 +17,12 @@ from typing import Any
 
 import aiohttp
 import uvloop
-from fleet import BenchError, Fleet, Proc, start_agent_eval, start_sglang_router
-from loadgen import percentile
-from report import number, ratio
 from rich import box
 from rich.table import Table
+
+from bench.parts.fleet import BenchError, Fleet, Proc, start_agent_eval, start_sglang_router
+from bench.parts.loadgen import percentile
+from bench.parts.tables import number, ratio
 
 TARGETS = ("agent-eval", "sglang-router")
 SAMPLE_EVERY = 0.2  # seconds between /proc samples of the router and the worker

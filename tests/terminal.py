@@ -12,6 +12,7 @@ import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -26,7 +27,17 @@ class Screen:
     final: str  # the scrollback and the screen once the command ended
 
 
-OnTerminal = Callable[[list[str], Path], Awaitable[Screen]]
+class OnTerminal(Protocol):
+    """Run a command on a terminal of its own to its exit `code`; Ctrl-C once `ctrl_c_when`."""
+
+    def __call__(
+        self,
+        command: list[str],
+        cwd: Path,
+        *,
+        ctrl_c_when: Callable[[str], bool] | None = None,
+        code: int = 0,
+    ) -> Awaitable[Screen]: ...
 
 
 async def tmux(socket: str, *args: str) -> str:
@@ -42,9 +53,11 @@ async def tmux(socket: str, *args: str) -> str:
 
 @contextlib.asynccontextmanager
 async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
-    """`await run(command, cwd)`: each command on a 120x40 tmux terminal of its own, to its exit 0.
+    """`await run(command, cwd)`: each command on a 120x40 tmux terminal of its own, to its exit.
 
-    Inside, a tmux server of its own on `socket`; skipped where there is no tmux.
+    With `ctrl_c_when`, Ctrl-C is typed at the first frame it holds for: as a user types it, the
+    terminal signals every process in its foreground group. Inside, a tmux server of its own on
+    `socket`; skipped where there is no tmux.
     """
     if shutil.which("tmux") is None:
         if os.environ.get("AGENT_EVAL_REQUIRE_TMUX"):
@@ -52,7 +65,13 @@ async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
         pytest.skip("tmux is not installed")
     sessions = itertools.count()
 
-    async def run(command: list[str], cwd: Path) -> Screen:
+    async def run(
+        command: list[str],
+        cwd: Path,
+        *,
+        ctrl_c_when: Callable[[str], bool] | None = None,
+        code: int = 0,
+    ) -> Screen:
         # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
         shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
         name = f"run{next(sessions)}"
@@ -62,9 +81,12 @@ async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
         async with asyncio.timeout(120):
             while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
                 frames.append(await tmux(socket, "capture-pane", "-p", "-t", name))
+                if ctrl_c_when is not None and ctrl_c_when(frames[-1]):
+                    await tmux(socket, "send-keys", "-t", name, "C-c")
+                    ctrl_c_when = None
                 await asyncio.sleep(0.1)
         final = await tmux(socket, "capture-pane", "-p", "-S", "-", "-t", name)
-        assert "EXIT=0" in final, final
+        assert f"EXIT={code}" in final, final
         return Screen(frames, final)
 
     try:

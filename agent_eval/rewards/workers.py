@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import signal
 from typing import Any
 
 from agent_eval.children import die_with_parent
@@ -17,6 +18,10 @@ _siblings: Any = None
 def init_worker(barrier: Any, modules: tuple[str, ...]) -> None:
     """Import the reward's modules before the first item, so its timeout measures scoring only."""
     global _siblings
+    # Ctrl-C on a terminal signals its whole foreground group, this process too: the harness
+    # owns the shutdown (it stops and reaps us), and a KeyboardInterrupt here would print a
+    # traceback into its live view.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _siblings = barrier
     die_with_parent()  # a harness killed outright must not leave its scorers behind
     for name in modules:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -99,6 +100,39 @@ async def test_known_answers_give_exact_figures_in_plain_logs(
     }
     assert sum(served.values()) == ROWS * 2 and all(served.values())
     assert f"agent-eval report {run_dir}" in out
+
+
+CONSOLE_SCRIPT = """import os, sys
+with open(os.environ["LOADED_AT_START"], "a") as loaded:
+    loaded.write(f"{'math_verify' in sys.modules}\\n")
+from agent_eval.__main__ import main
+if __name__ == "__main__":
+    sys.exit(main())
+"""
+"""`agent-eval` as pip writes it, noting for each process that runs it (the harness, and each
+scoring process as it starts) whether math-verify was already loaded there."""
+
+
+async def test_the_scoring_pool_is_named_and_its_processes_start_with_math_verify_loaded(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    """Each scoring process importing math-verify (sympy) itself took seconds of CPU apiece,
+    while the inference workers started."""
+    (worker,) = await start_workers(1)
+    data, script = write_dataset(tmp_path / "say.jsonl"), tmp_path / "agent-eval"
+    script.write_text(CONSOLE_SCRIPT)
+    loaded = tmp_path / "loaded"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), "run", "--dataset", str(data), "--endpoint", worker.url,
+        "-o", str(tmp_path / "run"), "reward.workers=3", cwd=tmp_path,
+        env={**os.environ, "LOADED_AT_START": str(loaded)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 0, err
+    assert "scoring pool: 3 processes ready in" in err, err
+    # The harness, then its 3 scoring processes.
+    assert loaded.read_text().split() == ["False", "True", "True", "True"], err
 
 
 async def test_ctrl_c_keeps_results_and_resume_gives_the_clean_summary(

@@ -77,8 +77,8 @@ async def test_log_lines_go_through_the_live_display_and_no_stale_frame_stays(
     bars = [line for line in final.splitlines() if line.startswith(TITLE)]
     assert len(bars) == 1, final  # the table's title below is indented
     assert "waiting for" not in final and "starting the proxy" not in final, final
-    assert final.count("reward workers ready") == 1, final  # printed, above the live area
-    assert final.index("reward workers ready") < final.index(TITLE + " ")
+    assert final.count("scoring pool: 2 processes ready") == 1, final  # above the live area
+    assert final.index("scoring pool: 2 processes ready") < final.index(TITLE + " ")
 
 
 async def test_the_live_rates_are_the_summary_rates_each_named(

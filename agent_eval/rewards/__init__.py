@@ -6,10 +6,10 @@ the event loop enforces the timeout; a worker that overruns is killed with its p
 pool takes over, so one pathological answer cannot wedge a run.
 
 Custom rewards are named `package.module:function`: they take `(prediction: str, gold: str)` and
-return a `RewardResult`, a float (`correct` when >= 1.0) or a bool. They run in the same spawned
-workers, so the module must be importable there by that path (installed, or on the parent's
-`sys.path`, which spawned workers inherit). Spawned workers also re-import the parent's main
-script, so a script that starts a scorer needs the usual `if __name__ == "__main__":` guard.
+return a `RewardResult`, a float (`correct` when >= 1.0) or a bool. They run in the same scoring
+processes, so the module must be importable there by that path (installed, or on the parent's
+`sys.path`, which those processes take up). They also run the parent's main script again, so a
+script that starts a scorer needs the usual `if __name__ == "__main__":` guard.
 """
 
 from agent_eval.rewards.loading import gold_check, load_reward

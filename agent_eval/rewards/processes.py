@@ -36,7 +36,7 @@ def _reap(pool: ProcessPoolExecutor, processes: list[BaseProcess], grace: float)
     _wait_exit(processes, grace)
     _kill(processes)
     if not _wait_exit(processes, 5.0):
-        logger.error("reward workers %s survived SIGKILL", [p.pid for p in processes])
+        logger.error("scoring processes %s survived SIGKILL", [p.pid for p in processes])
         return
     for process in processes:
         process.join(1.0)  # reaps it, unless the pool's own manager thread already has

@@ -1,4 +1,4 @@
-"""The async scorer: answers scored in a spawned process pool with a per-item timeout."""
+"""The async scorer: answers scored in a process pool with a per-item timeout."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.context import BaseContext
 
 from agent_eval.errors import AgentEvalError
 from agent_eval.rewards.loading import as_reward
@@ -22,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 class RewardPoolError(AgentEvalError):
-    """The scoring worker processes could not start, or the scorer is closed."""
+    """The scoring processes could not start, or the scorer is closed."""
 
 
 def default_workers() -> int:
@@ -31,7 +33,7 @@ def default_workers() -> int:
 
 
 class RewardScorer:
-    """Scores answers in a spawned process pool, never blocking the event loop.
+    """Scores answers in a process pool, never blocking the event loop.
 
     At most `max_workers` items run at once, so an item's `timeout` counts its own scoring, not
     time queued behind others. Use as `async with RewardScorer(...) as scorer:`.
@@ -117,7 +119,7 @@ class RewardScorer:
                 return await asyncio.wrap_future(job)
         except TimeoutError:
             logger.warning(
-                "scoring took over %.1f s; restarting the reward workers (prediction %r)",
+                "scoring took over %.1f s; restarting the scoring pool (prediction %r)",
                 self._timeout,
                 prediction[:80],
             )
@@ -157,7 +159,7 @@ class RewardScorer:
         return await asyncio.shield(self._starting)
 
     async def _start_pool(self, generation: int) -> tuple[ProcessPoolExecutor, int]:
-        context = multiprocessing.get_context("spawn")  # fork would copy the loop's threads
+        context = _scoring_context()
         barrier = context.Barrier(self._workers)
         pool = ProcessPoolExecutor(
             self._workers,
@@ -173,7 +175,10 @@ class RewardScorer:
             if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
                 raise
             raise RewardPoolError(self._start_failure(exc)) from exc
-        logger.info("%d reward workers ready in %.2f s", self._workers, time.monotonic() - started)
+        # Named apart from the inference workers, whose start-up lines it follows.
+        logger.info(
+            "scoring pool: %d processes ready in %.2f s", self._workers, time.monotonic() - started
+        )
         return pool, generation
 
     def _start_failure(self, exc: BaseException) -> str:
@@ -182,18 +187,34 @@ class RewardScorer:
         else:
             cause = f"failed to start ({type(exc).__name__}: {str(exc).strip()[:300]})"
         return (
-            f"reward workers {cause}; check that {', '.join(self._modules)} import in a fresh "
+            f"the scoring pool {cause}; check that {', '.join(self._modules)} import in a fresh "
             "Python process, and that a script starting the scorer guards its entry point "
             "with `if __name__ == '__main__':`"
         )
 
     async def _warm(self, pool: ProcessPoolExecutor) -> None:
-        loop = asyncio.get_running_loop()
-        calls = [
-            loop.run_in_executor(pool, wait_for_siblings, self._startup_timeout)
-            for _ in range(self._workers)
-        ]
-        await asyncio.gather(*calls)
+        # A process start waits for the fork server's imports: in a thread, off the loop.
+        launching = asyncio.ensure_future(asyncio.to_thread(self._launch, pool))
+        try:
+            jobs = await asyncio.shield(launching)
+        except asyncio.CancelledError:
+            # A pool is retired whole, never mid-start; how its start ended no longer matters.
+            await asyncio.gather(launching, return_exceptions=True)
+            raise
+        await asyncio.gather(*map(asyncio.wrap_future, jobs))
+
+    def _launch(self, pool: ProcessPoolExecutor) -> list[Future[int]]:
+        """One warm-up call per worker: the pool starts a process for each."""
+        # Ctrl-C reaches every process of the terminal's foreground group: the fork server and
+        # the scoring processes start with it blocked, as they inherit this thread's mask, until
+        # they ignore it. Else it is a KeyboardInterrupt traceback across the live view.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return [
+                pool.submit(wait_for_siblings, self._startup_timeout) for _ in range(self._workers)
+            ]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def _recycle(self, generation: int) -> None:
         """Replace the pool of `generation` unless another item already did."""
@@ -206,6 +227,18 @@ class RewardScorer:
         task = asyncio.ensure_future(retire(pool, 0.0, cancel_pending=False))
         self._reaping.add(task)
         task.add_done_callback(self._reaping.discard)
+
+
+def _scoring_context() -> BaseContext:
+    """Processes forked from a server that imported the scoring modules once.
+
+    Spawned, each imported math-verify (sympy) afresh: a second or more of CPU apiece, while
+    the inference workers load. fork would copy the event loop's threads.
+    """
+    context = multiprocessing.get_context("forkserver")
+    # Read once, when this process's server starts: every scorer asks for the same modules.
+    context.set_forkserver_preload(["agent_eval.rewards", "math_verify"])
+    return context
 
 
 async def _settle(

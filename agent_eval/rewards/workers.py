@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
 import signal
+import threading
 from typing import Any
 
-from agent_eval.children import die_with_parent
 from agent_eval.rewards.result import RewardFn, RewardResult
 
 # Set once per worker by the pool initializer; a barrier only passes to a process at its start.
@@ -23,9 +25,27 @@ def init_worker(barrier: Any, modules: tuple[str, ...]) -> None:
     # traceback into its live view.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _siblings = barrier
-    die_with_parent()  # a harness killed outright must not leave its scorers behind
+    _exit_with_harness()
     for name in modules:
         importlib.import_module(name)
+
+
+def _exit_with_harness() -> None:
+    """A harness killed outright must not leave its scorers behind.
+
+    Forked by the fork server, this process is not the harness's child, so the harness's
+    death sends no signal here (and the fork server waits for its children to go first). The
+    harness holds the other end of the parent sentinel: it reads as closed once it is gone.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        watch = threading.Thread(target=_exit_when_ready, args=(parent.sentinel,), daemon=True)
+        watch.start()
+
+
+def _exit_when_ready(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)  # nothing here is worth flushing: the harness that reads the results is gone
 
 
 def wait_for_siblings(timeout: float) -> int:

@@ -11,9 +11,11 @@ LOADING = {
 def main() -> None:
     """Say what a slow-to-start command does, then import the command line and run it."""
     _announce(sys.argv[1:])
-    # Imported only now: the agent SDK, metrics and rich take seconds on a busy machine.
-    from agent_eval.cli import app
-
+    try:
+        # Imported only now: the agent SDK, metrics and rich take seconds on a busy machine.
+        from agent_eval.cli import app
+    except KeyboardInterrupt:
+        sys.exit(130)  # Ctrl-C among the imports: nothing has started, no traceback to show
     app(prog_name="agent-eval")
 
 

@@ -16,6 +16,8 @@ from typing import Protocol
 
 import pytest
 
+EXITED = re.compile(r"^(\^C)?EXIT=\d+", re.MULTILINE)
+"""The shell's line once the command ended; after Ctrl-C, on the line the terminal echoed ^C on."""
 WORKER_ROW = re.compile(r"^\s*http://127\.0\.0\.1:\d+\s+healthy\s+\w+\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
 
 
@@ -75,11 +77,15 @@ async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
         # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
         shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
         name = f"run{next(sessions)}"
+        # A command killed by SIGINT takes its shell along (no EXIT line): the pane stays to read.
         await tmux(socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
-                   "-c", str(cwd), shell)  # fmt: skip
+                   "-c", str(cwd), shell,
+                   ";", "set-option", "-t", name, "remain-on-exit", "on")  # fmt: skip
         frames: list[str] = []
         async with asyncio.timeout(120):
-            while not frames or re.search(r"^EXIT=\d+", frames[-1], re.MULTILINE) is None:
+            while not frames or EXITED.search(frames[-1]) is None:
+                if await tmux(socket, "display-message", "-p", "-t", name, "#{pane_dead}") == "1\n":
+                    break
                 frames.append(await tmux(socket, "capture-pane", "-p", "-t", name))
                 if ctrl_c_when is not None and ctrl_c_when(frames[-1]):
                     await tmux(socket, "send-keys", "-t", name, "C-c")

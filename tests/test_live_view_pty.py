@@ -31,14 +31,14 @@ async def run_on_terminal(
     data = write_dataset(tmp_path / "say.jsonl")
     endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
 
-    async def run(*extra: str, ctrl_c_at: int | None = None, code: int = 0) -> Screen:
-        """The run's screens; with `ctrl_c_at`, Ctrl-C is typed once that many attempts are done."""
+    async def run(
+        *extra: str, ctrl_c_when: Callable[[str], bool] | None = None, code: int = 0
+    ) -> Screen:
+        """The run's screens; Ctrl-C is typed at the first frame `ctrl_c_when` holds for."""
         command = [sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator",
                    "--dataset", data.name, *endpoints, "-n", "2", "-j", "8", "-o", "run",
                    *extra]  # fmt: skip
-        at = ctrl_c_at
-        when = None if at is None else lambda frame: (_done(frame) or 0) >= at
-        return await on_terminal(command, tmp_path, ctrl_c_when=when, code=code)
+        return await on_terminal(command, tmp_path, ctrl_c_when=ctrl_c_when, code=code)
 
     return run
 
@@ -219,11 +219,25 @@ async def test_plain_log_lines_never_wrap_off_a_terminal(
     assert any(f"agent-eval report {run_dir}" in line for line in out.splitlines()), out
 
 
+NOISE = ("Traceback", "KeyboardInterrupt", "Process SpawnProcess", "Aborted")
+"""What Ctrl-C must not print: every process in the terminal's foreground group receives it."""
+
+
 async def test_ctrl_c_leaves_a_clean_screen_and_the_resume_hint(
     run_on_terminal: RunOnTerminal, tmp_path: Path
 ) -> None:
-    screen = await run_on_terminal(ctrl_c_at=4, code=130)
-    for noise in ("Traceback", "KeyboardInterrupt", "Process SpawnProcess"):
+    screen = await run_on_terminal(ctrl_c_when=lambda frame: (_done(frame) or 0) >= 4, code=130)
+    for noise in NOISE:
         assert noise not in screen.final, screen.final
     assert "interrupted" in screen.final and "agent-eval run --resume run" in screen.final
     assert 4 <= len(lines(tmp_path / "run")) < ATTEMPTS
+
+
+async def test_ctrl_c_while_the_run_loads_ends_it_quietly_and_leaves_nothing(
+    run_on_terminal: RunOnTerminal, tmp_path: Path
+) -> None:
+    # Python modules, the agent and the dataset load for seconds: Ctrl-C comes in among them.
+    screen = await run_on_terminal(ctrl_c_when=lambda frame: "loading" in frame, code=130)
+    for noise in NOISE:
+        assert noise not in screen.final, screen.final
+    assert not (tmp_path / "run").exists()

@@ -85,14 +85,18 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
 async def evaluate(plan: Plan, observer: RunObserver) -> Summary:
     """Launch, evaluate and tear down; results so far stay on disk whatever happens."""
     config = plan.config
-    await save_run_files(config)
     async with warm_scorer(config) as scorer, serving(config, observer.waiting) as served:
         return await play_served(plan, served, scorer, observer)
 
 
-async def save_run_files(config: RunConfig) -> None:
-    """The resolved config and the dataset's digest, in the run directory before any attempt."""
-    await asyncio.to_thread(save_run_config, resolved_config(config), config.run_dir)
+async def save_run_files(config: RunConfig, model: str) -> None:
+    """The resolved config (naming the served `model`) and the dataset's digest.
+
+    Written once the workers serve the model, before the first attempt: a run refused before
+    that (no endpoint answers, a worker that does not start, a busy port) leaves no config
+    for `view` to list or `--resume` to take, only the logs its message names.
+    """
+    await asyncio.to_thread(save_run_config, resolved_config(config, model), config.run_dir)
     await asyncio.to_thread(save_run_facts, config)
 
 
@@ -108,9 +112,7 @@ async def play_served(
     `since`: the proxy's workers before the run, so the view shows this run's load alone.
     """
     config = plan.config
-    # The model's name is known once the workers serve it: save it too.
-    saved = resolved_config(config, served.model)
-    await asyncio.to_thread(save_run_config, saved, config.run_dir)
+    await save_run_files(config, served.model)
     observer.set_proxy(served.base_url, served.api_key, since)
     try:
         return await play(plan, served, scorer, RunDirectory(config.run_dir), observer)

@@ -39,7 +39,7 @@ def first_run(seed: int, folder: Path) -> dict[str, float]:
     k = max(int(key) for key in quality["pass_at_k"])
     return {
         "wall": wall,
-        # The run saves its config again, with the served model's name, once workers answer.
+        # The run saves its config, with the served model's name, once workers answer.
         "workers_ready": (run_dir / "config.yaml").stat().st_mtime - started,
         "attempts": summary["attempts"],
         "accuracy": quality["accuracy"]["value"],

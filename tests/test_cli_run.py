@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ import yaml
 from agent_eval.cli.common import guarded
 from agent_eval.cli.run import EMBEDDED_NEXT
 from agent_eval.errors import ConfigError
+from agent_eval.view.runs import find_runs
 from tests.conftest import StartWorkers, eventually
 from tests.test_llamacpp_workers import servers_on
 
@@ -176,7 +178,27 @@ async def test_mistakes_end_in_one_message_and_exit_code_2(
     code, out, err = await finish(await agent_eval("run", *args, cwd=tmp_path), 60)
     assert code == 2, out + err
     assert message in err and "Traceback" not in err
-    assert not list(tmp_path.rglob("samples.jsonl"))  # noqa: ASYNC240 - a finished process
+    assert not any(tmp_path.iterdir()), "a refused run left files behind"  # noqa: ASYNC240
+
+
+async def test_a_run_refused_once_launched_is_no_run_to_list_or_resume(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    data = write_dataset(tmp_path / "say.jsonl")
+    with socket.socket() as taken:  # the proxy's port, taken
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await agent_eval(
+            "run", "--dataset", str(data), "--endpoint", worker.url, "-o", "run",
+            f"proxy.port={port}", cwd=tmp_path,
+        )  # fmt: skip
+        code, _, err = await finish(process)
+    assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in err, err
+    assert find_runs([tmp_path]) == {}  # `agent-eval view` lists no interrupted run
+    code, _, err = await finish(await agent_eval("run", "--resume", "run", cwd=tmp_path))
+    assert code == 2 and "not a run directory" in err, err
 
 
 async def test_the_embedded_default_runs_end_to_end_and_leaves_nothing(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval.view.runs import find_runs
 from tests.conftest import StartWorkers
 from tests.terminal import OnTerminal, Screen, worker_rows
 from tests.test_cli_run import agent_eval, finish, lines, write_dataset
@@ -241,3 +242,18 @@ async def test_ctrl_c_while_the_run_loads_ends_it_quietly_and_leaves_nothing(
     for noise in NOISE:
         assert noise not in screen.final, screen.final
     assert not (tmp_path / "run").exists()
+
+
+async def test_ctrl_c_before_the_first_attempt_leaves_no_run_to_resume(
+    run_on_terminal: RunOnTerminal, tmp_path: Path
+) -> None:
+    # Probes that time out at once: the proxy never sees a healthy worker, the run waits.
+    screen = await run_on_terminal(
+        "proxy.health.timeout=0.000001",
+        ctrl_c_when=lambda frame: "waiting for the proxy to see a healthy worker" in frame,
+        code=130,
+    )
+    final = screen.final.replace("\n", " ")
+    assert "interrupted before any attempt was played" in final, screen.final
+    assert "--resume" not in final and "run the same command again" in final, screen.final
+    assert find_runs([tmp_path]) == {}  # `agent-eval view` lists no run

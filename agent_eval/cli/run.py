@@ -135,9 +135,14 @@ def _kept(config: RunConfig) -> int:
     return sum(1 for _ in RunDirectory(config.run_dir).records())
 
 
+def _played(config: RunConfig) -> bool:
+    """Whether the run got as far as its first attempt: its config is saved just before."""
+    return (config.run_dir / CONFIG_FILE).is_file()
+
+
 def _after_storage_error(config: RunConfig) -> str:
     """What a run its directory's file system stopped has kept, and how to finish it."""
-    if not (config.run_dir / CONFIG_FILE).is_file():
+    if not _played(config):
         return "Nothing was played. Once there is room, run the same command again."
     return (
         f"{_kept(config)} finished attempts are kept in {config.run_dir}; workers and proxy "
@@ -185,15 +190,17 @@ def _set_aside_unscored(config: RunConfig) -> None:
 
 
 def _interrupted(config: RunConfig) -> NoReturn:
-    kept = _kept(config)
-    err_console.print(
-        Text.assemble(
-            ("interrupted", "bold yellow"),
-            f": {kept} finished attempts are kept in {config.run_dir}; workers and proxy stopped."
-            f"\nResume with: agent-eval run --resume {config.run_dir}",
-        ),
-        soft_wrap=True,
-    )
+    if _played(config):
+        left = (
+            f": {_kept(config)} finished attempts are kept in {config.run_dir}; workers and "
+            f"proxy stopped.\nResume with: agent-eval run --resume {config.run_dir}"
+        )
+    else:
+        left = (
+            " before any attempt was played; nothing is left running.\n"
+            "To start it, run the same command again."
+        )
+    err_console.print(Text.assemble(("interrupted", "bold yellow"), left), soft_wrap=True)
     raise typer.Exit(130)
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.config import RunConfig
 from agent_eval.errors import AgentEvalError, ConfigError, mistakes_only
-from agent_eval.evaluation import Plan, RunObserver, plan, play_served, save_run_files
+from agent_eval.evaluation import Plan, RunObserver, plan, play_served
 from agent_eval.metrics import Summary, summarize
 from agent_eval.metrics.objectives import Objective
 from agent_eval.results import SUMMARY, RunDirectory
@@ -201,7 +201,6 @@ class Tuner:
     async def _play(self, checked: Plan, watch: TrialWatch) -> Summary:
         """Serve the run's model, play it, keep the workers' load in its run directory."""
         config = checked.config
-        await save_run_files(config)
         served = await self.server.serve(config)
         scorer = await self.server.scorer(config)
         # The proxy may have served earlier trials: this run's load is what it adds.

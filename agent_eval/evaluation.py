@@ -112,6 +112,9 @@ async def play_served(
     `since`: the proxy's workers before the run, so the view shows this run's load alone.
     """
     config = plan.config
+    if not scorer.ready:
+        observer.waiting("waiting for the scoring pool to start")
+    await scorer.start()  # one that cannot start refuses the run here, before any file of it
     await save_run_files(config, served.model)
     observer.set_proxy(served.base_url, served.api_key, since)
     try:

@@ -54,7 +54,7 @@ async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
     scorer = RewardScorer(
         config.reward.function, timeout=config.reward.timeout, max_workers=scoring_workers(config)
     )
-    # A failure to start shows at the first score, with its own message.
+    # A failure to start is raised where the pool is first awaited (before a run's first attempt).
     warming = asyncio.ensure_future(scorer.start())
     try:
         yield scorer

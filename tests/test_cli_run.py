@@ -181,6 +181,31 @@ async def test_mistakes_end_in_one_message_and_exit_code_2(
     assert not any(tmp_path.iterdir()), "a refused run left files behind"  # noqa: ASYNC240
 
 
+HARNESS_ONLY_REWARD = """import multiprocessing
+if multiprocessing.parent_process() is not None:
+    raise ImportError("importable in the harness alone")
+def score(prediction, gold):
+    return prediction.strip() == gold.strip()
+"""
+"""A reward the run's checks load, whose scoring processes cannot."""
+
+
+async def test_a_scoring_pool_that_cannot_start_refuses_the_run_before_its_first_attempt(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    data = write_dataset(tmp_path / "say.jsonl")
+    (tmp_path / "harness_only.py").write_text(HARNESS_ONLY_REWARD)
+    process = await agent_eval(
+        "run", "--dataset", str(data), "--endpoint", worker.url, "-o", "run",
+        "reward.function=harness_only:score", cwd=tmp_path,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 2 and "the scoring pool failed to start" in err, err
+    assert worker.stats.generation_requests == 0  # no attempt was played
+    assert find_runs([tmp_path]) == {}  # `agent-eval view` lists no interrupted run
+
+
 async def test_a_run_refused_once_launched_is_no_run_to_list_or_resume(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:

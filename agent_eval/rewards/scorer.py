@@ -87,10 +87,22 @@ class RewardScorer:
         self.counts[result.status] += 1
         return result
 
+    @property
+    def ready(self) -> bool:
+        """Whether a pool has started and warmed up: `start()` then returns at once."""
+        starting = self._starting
+        return (
+            starting is not None
+            and starting.done()
+            and not starting.cancelled()
+            and starting.exception() is None
+        )
+
     def worker_pids(self) -> list[int]:
         """Process ids of the current pool's workers (empty when none is running)."""
-        if self._starting is None or not self._starting.done() or self._starting.exception():
+        if not self.ready:
             return []
+        assert self._starting is not None
         pool, _ = self._starting.result()
         return [process.pid for process in pool_processes(pool) if process.pid is not None]
 

@@ -39,13 +39,14 @@ def _exit_with_harness() -> None:
     """
     parent = multiprocessing.parent_process()
     if parent is not None:
-        watch = threading.Thread(target=_exit_when_ready, args=(parent.sentinel,), daemon=True)
+        watch = threading.Thread(target=_exit_when_closed, args=(parent.sentinel,), daemon=True)
         watch.start()
 
 
-def _exit_when_ready(sentinel: int) -> None:
+def _exit_when_closed(sentinel: int) -> None:
     multiprocessing.connection.wait([sentinel])
-    os._exit(1)  # nothing here is worth flushing: the harness that reads the results is gone
+    # At once, whatever the reward is doing: nothing here is of use with the harness gone.
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def wait_for_siblings(timeout: float) -> int:

@@ -29,6 +29,7 @@ from agent_eval.cli import app, common, serve, serve_screen
 from agent_eval.cli import report as report_cli
 from agent_eval.cli import run as run_cli
 from agent_eval.cli import watch as watch_cli
+from agent_eval.config import CONFIG_FILE
 from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.launch import SCHEDULERS, LaunchConfig, WorkerEndpoint, build_scheduler
 from agent_eval.metrics import summarize
@@ -132,6 +133,8 @@ def test_an_interrupted_run_names_its_directory_as_it_is(
     name: str, tmp_path: Path, printed: Callable[[], str]
 ) -> None:
     run_dir = tmp_path / name
+    run_dir.mkdir()
+    (run_dir / CONFIG_FILE).write_text("")  # saved just before its first attempt: a run
     with pytest.raises(typer.Exit):
         run_cli._interrupted(SimpleNamespace(run_dir=run_dir))  # type: ignore[arg-type]
     assert f"kept in {run_dir};" in printed()

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
@@ -140,6 +140,8 @@ def test_the_same_events_are_read_however_the_bytes_are_cut(
 
 @FUZZ
 @given(st.integers(-2, 2), st.lists(st.integers(0, 10_000), max_size=8))
+@example(over=0, cuts=[LIMIT + 2])  # an event of the bound, cut between its CRLF and the blank line
+@example(over=0, cuts=[LIMIT + 1, LIMIT + 3])  # ... and cut inside each CRLF
 def test_an_event_is_refused_once_it_passes_the_bound_wherever_it_is_cut(
     over: int, cuts: list[int]
 ) -> None:

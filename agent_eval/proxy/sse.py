@@ -52,7 +52,10 @@ class SSEReader:
         """The events `data` ends, in order; what follows the last one is kept for later."""
         ended: list[bytes] = []
         if self._pieces and data[:1] == b"\n" and self._pieces[-1][-1:] == b"\n":
-            ended.append(self._take(b""))  # the blank line that ends it began in the last chunk
+            # The blank line that ends it began in the last chunk: that "\n" is not the event's.
+            self._pieces[-1] = self._pieces[-1][:-1]
+            self._size -= 1
+            ended.append(self._take(b""))
             data = data[1:]
         *complete, rest = data.split(b"\n\n")
         if complete:
@@ -63,7 +66,8 @@ class SSEReader:
                     self._check(len(event))
         if rest:
             self._size += len(rest)
-            self._check(self._size)
+            # A final "\n" may begin the blank line that ends the event: not counted in it yet.
+            self._check(self._size - rest.endswith(b"\n"))
             self._pieces.append(rest)
         return ended
 

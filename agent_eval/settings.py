@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -119,6 +120,16 @@ def section_of(annotation: Any) -> type[BaseModel] | None:
     return (
         annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     )
+
+
+def value_at(data: Mapping[str, Any], key: str) -> Any:
+    """What nested mappings hold at a dotted key, or None where the path leads nowhere."""
+    found: Any = data
+    for part in key.split("."):
+        if not isinstance(found, Mapping) or part not in found:
+            return None
+        found = found[part]
+    return found
 
 
 def _set(data: dict[str, Any], path: list[str], value: Any) -> None:

@@ -18,7 +18,7 @@ from agent_eval.cli.options import FLAGS
 from agent_eval.config import EMBEDDED_DEFAULT, RunConfig
 from agent_eval.credentials import VARIABLES
 from agent_eval.launch import LaunchConfig, ServeConfig
-from agent_eval.settings import field_of, section_of
+from agent_eval.settings import field_of, section_of, value_at
 
 # The commands that take settings, and the model each reads them into.
 COMMANDS: dict[str, type[BaseModel]] = {
@@ -110,12 +110,7 @@ def _default_text(key: str, field: FieldInfo) -> str:
 
 def _embedded(key: str) -> Any:
     """The value EMBEDDED_DEFAULT gives this key, if any."""
-    current: Any = EMBEDDED_DEFAULT
-    for part in key.split("."):
-        if not isinstance(current, dict) or part not in current:
-            return None
-        current = current[part]
-    return current
+    return value_at(EMBEDDED_DEFAULT, key)
 
 
 def _value_text(key: str, value: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics.summary import DIRECTIONS, summarize
+from agent_eval.settings import value_at
 
 Direction = Literal["maximize", "minimize"]
 DEFAULT_OBJECTIVE = "quality.accuracy:max"
@@ -60,12 +61,7 @@ class Objective:
 
 def figure(summary: Mapping[str, Any], metric: str) -> Any:
     """What a summary.json mapping holds at a dotted path: a number, an estimate, or None."""
-    found: Any = summary
-    for key in metric.split("."):
-        if not isinstance(found, Mapping) or key not in found:
-            return None
-        found = found[key]
-    return found
+    return value_at(summary, metric)
 
 
 def parse_objectives(specs: Sequence[str], ks: Sequence[int]) -> list[Objective]:

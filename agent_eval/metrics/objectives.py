@@ -44,7 +44,7 @@ class Objective:
 
     def value(self, summary: Mapping[str, Any]) -> float | None:
         """The metric in a summary.json mapping; None when the run has no figure for it."""
-        found = figure(summary, self.metric)
+        found = value_at(summary, self.metric)  # a number, an estimate, or None
         if isinstance(found, Mapping):
             found = found.get("value")  # an estimate: its point value
         if not isinstance(found, int | float) or isinstance(found, bool):
@@ -57,11 +57,6 @@ class Objective:
 
     def as_record(self) -> dict[str, str]:
         return {"metric": self.metric, "direction": self.direction}
-
-
-def figure(summary: Mapping[str, Any], metric: str) -> Any:
-    """What a summary.json mapping holds at a dotted path: a number, an estimate, or None."""
-    return value_at(summary, metric)
 
 
 def parse_objectives(specs: Sequence[str], ks: Sequence[int]) -> list[Objective]:

@@ -18,9 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval import study_files
-from agent_eval.metrics.objectives import Direction, Objective, figure
+from agent_eval.metrics.objectives import Direction, Objective
 from agent_eval.report.svg import Bar
 from agent_eval.results import SUMMARY
+from agent_eval.settings import value_at
 
 if TYPE_CHECKING:
     import optuna
@@ -190,7 +191,7 @@ def running_value(trial: Trial) -> float | None:
 
 def metric_of(summary: dict[str, Any], metric: str) -> Interval | None:
     """The metric at a dotted path of summary.json: an estimate with its interval, or a number."""
-    found = figure(summary, metric)
+    found = value_at(summary, metric)
     if isinstance(found, dict) and "value" in found:
         n = found.get("n")
         return Interval(

@@ -11,7 +11,7 @@ import aiohttp
 from pydantic import SecretStr
 
 from agent_eval.config import RunConfig
-from agent_eval.proxy.upstream import bearer
+from agent_eval.proxy.upstream.headers import bearer
 from agent_eval.serving import Served, serving
 
 log = logging.getLogger(__name__)

@@ -25,6 +25,7 @@ from agent_eval.results import SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.scoring import Scored, score_attempt
 from agent_eval.seeds import SeedScope
+from agent_eval.wire import SESSION_HEADER
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ class Engine:
 
     async def _play(self, item: Item, session_id: str, seed: int) -> tuple[Trajectory, float]:
         """One play of an attempt: its trajectory, stopped where it failed, and its seconds."""
-        client = self.client.with_options(default_headers={"X-Session-ID": session_id})
+        client = self.client.with_options(default_headers={SESSION_HEADER: session_id})
         ctx = RunContext(client, self.config.model, session_id, seed, self.config.sampling)
         started = time.monotonic()
         try:

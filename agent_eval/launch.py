@@ -15,9 +15,9 @@ from agent_eval.backends import Backend, WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.fleet.urls import normalize_worker_url
 from agent_eval.proxy.policies import FIXED_POLICY
-from agent_eval.proxy.server import serve_forever
-from agent_eval.proxy.urls import normalize_worker_url
+from agent_eval.proxy.server.listener import serve_forever
 from agent_eval.registry import Registry
 from agent_eval.schedulers.base import Scheduler
 from agent_eval.schedulers.config import RayConfig, SlurmConfig

@@ -34,7 +34,7 @@ def load_settings(
     preset: dict[str, Any] | None = None,
 ) -> S:
     """Defaults, a preset's, the YAML file, flags (dotted keys, None: not given), overrides."""
-    data = _merged(preset or {}, read_yaml(path) if path is not None else {})
+    data = merged(preset or {}, read_yaml(path) if path is not None else {})
     for key, value in flags.items():
         if value is not None:
             _set(data, key.split("."), value)
@@ -138,13 +138,13 @@ def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
     data[path[-1]] = value
 
 
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """`base` with `over` laid on it, mapping by mapping."""
     result = _deep_copy(base)
     for key, value in over.items():
         below = result.get(key)
         if isinstance(below, dict) and isinstance(value, dict):
-            value = _merged(below, value)
+            value = merged(below, value)
         result[key] = value
     return result
 

@@ -44,7 +44,7 @@ import aiohttp
 import orjson
 from rich.console import Console
 
-from agent_eval.proxy.limits import in_flight_cap
+from agent_eval.proxy.server.limits import in_flight_cap
 from bench.parts.fleet import Fleet, Proc, run_with_fleet, worker_urls
 from bench.parts.loadgen import CHAT_PATH, LoadSpec, percentile
 from bench.parts.results_file import add_json_option, describe, machine, write_results

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_eval.proxy.breaker import BreakerState, CircuitBreaker
-from agent_eval.proxy.worker import HealthRecord
+from agent_eval.proxy.fleet.breaker import BreakerState, CircuitBreaker
+from agent_eval.proxy.fleet.worker import HealthRecord
 
 
 def test_breaker_opens_at_threshold_and_half_opens_after_cooldown() -> None:

@@ -18,10 +18,9 @@ from agent_eval.backends import WorkerConfig
 from agent_eval.cli import app
 from agent_eval.config import RunConfig
 from agent_eval.launch import LaunchConfig, ServeConfig
-from agent_eval.proxy.breaker import CircuitBreaker
-from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
-from agent_eval.proxy.worker import Worker
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -173,6 +172,7 @@ def test_extending_page_examples_work() -> None:
     ]  # fmt: skip
     workers = [Worker(f"http://w{i}", "/health", CircuitBreaker(5, 10.0)) for i in range(3)]
     workers[0].served, workers[1].served, workers[2].served = 4, 1, 2
-    policy = examples["LeastServed"].from_proxy_config(ProxyConfig())
+    least_served = examples["LeastServed"]
+    policy = least_served.from_settings(least_served.settings_model())
     assert policy.choose(workers, RequestInfo("/v1/chat/completions")) is workers[1]
     assert policy.choose([], RequestInfo("/v1/chat/completions")) is None

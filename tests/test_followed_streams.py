@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from agent_eval.proxy.assemble import StreamAssembler
-from agent_eval.proxy.responses import NativeFailure, StreamTranslator, encode_event
-from agent_eval.proxy.sse import MalformedStream, SSEReader
-from agent_eval.proxy.stream import Passthrough
+from agent_eval.proxy.responses.events import StreamTranslator, encode_event
+from agent_eval.proxy.responses.native import NativeFailure
+from agent_eval.proxy.upstream.assemble import StreamAssembler
+from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
+from agent_eval.proxy.upstream.streaming import Passthrough
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 FUZZ = settings(max_examples=150, derandomize=True, deadline=None)

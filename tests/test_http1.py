@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from agent_eval.proxy.connections import ConnectionLimits, UpstreamPool
-from agent_eval.proxy.http1 import (
+from agent_eval.proxy.upstream.connections import ConnectionLimits, UpstreamPool
+from agent_eval.proxy.upstream.http1 import (
     Origin,
     UpstreamConnectError,
     UpstreamDisconnected,

@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
         "failures",
         "usage",
         "seeds",
+        "wire",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
     {"record", "scoring", "perturb"},

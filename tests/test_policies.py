@@ -7,13 +7,13 @@ import collections
 import math
 import random
 
-from agent_eval.proxy.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.policies.least_requests import LeastRequests
 from agent_eval.proxy.policies.power_of_two import PowerOfTwo
 from agent_eval.proxy.policies.round_robin import RoundRobin
 from agent_eval.proxy.policies.session import VIRTUAL_NODES, SessionAffinity, ring_hash
-from agent_eval.proxy.worker import Worker
 
 
 def make_workers(n: int) -> list[Worker]:

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_eval.proxy.config import PrefixConfig, ProxyConfig
+from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo, build_policy
-from agent_eval.proxy.policies.prefix import PrefixAware, routing_text
+from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings, routing_text
 from agent_eval.proxy.policies.prefix_chain import PrefixSet, chunk_chain
-from agent_eval.proxy.worker import Worker
 from tests.test_policies import make_workers
 
 CHAT = "/v1/chat/completions"
@@ -48,7 +48,7 @@ def chat(messages: list[dict[str, Any]], key: str | None = None, **kw: Any) -> R
 
 def policy_over(workers: list[Worker], **settings: Any) -> PrefixAware:
     settings.setdefault("chunk_bytes", 64)
-    policy = PrefixAware(PrefixConfig(**settings))
+    policy = PrefixAware(PrefixSettings(**settings))
     policy.on_workers_changed([w.url for w in workers])
     return policy
 
@@ -212,11 +212,13 @@ def test_routing_text_is_the_whole_conversation_and_grows_at_its_end(
 
 
 def test_the_config_builds_the_policy_and_refuses_wrong_settings() -> None:
-    config = ProxyConfig(policy="prefix", prefix={"cache_threshold": 0.8, "chunk_bytes": 128})
-    policy = build_policy(config)
+    settings = {"cache_threshold": 0.8, "chunk_bytes": 128, "sessions": {"ttl": 5.0}}
+    config = ProxyConfig(policy="prefix", policies={"prefix": settings})
+    policy = build_policy(config.policy, config.policies.of(config.policy))
     assert isinstance(policy, PrefixAware)
     assert policy.settings.cache_threshold == 0.8
+    assert policy.settings.sessions.ttl == 5.0
     with pytest.raises(ValidationError, match="cache_threshold"):
-        ProxyConfig(policy="prefix", prefix={"cache_threshold": 1.5})
+        ProxyConfig(policy="prefix", policies={"prefix": {"cache_threshold": 1.5}})
     with pytest.raises(ValidationError, match=r"max_bytes \(2048\) is smaller than chunk_bytes"):
-        PrefixConfig(max_bytes=2048, chunk_bytes=4096)
+        PrefixSettings(max_bytes=2048, chunk_bytes=4096)

@@ -18,7 +18,7 @@ from agent_eval.progress import RunView
 from agent_eval.progress.stats import RunStats, duration_text, errors_text, stats_parts
 from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.server import running_proxy
+from agent_eval.proxy.server.listener import running_proxy
 from agent_eval.testing.ports import free_port
 from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, wait_ready
 

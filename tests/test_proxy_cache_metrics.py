@@ -10,8 +10,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent_eval.proxy.metrics import CacheTally
-from agent_eval.proxy.stream import Passthrough
+from agent_eval.proxy.server.metrics import CacheTally
+from agent_eval.proxy.upstream.streaming import Passthrough
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.usage import reported_tokens
 from tests.caching_worker import MODEL, CachingWorker

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.server import running_proxy
+from agent_eval.proxy.server.listener import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
 from tests.conftest import (
     FAST_HEALTH,

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.server.process import proxy_process
 from agent_eval.testing.mock_worker import MockWorker
 from tests.conftest import (
     FAST_HEALTH,

@@ -8,10 +8,10 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
+from agent_eval.wire import WORKER_HEADER
 from tests.conftest import MakeClient, StartProxy, StartWorkers
 
 MODEL = "mock-model"
-WORKER_HEADER = "X-Agent-Eval-Worker"
 SYSTEM = "You are a calculator agent: call add, then answer."
 TOOLS = [
     {

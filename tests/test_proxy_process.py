@@ -10,7 +10,7 @@ import pytest
 
 from agent_eval.errors import ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.server.process import proxy_process
 from tests.conftest import (
     FAST_HEALTH,
     MakeClient,

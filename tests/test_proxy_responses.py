@@ -10,7 +10,7 @@ import openai
 import pytest
 from openai.types.responses import Response
 
-from agent_eval.proxy.health import HealthChecker
+from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers, until

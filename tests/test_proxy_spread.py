@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from openai import AsyncOpenAI
 
-from agent_eval.proxy.urls import normalize_worker_url
+from agent_eval.proxy.fleet.urls import normalize_worker_url
 from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
 from tests.test_policies import plain_ring_owners
 

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.process import proxy_process
-from agent_eval.proxy.server import running_proxy
-from agent_eval.proxy.upstream import MESSAGE_CHARS, openai_error_body, upstream_message
+from agent_eval.proxy.server.listener import running_proxy
+from agent_eval.proxy.server.process import proxy_process
+from agent_eval.proxy.upstream.failures import MESSAGE_CHARS, openai_error_body, upstream_message
 from agent_eval.testing.broken_worker import (
     CASES,
     BrokenWorker,

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.process import proxy_process
+from agent_eval.proxy.server.process import proxy_process
 from agent_eval.testing.broken_worker import (
     CASES,
     MODEL,

@@ -16,8 +16,8 @@ from agent_eval.backends import Backend, get_backend
 from agent_eval.errors import ConfigError
 from agent_eval.launch import LaunchConfig, build_scheduler
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import Policy, RequestInfo, build_policy
-from agent_eval.proxy.worker import Worker
 from agent_eval.registry import Registry, UnknownNameError
 from agent_eval.rewards import load_reward
 from agent_eval.schedulers.local import LocalScheduler
@@ -60,7 +60,7 @@ KINDS: dict[str, tuple[str, Callable[[str, Path], Any], Any]] = {
     ),
     "policies": (
         "MyPolicy",
-        lambda spec, _: type(build_policy(ProxyConfig(policy=spec))),
+        lambda spec, _: type(build_policy(spec)),
         MyPolicy,
     ),
 }

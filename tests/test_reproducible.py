@@ -19,10 +19,10 @@ from agent_eval.engine import attempt_seed
 from agent_eval.errors import ConfigError
 from agent_eval.launch import ServeConfig
 from agent_eval.metrics import Summary
-from agent_eval.proxy.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.policies.fixed import FixedRoutes
-from agent_eval.proxy.worker import Worker
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.seeds import SeedScope
 from agent_eval.settings import load_settings

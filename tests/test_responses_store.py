@@ -7,9 +7,9 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.responses import ResponseStore, StoredResponse, Translation
 from agent_eval.proxy.responses.request import input_items
-from agent_eval.proxy.responses.store import ENTRY_BYTES, Turn
+from agent_eval.proxy.responses.store import ENTRY_BYTES, ResponseStore, StoredResponse, Turn
+from agent_eval.proxy.responses.translation import Translation
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 ITEM = {"type": "message", "role": "user", "content": "hi"}

@@ -13,20 +13,19 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from agent_eval.proxy.assemble import StreamAssembler
-from agent_eval.proxy.responses import (
+from agent_eval.proxy.responses.errors import (
     InvalidType,
-    NativeFailure,
     PreviousResponseNotFound,
-    StreamTranslator,
-    Translation,
     UnsupportedField,
-    encode_event,
-    to_chat_request,
-    to_response,
 )
-from agent_eval.proxy.sse import SSEReader
-from agent_eval.proxy.stream import Passthrough
+from agent_eval.proxy.responses.events import StreamTranslator, encode_event
+from agent_eval.proxy.responses.native import NativeFailure
+from agent_eval.proxy.responses.request import to_chat_request
+from agent_eval.proxy.responses.response import to_response
+from agent_eval.proxy.responses.translation import Translation
+from agent_eval.proxy.upstream.assemble import StreamAssembler
+from agent_eval.proxy.upstream.sse import SSEReader
+from agent_eval.proxy.upstream.streaming import Passthrough
 from agent_eval.testing.replies import Reply, ReplyMeta, ToolCall, response_stream
 
 EVENTS = TypeAdapter(ResponseStreamEvent)

@@ -17,16 +17,16 @@ from openai import AsyncOpenAI
 from agent_eval.agents import RunContext, Sampling, Trajectory, load_runner
 from agent_eval.agents.calculator import calculator_tools
 from agent_eval.agents.math_calculator import MathCalculatorAgent
-from agent_eval.agents.recording import WORKER_HEADER, AttemptRecorder
+from agent_eval.agents.recording import AttemptRecorder
 from agent_eval.agents.sdk import sdk_agent
 from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import load_dataset
 from agent_eval.engine import Engine
-from agent_eval.proxy import upstream
 from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
+from agent_eval.wire import WORKER_HEADER
 from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 3?"}]
@@ -52,10 +52,6 @@ async def call(base_url: str, path: str, body: dict[str, Any]) -> tuple[int, str
     ):
         await response.read()
         return response.status, response.headers.get(WORKER_HEADER)
-
-
-def test_the_agents_read_the_header_the_proxy_writes() -> None:
-    assert WORKER_HEADER == upstream.WORKER_HEADER
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

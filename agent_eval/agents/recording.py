@@ -37,11 +37,7 @@ from agent_eval.agents.trajectory import (
 )
 from agent_eval.shims.openai_hooks import add_response_hook
 from agent_eval.usage import reported_tokens
-
-# The proxy's headers naming the worker that answered and the retries it took
-# (proxy/upstream.py); agents may not import the proxy, a unit of the same layer.
-WORKER_HEADER = "X-Agent-Eval-Worker"
-RETRIES_HEADER = "X-Agent-Eval-Retries"
+from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 
 @dataclass

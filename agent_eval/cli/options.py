@@ -64,8 +64,8 @@ FLAGS: dict[str, Flag] = {
     "host": _flag("proxy.host", PROXY, "--host"),
     "port": _flag("proxy.port", PROXY, "--port"),
     "policy": _flag("proxy.policy", PROXY, "--policy"),
-    "session_balance": _flag("proxy.sessions.balance_factor", PROXY, "--session-balance"),
-    "session_ttl": _flag("proxy.sessions.ttl", PROXY, "--session-ttl"),
+    "session_balance": _flag("proxy.policies.session.balance_factor", PROXY, "--session-balance"),
+    "session_ttl": _flag("proxy.policies.session.ttl", PROXY, "--session-ttl"),
     "responses_store_capacity": _flag(
         "proxy.responses.store_capacity", PROXY, "--responses-store-capacity"
     ),

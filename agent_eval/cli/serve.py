@@ -21,8 +21,8 @@ from agent_eval.launch import (
     serve_over_workers,
 )
 from agent_eval.lifecycle import run_until_signalled
-from agent_eval.proxy.auth import save_admin_token
-from agent_eval.proxy.server import serve_forever
+from agent_eval.proxy.server.auth import save_admin_token
+from agent_eval.proxy.server.listener import serve_forever
 from agent_eval.settings import load_settings
 
 RunDirOption = Annotated[

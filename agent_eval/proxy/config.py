@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Self
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from agent_eval.proxy.auth import new_admin_token
+from agent_eval.proxy.fleet.urls import normalize_worker_url
 from agent_eval.proxy.policies import POLICIES
-from agent_eval.proxy.urls import normalize_worker_url
+from agent_eval.proxy.policies.prefix import PrefixSettings
+from agent_eval.proxy.policies.session import SessionSettings
+from agent_eval.proxy.server.auth import new_admin_token
+from agent_eval.settings import merged
 
 
 class HealthConfig(BaseModel):
@@ -103,75 +106,19 @@ class LimitsConfig(BaseModel):
     )
 
 
-class SessionConfig(BaseModel):
-    """Sticky sessions: consistent hashing with bounded loads."""
+class PolicySettings(BaseModel):
+    """Each routing policy's settings under its name; a policy of your own finds its own here."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")
 
-    balance_factor: float = Field(
-        1.25,
-        ge=1.0,
-        description="No worker holds more than ceil(c * average) live sessions; among those "
-        "under it, a new session goes to one with the fewest requests in flight.",
-    )
-    ttl: float = Field(
-        600.0, gt=0, description="Seconds after its last request that a session stops counting."
-    )
-    max_sessions: int = Field(
-        100_000, ge=1, description="Sessions remembered at most; the least recently used go first."
-    )
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    prefix: PrefixSettings = Field(default_factory=PrefixSettings)
 
-
-class PrefixConfig(BaseModel):
-    """The `prefix` policy: a request goes where the longest start of its conversation went."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    cache_threshold: float = Field(
-        0.5,
-        ge=0.0,
-        le=1.0,
-        description="Share of a request's text a worker must hold for the request to go there "
-        "for its cache; below it the request goes to the least loaded worker.",
-    )
-    balance_abs_threshold: int = Field(
-        16,
-        ge=0,
-        description="With balance_rel_threshold: when the busiest worker has more than this many "
-        "requests in flight beyond the idlest, every request goes to the least loaded.",
-    )
-    balance_rel_threshold: float = Field(
-        1.5,
-        ge=1.0,
-        description="With balance_abs_threshold: ...and more than this many times its count.",
-    )
-    load_factor: float = Field(
-        1.25,
-        ge=1.0,
-        description="No worker takes a request for its cache that would carry it past "
-        "ceil(load_factor x average) requests in flight.",
-    )
-    max_bytes: int = Field(
-        64 * 1024**2,
-        ge=1024,
-        description="Bytes of routed text remembered over all workers; the least recently used "
-        "go first.",
-    )
-    chunk_bytes: int = Field(
-        256,
-        ge=16,
-        le=65536,
-        description="Text is matched in chunks of this many bytes; a shorter tail is not matched.",
-    )
-
-    @model_validator(mode="after")
-    def _room_for_a_chunk(self) -> Self:
-        if self.max_bytes < self.chunk_bytes:
-            raise ValueError(
-                f"max_bytes ({self.max_bytes}) is smaller than chunk_bytes ({self.chunk_bytes}): "
-                "nothing could be remembered; raise max_bytes or lower chunk_bytes"
-            )
-        return self
+    def of(self, policy: str) -> object:
+        """The settings given for `policy`; None when there are none."""
+        if policy in type(self).model_fields:
+            return getattr(self, policy)
+        return (self.model_extra or {}).get(policy)
 
 
 class ResponsesConfig(BaseModel):
@@ -243,8 +190,7 @@ class ProxyConfig(BaseModel):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     timeouts: TimeoutConfig = Field(default_factory=TimeoutConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    sessions: SessionConfig = Field(default_factory=SessionConfig)
-    prefix: PrefixConfig = Field(default_factory=PrefixConfig)
+    policies: PolicySettings = Field(default_factory=PolicySettings)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
 
     def with_admin_token(self) -> ProxyConfig:
@@ -252,6 +198,19 @@ class ProxyConfig(BaseModel):
         if self.admin_token is not None:
             return self
         return self.model_copy(update={"admin_token": new_admin_token()})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_settings_under_their_names(cls, data: Any) -> Any:
+        # Configs written before (a run's config.yaml, `serve --config`) hold the session and
+        # prefix settings beside `policy`; the prefix policy kept its sessions as `sessions` said.
+        if not isinstance(data, dict) or not {"sessions", "prefix"} & data.keys():
+            return data
+        data = dict(data)
+        sessions, prefix = data.pop("sessions", None) or {}, data.pop("prefix", None) or {}
+        earlier = {"session": sessions, "prefix": {**prefix, "sessions": sessions}}
+        data["policies"] = merged(earlier, data.get("policies") or {})
+        return data
 
     @field_validator("policy")
     @classmethod

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from agent_eval.proxy.policies import RequestInfo
-
-if TYPE_CHECKING:
-    from agent_eval.proxy.responses.store import Turn
+from agent_eval.proxy.responses.store import Turn
 
 
 @dataclass

@@ -6,15 +6,13 @@ import asyncio
 import logging
 import random
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.connections import UpstreamPool
 from agent_eval.proxy.errors import (
     error_response,
     model_not_found,
@@ -24,29 +22,35 @@ from agent_eval.proxy.errors import (
     too_many_choices,
 )
 from agent_eval.proxy.exchange import Exchange
-from agent_eval.proxy.http1 import ProxyOutOfResources, UpstreamResponse
-from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.pool import ModelNotServedError, WorkerPool
+from agent_eval.proxy.fleet.pool import ModelNotServedError, WorkerPool
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.recorder import Recorder
-from agent_eval.proxy.request_bounds import MAX_NESTING, NestingBound, choices_over
-from agent_eval.proxy.responses import RequestRefused, ResponsesRoute, Translation
-from agent_eval.proxy.responses.route import CHAT_ROUTE
-from agent_eval.proxy.stream import Passthrough, Relay, pipe_stream
-from agent_eval.proxy.upstream import (
+from agent_eval.proxy.responses.dialect import (
+    CHAT_ROUTE,
+    is_responses,
+    lacks_route,
+    stream_ending,
+    translation_for,
+)
+from agent_eval.proxy.responses.errors import RequestRefused
+from agent_eval.proxy.responses.translation import Translation
+from agent_eval.proxy.server.metrics import ProxyMetrics
+from agent_eval.proxy.server.request_bounds import MAX_NESTING, NestingBound, choices_over
+from agent_eval.proxy.upstream.assemble import StreamAssembler
+from agent_eval.proxy.upstream.connections import UpstreamPool
+from agent_eval.proxy.upstream.failures import (
     ERROR_BODY_BYTES,
-    RETRIES_HEADER,
     UPSTREAM_ERRORS,
-    WORKER_HEADER,
     Failure,
     classify_exception,
     openai_error_body,
     retryable,
-    served_by,
     status_failure,
-    upstream_headers,
-    worker_auth,
 )
-from agent_eval.proxy.worker import Worker
+from agent_eval.proxy.upstream.headers import served_by, upstream_headers, worker_auth
+from agent_eval.proxy.upstream.http1 import ProxyOutOfResources, UpstreamResponse
+from agent_eval.proxy.upstream.streaming import Passthrough, Relay, pipe_stream
+from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,17 @@ _EXHAUSTED = {
     "busy": (503, "worker_busy"),
     "too_large": (502, "upstream_response_too_large"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """A request's answer, and what made it: the worker, whether it was translated, the answer
+    parsed (when followed or read whole)."""
+
+    response: web.StreamResponse
+    worker: Worker | None = None
+    translated: bool = False
+    answer: dict[str, Any] | None = None
 
 
 class Forwarder:
@@ -68,7 +83,6 @@ class Forwarder:
         upstream: UpstreamPool,
         metrics: ProxyMetrics,
         recorder: Recorder | None,
-        responses: ResponsesRoute,
         max_in_flight: int,
     ) -> None:
         self._config = config
@@ -76,13 +90,12 @@ class Forwarder:
         self._upstream = upstream
         self._metrics = metrics
         self._recorder = recorder
-        self._responses = responses
         self._worker_key = config.worker_api_key
         self._max_in_flight = max_in_flight
         self._in_flight = 0
         self._nesting = NestingBound()
 
-    async def forward(self, exchange: Exchange) -> web.StreamResponse:
+    async def forward(self, exchange: Exchange) -> Forwarded:
         """The worker's answer, or an OpenAI-style error once every allowed attempt failed.
 
         Workers are tried one after another until one answers or the retries run out. A
@@ -91,7 +104,7 @@ class Forwarder:
         not tried further and counts against no worker.
         """
         admitted = self._admit(exchange)
-        if not isinstance(admitted, Exchange):  # StreamResponse is an ABC: slow to test for
+        if isinstance(admitted, Forwarded):
             return admitted
         exchange, deadline = admitted, admitted.started + self._config.timeouts.total
         headers = upstream_headers(exchange.request.headers)
@@ -125,16 +138,11 @@ class Forwarder:
         finally:
             self._in_flight -= 1
 
-    def _admit(self, exchange: Exchange) -> Exchange | web.StreamResponse:
+    def _admit(self, exchange: Exchange) -> Exchange | Forwarded:
         """The exchange ready to send, or the answer that refuses it."""
         cap = self._config.limits.max_choices
         if cap is not None and (field := choices_over(exchange.payload, cap)) is not None:
             return self._finish(exchange, too_many_choices(field, cap), None)
-        if self._responses.handles(exchange):
-            try:
-                exchange = self._responses.prepare(exchange)
-            except RequestRefused as exc:
-                return self._refuse(exchange, exc)
         if self._in_flight >= self._max_in_flight:
             return self._finish(exchange, overloaded(self._max_in_flight), None)
         return exchange
@@ -168,19 +176,19 @@ class Forwarder:
         deadline: float,
         headers: list[tuple[str, str]],
         retries: int,
-    ) -> web.StreamResponse | Failure:
+    ) -> Forwarded | Failure:
         worker.in_flight += 1
         trial = worker.breaker.begin()
         upstream: UpstreamResponse | None = None
         if auth := worker_auth(self._worker_key, worker):
             headers = [*headers, *auth.items()]
         try:
-            translation = self._responses.translation(exchange, worker)
+            translation = translation_for(exchange, worker)
             upstream = await self._send(exchange, worker, translation, deadline, headers)
             limit = self._config.max_response_bytes
-            if self._responses.lacks_route(exchange, worker, translation, upstream.status):
+            if lacks_route(exchange, worker, translation, upstream.status):
                 await upstream.read_start(ERROR_BODY_BYTES)
-                translation = self._responses.translation(exchange, worker)
+                translation = translation_for(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
                 body = await upstream.read_start(ERROR_BODY_BYTES)
@@ -198,7 +206,7 @@ class Forwarder:
                 body = await upstream.read(limit)
             return self._answer(exchange, worker, translation, upstream.status, body, retries)
         except RequestRefused as exc:
-            return self._refuse(exchange, exc)
+            return self.refuse(exchange, exc)
         except ProxyOutOfResources as exc:
             log.error("%s; lower the load or raise the open-files limit", exc)
             return self._finish(exchange, out_of_resources(str(exc)), None)
@@ -241,7 +249,7 @@ class Forwarder:
         upstream: UpstreamResponse,
         first: bytes,
         retries: int,
-    ) -> web.StreamResponse:
+    ) -> Forwarded:
         self._succeeded(worker)
         relay: Relay
         # A stream followed is bounded as an answer read whole is: what follows it grows with it.
@@ -249,8 +257,9 @@ class Forwarder:
         if translation is not None:
             relay = translation.relay(*limits)
         else:
-            follow = self._recorder is not None or self._responses.handles(exchange)
-            ending = self._responses.stream_ending(exchange)
+            # A Responses answer is followed to be stored.
+            follow = self._recorder is not None or is_responses(exchange)
+            ending = stream_ending(exchange)
             relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
@@ -259,9 +268,7 @@ class Forwarder:
         if counted is None and isinstance(relay, Passthrough):
             counted = relay.usage_event()  # a stream nobody followed: only its end is parsed
         metrics.count_usage(worker.url, counted)
-        if self._responses.handles(exchange):
-            self._responses.remember(exchange, worker, translation, answer)
-        return self._finish(exchange, response, worker, answer)
+        return self._finish(exchange, response, worker, answer, translation is not None)
 
     def _answer(
         self,
@@ -271,7 +278,7 @@ class Forwarder:
         status: int,
         body: bytes,
         retries: int,
-    ) -> web.StreamResponse:
+    ) -> Forwarded:
         self._succeeded(worker)
         if status >= 400:
             body = openai_error_body(status, body)
@@ -283,19 +290,17 @@ class Forwarder:
                 message = f"worker {worker.url} sent a malformed answer: {exc}"
                 return self._finish(exchange, error_response(502, "upstream_error", message), None)
             body = orjson.dumps(answer)
-        elif status == 200 or self._recorder is not None or self._responses.handles(exchange):
+        elif status == 200 or self._recorder is not None:
             answer = _json_or_none(body)  # an answer's usage is counted, its worker's cache hits
         if status == 200:
             self._metrics.count_usage(worker.url, answer)
-        if status == 200 and self._responses.handles(exchange):
-            self._responses.remember(exchange, worker, translation, answer)
         response = web.Response(
             status=status,
             body=body,
             content_type="application/json",
             headers=served_by(worker.url, retries),
         )
-        return self._finish(exchange, response, worker, answer)
+        return self._finish(exchange, response, worker, answer, translation is not None)
 
     def _translated(self, translation: Translation, chat: bytes) -> dict[str, Any]:
         """The Responses object for a worker's chat answer. Raises: ValueError when malformed."""
@@ -304,7 +309,8 @@ class Forwarder:
             raise ValueError(f"it nests arrays and objects more than {MAX_NESTING} deep")
         return answer
 
-    def _refuse(self, exchange: Exchange, refusal: RequestRefused) -> web.StreamResponse:
+    def refuse(self, exchange: Exchange, refusal: RequestRefused) -> Forwarded:
+        """The answer to a request the proxy cannot serve as sent, counted as the others are."""
         response = error_response(refusal.status, refusal.code, refusal.message, refusal.field)
         return self._finish(exchange, response, None)
 
@@ -346,7 +352,8 @@ class Forwarder:
         response: web.StreamResponse,
         worker: Worker | None,
         answer: dict[str, Any] | None = None,
-    ) -> web.StreamResponse:
+        translated: bool = False,
+    ) -> Forwarded:
         elapsed = time.monotonic() - exchange.started
         route = exchange.info.route
         worker_label = worker.url if worker else "none"
@@ -354,7 +361,7 @@ class Forwarder:
         self._metrics.latency.labels(route).observe(elapsed)
         if self._recorder is not None:
             self._record(self._recorder, exchange, response, worker, answer, elapsed)
-        return response
+        return Forwarded(response, worker, translated, answer)
 
     def _record(
         self,

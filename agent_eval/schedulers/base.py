@@ -20,7 +20,7 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, with_env
 from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.diagnostics import last_line, log_tail
-from agent_eval.proxy.upstream import bearer
+from agent_eval.proxy.upstream.headers import bearer
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.ports import says_address_in_use
 

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.session import SessionAffinity
-from agent_eval.proxy.worker import Worker
 
 
 class SessionByHash(SessionAffinity):

@@ -1,14 +1,9 @@
-"""Routing policies, found by name and built from the proxy's config by one factory."""
+"""Routing policies, found by name and built with their settings by one factory."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agent_eval.proxy.policies.base import Policy, RequestInfo, session_key
 from agent_eval.registry import Registry
-
-if TYPE_CHECKING:  # see policies.base
-    from agent_eval.proxy.config import ProxyConfig
 
 FIXED_POLICY = "fixed"
 """The policy `rollout.reproducible` sets: each session on the same worker every run."""
@@ -27,9 +22,11 @@ POLICIES: Registry[type[Policy]] = Registry(
 )
 
 
-def build_policy(config: ProxyConfig) -> Policy:
-    """The policy named in the config."""
-    return POLICIES.load(config.policy).from_proxy_config(config)
+def build_policy(name: str, settings: object = None) -> Policy:
+    """The policy `name` with its settings: its settings model, a mapping of them, or None for
+    the defaults. Raises: ConfigError when the policy cannot be loaded."""
+    policy = POLICIES.load(name)
+    return policy.from_settings(policy.settings_model.model_validate(settings or {}))
 
 
 __all__ = ["FIXED_POLICY", "POLICIES", "Policy", "RequestInfo", "build_policy", "session_key"]

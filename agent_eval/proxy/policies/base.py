@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, ClassVar, Self
 
-from agent_eval.proxy.worker import Worker
+from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:  # the config imports the policy registry, so only the type checker looks back
-    from agent_eval.proxy.config import ProxyConfig, SessionConfig
+from agent_eval.proxy.fleet.worker import Worker
 
 MAX_SESSION_KEY = 64
 
@@ -43,18 +42,22 @@ class RequestInfo:
     """The parsed request body, for policies that route by content; the others never read it."""
 
 
+class NoSettings(BaseModel):
+    """The settings of a policy that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Policy:
     """Chooses a worker among the candidates; None means none will do (the client gets 503)."""
 
-    @classmethod
-    def from_config(cls, sessions: SessionConfig) -> Self:
-        """The policy as the proxy's config sets it up; most take no settings."""
-        return cls()
+    settings_model: ClassVar[type[BaseModel]] = NoSettings
+    """The policy's settings, given under `proxy.policies.NAME`."""
 
     @classmethod
-    def from_proxy_config(cls, config: ProxyConfig) -> Self:
-        """The policy from the proxy's whole config; override when it has a section of its own."""
-        return cls.from_config(config.sessions)
+    def from_settings(cls, settings: Any) -> Self:
+        """The policy with its settings, a `settings_model`; most take none."""
+        return cls()
 
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
         raise NotImplementedError

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.base import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
-from agent_eval.proxy.worker import Worker
 
 
 class PowerOfTwo(Policy):

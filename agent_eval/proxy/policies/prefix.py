@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from typing import Self
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent_eval.proxy.config import PrefixConfig, ProxyConfig
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.base import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
 from agent_eval.proxy.policies.prefix_chain import PrefixSet, chunk_chain
-from agent_eval.proxy.policies.session import SessionAffinity
-from agent_eval.proxy.worker import Worker
+from agent_eval.proxy.policies.session import SessionAffinity, SessionSettings
 
 # The body fields a worker prefills, in its order; each conversation grows at the last one.
 ROUTING_FIELDS = {
@@ -33,22 +33,79 @@ ROUTING_FIELDS = {
 }
 
 
+class PrefixSettings(BaseModel):
+    """The `prefix` policy's settings: matching, load bounds, and its sessions' stickiness."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cache_threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Share of a request's text a worker must hold for the request to go there "
+        "for its cache; below it the request goes to the least loaded worker.",
+    )
+    balance_abs_threshold: int = Field(
+        16,
+        ge=0,
+        description="With balance_rel_threshold: when the busiest worker has more than this many "
+        "requests in flight beyond the idlest, every request goes to the least loaded.",
+    )
+    balance_rel_threshold: float = Field(
+        1.5,
+        ge=1.0,
+        description="With balance_abs_threshold: ...and more than this many times its count.",
+    )
+    load_factor: float = Field(
+        1.25,
+        ge=1.0,
+        description="No worker takes a request for its cache that would carry it past "
+        "ceil(load_factor x average) requests in flight.",
+    )
+    max_bytes: int = Field(
+        64 * 1024**2,
+        ge=1024,
+        description="Bytes of routed text remembered over all workers; the least recently used "
+        "go first.",
+    )
+    chunk_bytes: int = Field(
+        256,
+        ge=16,
+        le=65536,
+        description="Text is matched in chunks of this many bytes; a shorter tail is not matched.",
+    )
+
+    sessions: SessionSettings = Field(
+        default_factory=SessionSettings,
+        description="How a session id keeps its worker, as in the session policy.",
+    )
+
+    @model_validator(mode="after")
+    def _room_for_a_chunk(self) -> Self:
+        if self.max_bytes < self.chunk_bytes:
+            raise ValueError(
+                f"max_bytes ({self.max_bytes}) is smaller than chunk_bytes ({self.chunk_bytes}): "
+                "nothing could be remembered; raise max_bytes or lower chunk_bytes"
+            )
+        return self
+
+
 def routing_text(info: RequestInfo) -> bytes:
     """The request's conversation as JSON, its start shared with every earlier turn's."""
     return orjson.dumps([info.payload.get(name) for name in ROUTING_FIELDS.get(info.route, ())])
 
 
 class PrefixAware(Policy):
-    def __init__(
-        self, settings: PrefixConfig | None = None, sessions: SessionAffinity | None = None
-    ) -> None:
-        self.settings = settings or PrefixConfig()
-        self._sessions = sessions or SessionAffinity()
+    settings_model = PrefixSettings
+
+    def __init__(self, settings: PrefixSettings | None = None) -> None:
+        self.settings = settings or PrefixSettings()
+        self._sessions = SessionAffinity.from_settings(self.settings.sessions)
         self._held: dict[str, PrefixSet] = {}
 
     @classmethod
-    def from_proxy_config(cls, config: ProxyConfig) -> Self:
-        return cls(config.prefix, SessionAffinity.from_config(config.sessions))
+    def from_settings(cls, settings: PrefixSettings) -> Self:
+        return cls(settings)
 
     def on_workers_changed(self, urls: Sequence[str]) -> None:
         self._sessions.on_workers_changed(urls)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.base import Policy, RequestInfo
-from agent_eval.proxy.worker import Worker
 
 
 class RoundRobin(Policy):

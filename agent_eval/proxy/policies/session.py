@@ -18,16 +18,34 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.base import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
-from agent_eval.proxy.worker import Worker
-
-if TYPE_CHECKING:  # see policies.base
-    from agent_eval.proxy.config import SessionConfig
 
 VIRTUAL_NODES = 64
+
+
+class SessionSettings(BaseModel):
+    """The `session` policy's settings: how sessions are bounded per worker and remembered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    balance_factor: float = Field(
+        1.25,
+        ge=1.0,
+        description="No worker holds more than ceil(c * average) live sessions; among those "
+        "under it, a new session goes to one with the fewest requests in flight.",
+    )
+    ttl: float = Field(
+        600.0, gt=0, description="Seconds after its last request that a session stops counting."
+    )
+    max_sessions: int = Field(
+        100_000, ge=1, description="Sessions remembered at most; the least recently used go first."
+    )
 
 
 def ring_hash(text: str) -> int:
@@ -41,6 +59,8 @@ class _Session:
 
 
 class SessionAffinity(Policy):
+    settings_model = SessionSettings
+
     def __init__(
         self,
         balance_factor: float = 1.25,
@@ -58,8 +78,8 @@ class SessionAffinity(Policy):
         self._load: dict[str, int] = {}
 
     @classmethod
-    def from_config(cls, sessions: SessionConfig) -> Self:
-        return cls(sessions.balance_factor, sessions.ttl, sessions.max_sessions)
+    def from_settings(cls, settings: SessionSettings) -> Self:
+        return cls(settings.balance_factor, settings.ttl, settings.max_sessions)
 
     def on_workers_changed(self, urls: Sequence[str]) -> None:
         self._ring = sorted(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.proxy.responses.stream import StreamTranslator, encode_event
-from agent_eval.proxy.sse import MalformedStream, SSEReader
+from agent_eval.proxy.responses.events import StreamTranslator, encode_event
+from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
 
 
 class ResponsesRelay:
-    """Chat Completions SSE bytes in, Responses event bytes out; see `proxy.stream.Relay`."""
+    """Chat Completions SSE bytes in, Responses event bytes out; see `upstream.streaming.Relay`."""
 
     def __init__(
         self,

@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 
 from agent_eval.proxy.responses.errors import InvalidType, PreviousResponseNotFound
+from agent_eval.proxy.responses.events import StreamTranslator
 from agent_eval.proxy.responses.relay import ResponsesRelay
 from agent_eval.proxy.responses.request import to_chat_request
 from agent_eval.proxy.responses.response import new_response_id, to_response
-from agent_eval.proxy.responses.stream import StreamTranslator
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from agent_eval.proxy.assemble import StreamAssembler
 from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.exchange import Exchange
-from agent_eval.proxy.http1 import UpstreamResponse
-from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.sse import MalformedStream, SSEReader
-from agent_eval.proxy.upstream import UPSTREAM_ERRORS, classify_exception, served_by
-from agent_eval.proxy.worker import Worker
+from agent_eval.proxy.fleet.worker import Worker
+from agent_eval.proxy.server.metrics import ProxyMetrics
+from agent_eval.proxy.upstream.assemble import StreamAssembler
+from agent_eval.proxy.upstream.failures import UPSTREAM_ERRORS, classify_exception
+from agent_eval.proxy.upstream.headers import served_by
+from agent_eval.proxy.upstream.http1 import UpstreamResponse
+from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from agent_eval.proxy import admin, stored_responses
-from agent_eval.proxy.auth import bearer_matches, secret_bytes
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.connections import ConnectionLimits, UpstreamPool
 from agent_eval.proxy.errors import (
     admin_unauthorized,
     body_too_large,
@@ -30,9 +27,18 @@ from agent_eval.proxy.errors import (
     unauthorized,
 )
 from agent_eval.proxy.exchange import Exchange
+from agent_eval.proxy.fleet.health import HealthChecker
+from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.forward import Forwarder
-from agent_eval.proxy.health import HealthChecker
-from agent_eval.proxy.keys import (
+from agent_eval.proxy.policies import RequestInfo, build_policy, session_key
+from agent_eval.proxy.recorder import Recorder
+from agent_eval.proxy.responses.dialect import is_responses
+from agent_eval.proxy.responses.errors import RequestRefused
+from agent_eval.proxy.responses.route import ResponsesRoute
+from agent_eval.proxy.responses.store import ResponseStore
+from agent_eval.proxy.server import admin, response_routes
+from agent_eval.proxy.server.auth import bearer_matches, secret_bytes
+from agent_eval.proxy.server.keys import (
     CONFIG,
     FORWARDER,
     HEALTH,
@@ -42,14 +48,12 @@ from agent_eval.proxy.keys import (
     RESPONSES,
     SESSION,
 )
-from agent_eval.proxy.limits import in_flight_cap
-from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.policies import RequestInfo, build_policy, session_key
-from agent_eval.proxy.pool import WorkerPool
-from agent_eval.proxy.recorder import Recorder
-from agent_eval.proxy.request_bounds import MAX_NESTING, NestingBound
-from agent_eval.proxy.responses import ResponsesRoute, ResponseStore
+from agent_eval.proxy.server.limits import in_flight_cap
+from agent_eval.proxy.server.metrics import ProxyMetrics
+from agent_eval.proxy.server.request_bounds import MAX_NESTING, NestingBound
+from agent_eval.proxy.upstream.connections import ConnectionLimits, UpstreamPool
 from agent_eval.shims.aiohttp_expect import send_continue
+from agent_eval.wire import SESSION_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +64,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def build_app(config: ProxyConfig) -> web.Application:
     """The proxy app over the configured workers; upstream resources live as long as it."""
-    pool = WorkerPool(config.health, build_policy(config))
+    pool = WorkerPool(config.health, build_policy(config.policy, config.policies.of(config.policy)))
     for url in config.endpoints:
         pool.add(url)
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])
@@ -79,7 +83,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     app.router.add_get("/readiness", readiness)
     app.router.add_get("/metrics", metrics)
     admin.add_routes(app)
-    stored_responses.add_routes(app)
+    response_routes.add_routes(app)
     return app
 
 
@@ -108,7 +112,6 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
         upstream,
         app[METRICS],
         recorder,
-        app[RESPONSES],
         in_flight_cap(limits.max_in_flight),
     )
     app[HEALTH].start()
@@ -180,11 +183,29 @@ async def generate(request: web.Request) -> web.StreamResponse:
     info = RequestInfo(
         route=request.path,
         model=_text(payload.get("model")),
-        session_key=session_key(request.headers.get("X-Session-ID") or _text(payload.get("user"))),
+        session_key=session_key(request.headers.get(SESSION_HEADER) or _text(payload.get("user"))),
         stream=payload.get("stream") is True,
         payload=payload,
     )
-    return await request.app[FORWARDER].forward(Exchange(request, body, payload, info, started))
+    exchange = Exchange(request, body, payload, info, started)
+    if is_responses(exchange):
+        return await _respond(request, exchange)
+    forwarded = await request.app[FORWARDER].forward(exchange)
+    return forwarded.response
+
+
+async def _respond(request: web.Request, exchange: Exchange) -> web.StreamResponse:
+    """A Responses request: the stored conversation it continues put in front, its answer
+    stored for the next to continue."""
+    forwarder, responses = request.app[FORWARDER], request.app[RESPONSES]
+    try:
+        exchange = responses.continued(exchange)
+    except RequestRefused as exc:
+        return forwarder.refuse(exchange, exc).response
+    forwarded = await forwarder.forward(exchange)
+    if forwarded.worker is not None and forwarded.response.status == 200:
+        responses.remember(exchange, forwarded.worker.url, forwarded.translated, forwarded.answer)
+    return forwarded.response
 
 
 async def models(request: web.Request) -> web.Response:

@@ -6,9 +6,11 @@ import aiohttp
 from aiohttp import web
 
 from agent_eval.proxy.errors import error_response
-from agent_eval.proxy.http1 import UpstreamTooLarge, read_whole
-from agent_eval.proxy.keys import CONFIG, POOL, RESPONSES, SESSION
-from agent_eval.proxy.upstream import WORKER_HEADER, openai_error_body, worker_auth
+from agent_eval.proxy.server.keys import CONFIG, POOL, RESPONSES, SESSION
+from agent_eval.proxy.upstream.failures import openai_error_body
+from agent_eval.proxy.upstream.headers import worker_auth
+from agent_eval.proxy.upstream.http1 import UpstreamTooLarge, read_whole
+from agent_eval.wire import WORKER_HEADER
 
 WORKER_TIMEOUT = aiohttp.ClientTimeout(total=60)
 

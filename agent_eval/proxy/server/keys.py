@@ -6,12 +6,12 @@ import aiohttp
 from aiohttp import web
 
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.fleet.health import HealthChecker
+from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.forward import Forwarder
-from agent_eval.proxy.health import HealthChecker
-from agent_eval.proxy.metrics import ProxyMetrics
-from agent_eval.proxy.pool import WorkerPool
-from agent_eval.proxy.request_bounds import NestingBound
-from agent_eval.proxy.responses import ResponsesRoute
+from agent_eval.proxy.responses.route import ResponsesRoute
+from agent_eval.proxy.server.metrics import ProxyMetrics
+from agent_eval.proxy.server.request_bounds import NestingBound
 
 CONFIG = web.AppKey("config", ProxyConfig)
 POOL = web.AppKey("pool", WorkerPool)

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.proxy.breaker import CircuitBreaker
-from agent_eval.proxy.http1 import Origin
+from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.upstream.http1 import Origin
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import LimitsConfig
-from agent_eval.proxy.http1 import (
+from agent_eval.proxy.upstream.http1 import (
     Connection,
     Origin,
     ProxyOutOfResources,

@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable, Iterator
 
 from agent_eval.errors import AgentEvalError
-from agent_eval.proxy.breaker import CircuitBreaker
 from agent_eval.proxy.config import HealthConfig
+from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.urls import check_health_path, normalize_worker_url
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import Policy, RequestInfo
-from agent_eval.proxy.urls import check_health_path, normalize_worker_url
-from agent_eval.proxy.worker import Worker
 
 
 class WorkerExistsError(AgentEvalError):

@@ -12,10 +12,10 @@ from pydantic import SecretStr
 
 from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import HealthConfig
-from agent_eval.proxy.http1 import UpstreamTooLarge, read_whole
-from agent_eval.proxy.pool import WorkerPool
-from agent_eval.proxy.upstream import worker_auth
-from agent_eval.proxy.worker import Worker
+from agent_eval.proxy.fleet.pool import WorkerPool
+from agent_eval.proxy.fleet.worker import Worker
+from agent_eval.proxy.upstream.headers import worker_auth
+from agent_eval.proxy.upstream.http1 import UpstreamTooLarge, read_whole
 
 log = logging.getLogger(__name__)
 

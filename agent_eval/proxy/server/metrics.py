@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from agent_eval.proxy.breaker import BreakerState
-from agent_eval.proxy.pool import WorkerPool
+from agent_eval.proxy.fleet.breaker import BreakerState
+from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.usage import reported_tokens
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from agent_eval.proxy.sse import MalformedStream
+from agent_eval.proxy.upstream.sse import MalformedStream
 
 
 class FunctionDelta(TypedDict, total=False):

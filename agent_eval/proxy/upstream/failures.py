@@ -1,4 +1,4 @@
-"""Between proxy and worker: headers kept, failures classified, errors reshaped."""
+"""Why an attempt on a worker failed, in words a client can act on; a worker's errors reshaped."""
 
 from __future__ import annotations
 
@@ -6,17 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from multidict import CIMultiDictProxy
-from pydantic import SecretStr
 
-from agent_eval.proxy.connections import UpstreamBusy
 from agent_eval.proxy.errors import error_body
-from agent_eval.proxy.http1 import UpstreamConnectError, UpstreamTooLarge
-from agent_eval.proxy.worker import Worker
+from agent_eval.proxy.upstream.connections import UpstreamBusy
+from agent_eval.proxy.upstream.http1 import UpstreamConnectError, UpstreamTooLarge
 
-WORKER_HEADER = "X-Agent-Eval-Worker"
-RETRIES_HEADER = "X-Agent-Eval-Retries"
-"""How many workers failed the request before the one that answered (or the last one)."""
 # Statuses that speak of the worker's state (overloaded, restarting, behind a gateway), not of
 # the request; any other 5xx may come from the request itself.
 WORKER_STATE_STATUSES = frozenset({429, 502, 503, 504})
@@ -27,29 +21,6 @@ ERROR_BODY_BYTES = 1024 * 1024
 one would hold the event loop."""
 _TEXT_SCAN = 64 * 1024  # bytes of a body searched for its first line of text
 
-# Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
-# client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
-# bytes would make every worker fail the request. Client keys never reach a worker: the proxy
-# sends its own worker key.
-_DROPPED_REQUEST_HEADERS = frozenset(
-    {
-        "host",
-        "content-length",
-        "content-encoding",
-        "authorization",
-        "connection",
-        "keep-alive",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "expect",
-        "accept-encoding",
-    }
-)
-
 # Every upstream failure is an OSError: connect errors, disconnects and timeouts alike.
 UPSTREAM_ERRORS = (OSError,)
 
@@ -57,33 +28,6 @@ UPSTREAM_ERRORS = (OSError,)
 def retryable(status: int) -> bool:
     """A worker's status that another worker may answer better: backpressure or a 5xx."""
     return status == 429 or status >= 500
-
-
-def served_by(worker_url: str, retries: int) -> dict[str, str]:
-    """The headers that name the worker that answered and the retries it took to reach it."""
-    return {WORKER_HEADER: worker_url, RETRIES_HEADER: str(retries)}
-
-
-def bearer(key: SecretStr | None) -> dict[str, str]:
-    """The Authorization header that carries `key`; none without a key."""
-    return {} if key is None else {"Authorization": f"Bearer {key.get_secret_value()}"}
-
-
-def worker_auth(key: SecretStr | None, worker: Worker | None) -> dict[str, str]:
-    """The Authorization header for `worker`: only workers the operator gave the key get it."""
-    if worker is None or not worker.takes_key:
-        return {}
-    return bearer(key)
-
-
-def upstream_headers(client: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
-    """The client's headers a worker may see: end-to-end ones about the request itself."""
-    dropped = _DROPPED_REQUEST_HEADERS
-    if "Connection" in client:
-        # A client may name more hop-by-hop headers in `Connection` (RFC 9110, 7.6.1).
-        named = (t.strip().lower() for v in client.getall("Connection") for t in v.split(","))
-        dropped = dropped.union(named)
-    return [(k, v) for k, v in client.items() if k.lower() not in dropped]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.proxy.chunks import ChoiceChunk, Delta, Usage, chat_chunk, completed_response
+from agent_eval.proxy.upstream.chunks import (
+    ChoiceChunk,
+    Delta,
+    Usage,
+    chat_chunk,
+    completed_response,
+)
 
 
 @dataclass

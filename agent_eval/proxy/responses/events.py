@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 
-from agent_eval.proxy.chunks import ToolCallDelta, Usage, chat_chunk
 from agent_eval.proxy.responses.response import (
     base_response,
     fallback_call_id,
@@ -21,6 +20,7 @@ from agent_eval.proxy.responses.response import (
     output_text_part,
     to_response,
 )
+from agent_eval.proxy.upstream.chunks import ToolCallDelta, Usage, chat_chunk
 
 
 def encode_event(event: dict[str, Any]) -> bytes:

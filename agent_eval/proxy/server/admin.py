@@ -10,9 +10,9 @@ from aiohttp import web
 
 from agent_eval.errors import ConfigError
 from agent_eval.proxy.errors import error_response, invalid_json
-from agent_eval.proxy.keys import HEALTH, METRICS, POOL
-from agent_eval.proxy.metrics import CacheTally
-from agent_eval.proxy.pool import UnknownWorkerError, WorkerExistsError
+from agent_eval.proxy.fleet.pool import UnknownWorkerError, WorkerExistsError
+from agent_eval.proxy.server.keys import HEALTH, METRICS, POOL
+from agent_eval.proxy.server.metrics import CacheTally
 
 
 def add_routes(app: web.Application) -> None:

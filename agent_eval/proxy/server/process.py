@@ -18,9 +18,9 @@ from agent_eval.credentials import VARIABLES, child_environment, environment_key
 from agent_eval.diagnostics import log_tail, open_to_append, writing
 from agent_eval.errors import ProxyStartError
 from agent_eval.lifecycle import run_child_main
-from agent_eval.proxy.auth import save_admin_token
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.server import serve_forever
+from agent_eval.proxy.server.auth import save_admin_token
+from agent_eval.proxy.server.listener import serve_forever
 
 READY = "agent-eval proxy ready at "
 STOP_GRACE = 10.0
@@ -59,7 +59,7 @@ async def _spawn(
     )
     with open_to_append(log_path) as log_file:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent_eval.proxy.process", str(config_path),
+            sys.executable, "-m", "agent_eval.proxy.server.process", str(config_path),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log_file,
             env=env, start_new_session=True, preexec_fn=die_with_parent,
         )  # fmt: skip

@@ -11,9 +11,13 @@ from agent_eval.cli.options import FLAGS
 from agent_eval.config import RunConfig, load_run_config, save_run_config
 from agent_eval.errors import ConfigError
 from agent_eval.launch import LaunchConfig, ServeConfig
+from agent_eval.proxy.policies import build_policy
+from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings
+from agent_eval.proxy.policies.session import SessionSettings
 from agent_eval.settings import field_of, load_settings
 
 CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
+FLAT_POLICY_SETTINGS = Path(__file__).parent / "golden" / "config_flat_policy_settings.yaml"
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
@@ -154,6 +158,39 @@ def test_the_saved_config_reloads_to_the_same_run_and_hides_keys(tmp_path: Path)
     assert "s3cret" not in saved.read_text()
     again = load_run_config(saved, {}, [])
     assert again.model_dump(exclude={"proxy"}) == config.model_dump(exclude={"proxy"})
+
+
+def test_a_config_with_the_policy_settings_beside_the_policy_loads_to_the_same_settings(
+    tmp_path: Path,
+) -> None:
+    """A run's config.yaml from before (read again on --resume), as run and as serve take it."""
+    sessions = SessionSettings(balance_factor=1.5, ttl=42.0, max_sessions=500)
+    prefix = PrefixSettings(
+        cache_threshold=0.7, chunk_bytes=128, max_bytes=1024 * 1024, sessions=sessions
+    )
+    run = load_run_config(FLAT_POLICY_SETTINGS, {}, [])
+    serve_file = tmp_path / "serve.yaml"
+    serve_file.write_text(
+        yaml.safe_dump({"proxy": yaml.safe_load(FLAT_POLICY_SETTINGS.read_text())["proxy"]})
+    )
+    served = load_settings(ServeConfig, serve_file, {}, [])
+    for proxy in (run.proxy, served.proxy):
+        assert (proxy.policy, proxy.policies.session, proxy.policies.prefix) == (
+            "prefix",
+            sessions,
+            prefix,
+        )
+    policy = build_policy(run.proxy.policy, run.proxy.policies.of(run.proxy.policy))
+    assert isinstance(policy, PrefixAware) and policy.settings == prefix
+    save_run_config(run, tmp_path)
+    assert load_run_config(tmp_path / "config.yaml", {}, []).proxy == run.proxy
+
+
+def test_a_flag_lays_its_setting_over_a_config_with_the_settings_beside_the_policy() -> None:
+    flags = {"proxy.policies.session.ttl": 7.0}
+    proxy = load_run_config(FLAT_POLICY_SETTINGS, flags, []).proxy
+    assert (proxy.policies.session.ttl, proxy.policies.session.max_sessions) == (7.0, 500)
+    assert proxy.policies.prefix.sessions.ttl == 42.0
 
 
 def test_run_directories_are_named_safely() -> None:

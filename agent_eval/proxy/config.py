@@ -107,7 +107,8 @@ class LimitsConfig(BaseModel):
 
 
 class PolicySettings(BaseModel):
-    """Each routing policy's settings under its name; a policy of your own finds its own here."""
+    """Each routing policy's settings under its name, a policy of your own's too (older configs'
+    `proxy.sessions` and `proxy.prefix` load here)."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -20,8 +20,8 @@ from agent_eval.data import Item, Sample, Session
 from agent_eval.failures import FailureClass
 from agent_eval.metrics import Summary, is_tool_error, summarize
 from agent_eval.metrics.performance import throughput, token_summary
-from agent_eval.record import AttemptRecord
-from agent_eval.results import SUMMARY, RunDirectory
+from agent_eval.results.record import AttemptRecord
+from agent_eval.results.files import SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.scoring import Scored, score_attempt
 from agent_eval.seeds import SeedScope

@@ -21,9 +21,9 @@ from agent_eval.config import RunConfig, safe_name, save_run_config
 from agent_eval.data import Item
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary, summarize
-from agent_eval.record import AttemptRecord
+from agent_eval.results.record import AttemptRecord
 from agent_eval.report.runs import Run, load_run
-from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
 from agent_eval.rewards import RewardScorer, load_reward
 from agent_eval.run_parts import dataset_items
 from agent_eval.scoring import score_attempt

@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
         "seeds",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
-    {"record", "scoring", "perturb"},
+    {"scoring", "perturb"},
     {"results", "schedulers", "testing", "study_files"},
     {"launch", "engine"},
     {"config"},

@@ -17,7 +17,7 @@ from agent_eval.data import Sample
 from agent_eval.engine import attempt_record
 from agent_eval.evaluation import resolved_config, resume_differences
 from agent_eval.identity import DIGEST, RUN_FACTS, describe, save_run_facts
-from agent_eval.results import UNSCORED, RunDirectory
+from agent_eval.results.files import UNSCORED, RunDirectory
 from agent_eval.scoring import Scored
 from tests.conftest import StartWorkers
 from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset

@@ -16,7 +16,7 @@ from typing import Any
 from agent_eval.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary, summarize
-from agent_eval.results import SAMPLES, SUMMARY, WORKERS, RunDirectory
+from agent_eval.results.files import SAMPLES, SUMMARY, WORKERS, RunDirectory
 
 
 @dataclass(frozen=True)

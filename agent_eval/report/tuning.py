@@ -20,7 +20,7 @@ from rich.text import Text
 from agent_eval import study_files
 from agent_eval.metrics.objectives import Direction, Objective
 from agent_eval.report.svg import Bar
-from agent_eval.results import SUMMARY
+from agent_eval.results.files import SUMMARY
 from agent_eval.settings import value_at
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from agent_eval.evaluation import RunObserver
 from agent_eval.metrics import Summary, summarize
 from agent_eval.metrics.objectives import Objective
 from agent_eval.proxy.admin_client import WorkerLoad
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from agent_eval.tune.study import StudyThread
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from agent_eval.errors import AgentEvalError, ConfigError, mistakes_only
 from agent_eval.evaluation import Plan, RunObserver, plan, play_served
 from agent_eval.metrics import Summary, summarize
 from agent_eval.metrics.objectives import Objective
-from agent_eval.results import SUMMARY, RunDirectory
+from agent_eval.results.files import SUMMARY, RunDirectory
 from agent_eval.serving import keep_worker_load, worker_load
 from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.pruning import TrialWatch

@@ -8,7 +8,7 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import Summary
 from agent_eval.report.table import summary_caption, summary_sections
-from agent_eval.results import SAMPLES, SUMMARY
+from agent_eval.results.files import SAMPLES, SUMMARY
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.runs import RunDir, read_summary
 

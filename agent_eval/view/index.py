@@ -17,7 +17,7 @@ import orjson
 
 from agent_eval.agents.trajectory import question
 from agent_eval.errors import ConfigError
-from agent_eval.record import current_form, is_scored
+from agent_eval.results.record import current_form, is_scored
 
 CHUNK = 8 << 20
 """Bytes read at a time: bounds the memory of indexing a large file."""

@@ -14,7 +14,7 @@ import orjson
 
 from agent_eval.config import CONFIG_FILE, load_run_config
 from agent_eval.errors import AgentEvalError
-from agent_eval.results import DECISIONS, SAMPLES, SUMMARY
+from agent_eval.results.files import DECISIONS, SAMPLES, SUMMARY
 
 STALE_S = 30.0
 """An unfinished run whose samples.jsonl has not changed for this long is taken as interrupted."""

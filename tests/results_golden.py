@@ -31,9 +31,10 @@ RESUMED_KEPT = 5
 
 TIMINGS = {
     "latency_s", "ttft_s", "wall_time_s", "attempts_per_s", "completion_tokens_per_s",
-    "prompt_tokens_per_s", "worker", "set_aside_at", "message",
+    "prompt_tokens_per_s", "worker", "set_aside_at", "call_id",
 }  # fmt: skip
-"""Keys whose values vary from one play to the next: times, and the worker's URL (its port)."""
+"""Keys whose values vary from one play to the next: times, the worker's URL (its port), the
+model's random tool-call ids."""
 NEW = {"schema_version"}
 """summary.json's keys the new version adds."""
 

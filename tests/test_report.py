@@ -14,9 +14,9 @@ from typer.testing import CliRunner, Result
 
 from agent_eval.cli import app
 from agent_eval.config import load_run_config, save_run_config
-from agent_eval.results.record import AttemptRecord
 from agent_eval.report.runs import load_run
 from agent_eval.results.files import WORKERS, save_worker_snapshot
+from agent_eval.results.record import AttemptRecord
 
 EVIL = "<script>alert(1)</script>"
 SINGLE_FIGURES = ("accuracy", "latency", "prompt-tokens", "completion-tokens", "workers")

@@ -18,7 +18,7 @@ from agent_eval.data.loaders import DATASETS
 from agent_eval.launch import LaunchConfig, pin_routes
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from agent_eval.seeds import SeedScope, seed_scope
 from agent_eval.settings import Section, load_settings
 

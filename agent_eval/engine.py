@@ -9,7 +9,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from openai import AsyncOpenAI
@@ -18,10 +18,10 @@ from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Sample, Session
 from agent_eval.failures import FailureClass
-from agent_eval.metrics import Summary, is_tool_error, summarize
-from agent_eval.metrics.performance import throughput, token_summary
-from agent_eval.record import AttemptRecord
-from agent_eval.results import SUMMARY, RunDirectory
+from agent_eval.metrics import Summary, is_tool_error
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.record import AttemptRecord
+from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.scoring import Scored, score_attempt
 from agent_eval.seeds import SeedScope
@@ -161,8 +161,7 @@ class Engine:
     async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         """Summarise every attempt in `run_dir` and write summary.json."""
         summary = await asyncio.to_thread(self._summarize, run_dir, wall_time)
-        summary = replace(summary, complete=not self.stopping, seed=self.config.seed_scope)
-        await asyncio.to_thread(run_dir.write_json, SUMMARY, summary.to_dict())
+        await asyncio.to_thread(write_summary, run_dir, summary)
         return summary
 
     def count(self, record: AttemptRecord) -> None:
@@ -238,13 +237,15 @@ class Engine:
         return trajectory, round(time.monotonic() - started, 6)
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
-        scores = (record.score() for record in run_dir.records())
-        summary = summarize(scores, wall_time, self.config.ks)
         # Rates are of the attempts played in this wall time: a resumed run did not play
         # those it found on disk, and the live view counts the same way.
         played = self.progress
-        tokens = token_summary(played.prompt_tokens, played.completion_tokens, played.played)
-        return replace(summary, throughput=throughput(played.played, tokens, wall_time))
+        rates = measured_rates(
+            played.played, played.prompt_tokens, played.completion_tokens, wall_time
+        )
+        scores = (record.score() for record in run_dir.records())
+        complete, seed = not self.stopping, self.config.seed_scope
+        return build_summary(scores, self.config.ks, rates, complete, seed)
 
 
 def retry_delay(retry: int, base: float) -> float:

@@ -26,7 +26,7 @@ from agent_eval.identity import (
 )
 from agent_eval.metrics import Summary
 from agent_eval.proxy.admin_client import WorkerLoad
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer, gold_check, load_reward
 from agent_eval.rewards.scorer import default_workers
 from agent_eval.run_parts import dataset_items, engine_config, warm_scorer

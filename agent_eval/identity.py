@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from agent_eval.config import RunConfig
 from agent_eval.data import dataset_file
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 
 log = logging.getLogger(__name__)
 

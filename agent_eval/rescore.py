@@ -20,10 +20,11 @@ from typing import BinaryIO
 from agent_eval.config import RunConfig, safe_name, save_run_config
 from agent_eval.data import Item
 from agent_eval.errors import ConfigError
-from agent_eval.metrics import AttemptScore, Summary, summarize
-from agent_eval.record import AttemptRecord
+from agent_eval.metrics import AttemptScore, Summary
 from agent_eval.report.runs import Run, load_run
-from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.results.files import SAMPLES, RunDirectory
+from agent_eval.results.record import AttemptRecord
+from agent_eval.results.summary import build_summary, write_summary
 from agent_eval.rewards import RewardScorer, load_reward
 from agent_eval.run_parts import dataset_items
 from agent_eval.scoring import score_attempt
@@ -175,9 +176,10 @@ def _write_run(
     with (folder / SAMPLES).open("wb") as samples:
         scores = asyncio.run(_rescore_records(config, items, old.path, samples))
     save_run_config(config, folder)
-    # The report's summary of the new attempts, over the source run's wall time.
-    summary = summarize(scores, old.summary.throughput.wall_time_s, list(old.summary.pass_at_k))
-    RunDirectory(folder).write_json(SUMMARY, summary.to_dict())
+    # The new attempts' figures; the source run's measured rates and end, which rescoring keeps.
+    ks, kept = list(old.summary.pass_at_k), old.summary
+    summary = build_summary(scores, ks, kept.throughput, kept.complete, config.seed_scope())
+    write_summary(RunDirectory(folder), summary)
     return scores, summary
 
 

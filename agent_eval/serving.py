@@ -22,7 +22,7 @@ from agent_eval.launch import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import WorkerLoad, fetch_workers, load_since
 from agent_eval.proxy.server.process import proxy_process
 from agent_eval.proxy.upstream.headers import bearer
-from agent_eval.results import save_worker_snapshot
+from agent_eval.results.files import save_worker_snapshot
 
 log = logging.getLogger(__name__)
 

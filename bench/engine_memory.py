@@ -23,7 +23,7 @@ from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
 from agent_eval.config import RunConfig
 from agent_eval.data.records import Sample
 from agent_eval.engine import Engine, Progress
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
 from bench.parts.fleet import BenchError, Fleet, Proc, run_with_fleet, start_agent_eval, worker_urls

@@ -32,7 +32,7 @@ from agent_eval.config import RunConfig
 from agent_eval.data import DataError, Item, load_dataset
 from agent_eval.engine import Engine, Progress
 from agent_eval.lifecycle import run_until_signalled
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
 from bench.parts.fleet import (

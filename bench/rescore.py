@@ -20,9 +20,9 @@ from agent_eval.agents import Trajectory
 from agent_eval.config import RunConfig, save_run_config
 from agent_eval.data import Item, Sample
 from agent_eval.metrics import summarize
-from agent_eval.record import AttemptRecord
 from agent_eval.rescore import rescore
-from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 from agent_eval.run_parts import dataset_items
 from bench.parts.fleet import GSM8K_TEST

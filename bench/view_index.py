@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agent_eval.record import AttemptRecord
+from agent_eval.results.record import AttemptRecord
 from agent_eval.view.index import Filter, RunIndex
 from bench.parts.results_file import add_json_option, machine, write_results
 

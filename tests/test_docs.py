@@ -21,6 +21,7 @@ from agent_eval.launch import LaunchConfig, ServeConfig
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
+from agent_eval.results.schemas import with_section
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -176,3 +177,11 @@ def test_extending_page_examples_work() -> None:
     policy = least_served.from_settings(least_served.settings_model())
     assert policy.choose(workers, RequestInfo("/v1/chat/completions")) is workers[1]
     assert policy.choose([], RequestInfo("/v1/chat/completions")) is None
+
+
+def test_results_page_shows_the_schemas_generated_from_the_models() -> None:
+    page = (REPO / "docs" / "results.md").read_text()
+    assert page == with_section(page), (
+        "docs/results.md's JSON Schemas are out of date: "
+        "python -m agent_eval.results.schemas docs/results.md"
+    )

@@ -17,8 +17,9 @@ from agent_eval.agents import RunContext, Trajectory, load_runner
 from agent_eval.config import RunConfig
 from agent_eval.data import Session, load_dataset
 from agent_eval.engine import Engine, Progress, attempt_seed
-from agent_eval.record import AttemptRecord
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.record import AttemptRecord
+from agent_eval.results.summary import summary_json
 from agent_eval.rewards import RewardScorer, gsm8k_gold
 from agent_eval.run_parts import engine_config
 from tests.conftest import StartProxy, StartWorkers, alive, eventually
@@ -83,7 +84,7 @@ async def test_every_attempt_is_played_scored_and_summarised(
     assert sum(r.correct for r in played) == 66
     data = summary.to_dict()
     assert data["quality"]["accuracy"]["value"] == pytest.approx(66 / 72)
-    assert json.loads((tmp_path / "summary.json").read_text()) == data
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary_json(summary)
     assert runner.most_in_flight <= 4
     assert engine.progress.done == 72 and engine.progress.correct == 66
     first = next(r for r in played if r.sample_id == "gsm8k_mini-1" and r.attempt == 1)

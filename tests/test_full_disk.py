@@ -21,7 +21,7 @@ from typing import NoReturn
 import pytest
 
 from agent_eval.errors import StorageError
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from tests.conftest import StartWorkers, eventually
 from tests.test_cli_run import ROWS, finish, lines, slow_run, summary
 

@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
         "wire",
     },
     {"data", "rewards", "metrics", "agents", "backends", "proxy"},
-    {"record", "scoring", "perturb"},
+    {"scoring", "perturb"},
     {"results", "schedulers", "testing", "study_files"},
     {"launch", "engine"},
     {"config"},

@@ -18,8 +18,8 @@ from agent_eval.agents.trajectory import (
 from agent_eval.data import Sample, Session, Turn
 from agent_eval.engine import attempt_record
 from agent_eval.errors import ConfigError
-from agent_eval.record import SCHEMA, AttemptRecord
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.record import SCHEMA, AttemptRecord
 from agent_eval.scoring import Scored
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.

@@ -14,9 +14,11 @@ from typer.testing import CliRunner, Result
 
 from agent_eval.cli import app
 from agent_eval.config import load_run_config, save_run_config
-from agent_eval.record import AttemptRecord
+from agent_eval.metrics import summarize
 from agent_eval.report.runs import load_run
-from agent_eval.results import WORKERS, save_worker_snapshot
+from agent_eval.results.files import WORKERS, RunDirectory, save_worker_snapshot
+from agent_eval.results.record import AttemptRecord
+from agent_eval.results.summary import write_summary
 
 EVIL = "<script>alert(1)</script>"
 SINGLE_FIGURES = ("accuracy", "latency", "prompt-tokens", "completion-tokens", "workers")
@@ -72,8 +74,8 @@ def single(tmp_path: Path) -> Path:
         for attempt, correct in enumerate(pair)
     ]
     run = make_run(tmp_path / "single", records, n_samples=2)
-    summary = {"efficiency": {"throughput": {"wall_time_s": 4.0}}}
-    (run / "summary.json").write_text(json.dumps(summary))
+    # As the engine writes it: its rates measured over every attempt, played in 4 s.
+    write_summary(RunDirectory(run), summarize([r.score() for r in records], 4.0, (1, 2)))
     save_worker_snapshot(run, WORKER_SNAPSHOT)
     return run
 

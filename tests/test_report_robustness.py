@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from agent_eval.record import AttemptRecord
 from agent_eval.report.paired import paired_comparison
 from agent_eval.report.runs import load_run
+from agent_eval.results.record import AttemptRecord
 from tests.test_report import EVIL, Page, make_run, record, report, table_row
 
 QUESTIONS = {

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -18,8 +20,11 @@ from rich.console import Console
 
 from agent_eval import study_files
 from agent_eval.errors import ConfigError
+from agent_eval.metrics import Estimate, summarize
 from agent_eval.report.tuning import ConfirmedScore, Interval, Tuned, load_tune, tune_table
 from agent_eval.report.tuning_page import curse_sentence, tune_page
+from agent_eval.results import summary as summary_file
+from agent_eval.results.files import RunDirectory
 from tests.test_report import EVIL, Page, report, runs_of_one_agent
 
 ACCURACY, TOKENS, LATENCY = (
@@ -83,10 +88,11 @@ def make_tune(
 
 
 def write_summary(run_dir: Path, accuracy: float, half_width: float = 0.05) -> None:
+    """A trial's summary.json whose accuracy is `accuracy`, over 200 attempts, +- `half_width`."""
     run_dir.mkdir(parents=True)
-    interval = {"value": accuracy, "low": accuracy - half_width, "high": accuracy + half_width}
-    summary = {"quality": {"accuracy": {**interval, "n": 200}}}
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    interval = Estimate(accuracy, 0.0, accuracy - half_width, accuracy + half_width, 200)
+    summary = dataclasses.replace(summarize([], math.nan), accuracy=interval)
+    summary_file.write_summary(RunDirectory(run_dir), summary)
 
 
 @pytest.fixture(autouse=True)

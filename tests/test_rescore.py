@@ -26,9 +26,9 @@ from agent_eval.config import RunConfig, load_run_config, save_run_config
 from agent_eval.data import Item, Sample, Session, load_dataset
 from agent_eval.engine import Engine
 from agent_eval.metrics import AttemptScore
-from agent_eval.record import AttemptRecord
 from agent_eval.rescore import Change, change, changes, default_target, rescore
-from agent_eval.results import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
+from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
 from agent_eval.run_parts import engine_config
 

@@ -17,7 +17,10 @@ from agent_eval.data import Sample
 from agent_eval.engine import attempt_record
 from agent_eval.evaluation import resolved_config, resume_differences
 from agent_eval.identity import DIGEST, RUN_FACTS, describe, save_run_facts
-from agent_eval.results import UNSCORED, RunDirectory
+from agent_eval.metrics.performance import ATTEMPTS_PER_S
+from agent_eval.report.runs import load_run
+from agent_eval.results.files import SUMMARY, UNSCORED, RunDirectory
+from agent_eval.results.summary import summary_json
 from agent_eval.scoring import Scored
 from tests.conftest import StartWorkers
 from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
@@ -116,9 +119,9 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
     assert lines(broken) == final
 
 
-async def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
-    start_workers: StartWorkers, tmp_path: Path
-) -> None:
+async def resumed_run(start_workers: StartWorkers, tmp_path: Path) -> tuple[Path, str, str]:
+    """A run interrupted after 6 of its 20 attempts, then resumed; its folder and the resume's
+    output and messages."""
     (worker,) = await start_workers(1)
     data = write_dataset(tmp_path / "say.jsonl")
     run = tmp_path / "run"
@@ -131,6 +134,13 @@ async def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
 
     code, out, err = await finish(await agent_eval("run", "--resume", str(run), cwd=tmp_path))
     assert code == 0, err
+    return run, out, err
+
+
+async def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    run, out, err = await resumed_run(start_workers, tmp_path)
     assert f"resuming {run}: 6 finished attempts kept, 14 of 20 to play" in err
     last = [line for line in out.splitlines() if line.startswith("[")][-1]
     figures = summary(run)["quality"]["accuracy"]
@@ -280,3 +290,17 @@ async def test_the_cli_refuses_a_resume_that_would_mix_setups_unless_forced(
     assert code == 0, err
     assert "warning:" in err and "results mix two setups" in err and "--force" in err
     assert len(lines(run)) == ROWS + 1  # the new row was played too, as asked
+
+
+async def test_the_report_of_a_resumed_run_gives_the_figures_of_its_summary(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    run, _, _ = await resumed_run(start_workers, tmp_path)
+    written = json.loads((run / SUMMARY).read_text())
+    # Every figure, the rates the resume measured over its 14 attempts included.
+    assert summary_json(load_run(run).summary) == written
+    code, out, err = await finish(await agent_eval("report", str(run), cwd=tmp_path))
+    assert code == 0, err
+    rate = written["efficiency"]["throughput"]["attempts_per_s"]
+    (shown,) = [line.split() for line in out.splitlines() if ATTEMPTS_PER_S.unit in line]
+    assert shown == [ATTEMPTS_PER_S.unit, f"{rate:{ATTEMPTS_PER_S.spec}}"]

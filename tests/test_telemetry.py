@@ -18,8 +18,8 @@ from agent_eval.agents.recording import AttemptRecorder
 from agent_eval.agents.sdk import play, sdk_agent
 from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
 from agent_eval.metrics import AttemptScore, Summary, summarize
-from agent_eval.record import AttemptRecord
 from agent_eval.report.table import summary_table
+from agent_eval.results.record import AttemptRecord
 from tests.caching_worker import MODEL, CachingWorker
 from tests.conftest import MakeClient, StartProxy
 from tests.test_record import OLD_LINE, session_record

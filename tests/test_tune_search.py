@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from agent_eval.errors import ConfigError
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.outputs import choose
 from agent_eval.tune.search import Tuner

@@ -11,6 +11,7 @@ import pytest
 
 from agent_eval.errors import ConfigError
 from agent_eval.view.index import Filter, RunIndex
+from tests.run_files import valid_record
 
 A, B = "http://a:8000", "http://b:8000"
 
@@ -30,29 +31,32 @@ def line(
 ) -> bytes:
     """One samples.jsonl line in the shape of a real record: unscored ones without a score."""
     unscored = error is not None and error["class"] == "infra"
-    return orjson.dumps(
-        {
-            "schema": 2,
-            "sample_id": sample,
-            "attempt": attempt,
-            "reward": None if unscored else float(correct),
-            "correct": None if unscored else correct,
-            "answer": answer,
-            "turn_rewards": None,
-            "latency_s": latency,
-            "prompt_tokens": tokens[0],
-            "completion_tokens": tokens[1],
-            "model_calls": len(workers),
-            "tool_calls": tools,
-            "error": error,
-            "trajectory": {
-                "final_output": answer,
-                "messages": [{"role": "user", "content": ask}],
-                "model_calls": [{"worker": worker} for worker in workers],
-            },
+    record = {
+        "schema": 2,
+        "sample_id": sample,
+        "attempt": attempt,
+        "seed": attempt,
+        "session_id": f"{sample}-{attempt}",
+        "reward": None if unscored else float(correct),
+        "correct": None if unscored else correct,
+        "answer": answer,
+        "turn_rewards": None,
+        "turn_answers": None,
+        "challenge_turns": None,
+        "latency_s": latency,
+        "prompt_tokens": tokens[0],
+        "completion_tokens": tokens[1],
+        "model_calls": len(workers),
+        "tool_calls": tools,
+        "tool_errors": 0,
+        "error": error,
+        "trajectory": {
+            "final_output": answer,
+            "messages": [{"role": "user", "content": ask}],
+            "model_calls": [{"worker": worker} for worker in workers],
         },
-        option=orjson.OPT_APPEND_NEWLINE,
-    )
+    }
+    return orjson.dumps(valid_record(record), option=orjson.OPT_APPEND_NEWLINE)
 
 
 TIMEOUT = {"kind": "timeout", "class": "infra", "message": "slow", "worker": B}

@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from agent_eval.metrics import summarize, wilson_interval
-from agent_eval.record import AttemptRecord
+from agent_eval.results.record import AttemptRecord
 from tests.view_runs import append, get_json, record, variant, write_run
 
 ROBUST = "/api/runs/runs/perturbed/robustness"

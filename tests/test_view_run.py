@@ -11,10 +11,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from agent_eval.failures import failure_class
-from agent_eval.metrics import Summary, summarize
+from agent_eval.metrics import Summary
 from agent_eval.report.runs import load_run
 from agent_eval.report.table import summary_sections
-from tests.view_runs import append, get_json, record, write_run
+from tests.view_runs import append, finish, get_json, record, write_run
 
 HOSTILE = "<script>&'</script>"  # short enough for the heatmap's labels
 SVG = "{http://www.w3.org/2000/svg}"
@@ -43,12 +43,6 @@ RECORDS = [
     attempt("s2", 0, False, error="timeout"),
     attempt("s3", 0, False, error="max_turns"),
 ]
-
-
-def finish(path: Path) -> None:
-    """summary.json as the engine writes it, with a wall time."""
-    scores = load_run(path).scores
-    (path / "summary.json").write_bytes(json.dumps(summarize(scores, 20.0).to_dict()).encode())
 
 
 @pytest.fixture

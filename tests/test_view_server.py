@@ -14,12 +14,16 @@ from aiohttp.test_utils import TestClient, TestServer
 from typer.testing import CliRunner
 
 from agent_eval.cli import app
+from agent_eval.metrics import summarize
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.summary import summary_json
 from agent_eval.view.server import create_app
+from tests.run_files import valid_record, valid_summary
 from tests.view_runs import get_json
 
-# One line of a real run's samples.jsonl, trimmed.
+# One line of a real run's samples.jsonl, its trajectory trimmed.
 TEMPLATE: dict[str, Any] = {
-    "schema": 1,
+    "schema": 2,
     "sample_id": "word_problems-1",
     "attempt": 0,
     "seed": 1,
@@ -27,6 +31,9 @@ TEMPLATE: dict[str, Any] = {
     "reward": 0.0,
     "correct": False,
     "answer": "19",
+    "turn_rewards": None,
+    "turn_answers": None,
+    "challenge_turns": None,
     "latency_s": 14.2,
     "prompt_tokens": 504,
     "completion_tokens": 18,
@@ -59,12 +66,14 @@ def record(sample: str, attempt: int, correct: bool, error: str | None = None) -
 
 
 def write_run(path: Path, records: list[dict[str, Any]], finished: bool = True) -> None:
+    """A run directory of these records, each checked against the line's schema; `finished`:
+    with the summary.json the engine would write (its rates over 20 s)."""
     path.mkdir(parents=True)
-    lines = "".join(json.dumps(line) + "\n" for line in records)
+    lines = "".join(json.dumps(valid_record(line)) + "\n" for line in records)
     (path / "samples.jsonl").write_text(lines)
     if finished:
-        summary = {"attempts": len(records), "scored": len(records), "unscored": 0}
-        (path / "summary.json").write_text(json.dumps(summary))
+        summary = summarize((record.score() for record in RunDirectory(path).records()), 20.0)
+        (path / "summary.json").write_text(json.dumps(valid_summary(summary_json(summary))))
 
 
 RECORDS = [

@@ -14,8 +14,12 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from agent_eval.config import load_run_config, save_run_config
+from agent_eval.metrics import summarize
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.summary import summary_json
 from agent_eval.view.server import create_app
 from tests.browser import BrowserPage
+from tests.run_files import valid_record, valid_summary
 
 # One attempt in the shape a real run writes: messages as the Agents SDK dumps them, a tool call
 # with its arguments and result, and two model calls on different workers.
@@ -100,22 +104,22 @@ def write_run(
     save_run_config(load_run_config(None, flags, [f"output.dir={path}"]), path)
     append(path, records)
     if finished:
-        correct = sum(line["correct"] for line in records)
-        value = correct / len(records)
-        accuracy = {"value": value, "low": value / 2, "high": (1 + value) / 2}
-        summary = {
-            "attempts": len(records),
-            "scored": len(records),
-            "unscored": 0,
-            "quality": {"accuracy": accuracy},
-        }
-        (path / "summary.json").write_text(json.dumps(summary))
+        finish(path)
+
+
+def finish(path: Path) -> None:
+    """summary.json as the engine writes it, over a wall time of 20 s; checked against its
+    schema."""
+    scores = (record.score() for record in RunDirectory(path).records())
+    summary = summary_json(summarize(scores, 20.0))
+    (path / "summary.json").write_text(json.dumps(valid_summary(summary)))
 
 
 def append(run: Path, records: list[dict[str, Any]]) -> None:
-    """Add attempts to a run's samples.jsonl, as a running run does."""
+    """Add attempts to a run's samples.jsonl, as a running run does; each checked against the
+    line's schema."""
     with (run / "samples.jsonl").open("a") as samples:
-        samples.writelines(json.dumps(line) + "\n" for line in records)
+        samples.writelines(json.dumps(valid_record(line)) + "\n" for line in records)
 
 
 def run_route(run_id: str) -> str:

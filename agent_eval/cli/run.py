@@ -28,7 +28,7 @@ from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics import Summary
 from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
-from agent_eval.results import UNSCORED, RunDirectory
+from agent_eval.results.files import UNSCORED, RunDirectory
 
 EMBEDDED_NEXT = (
     "This run shows the harness end to end on a tiny CPU model; to evaluate a real model, give "

@@ -14,7 +14,7 @@ from agent_eval.config import load_run_config
 from agent_eval.evaluation import plan
 from agent_eval.lifecycle import run_until_signalled
 from agent_eval.progress import RunView
-from agent_eval.results import DECISIONS
+from agent_eval.results.files import DECISIONS
 from agent_eval.trigger.watch import watch
 
 

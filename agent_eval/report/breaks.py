@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agent_eval.agents.trajectory import question
 from agent_eval.metrics import AttemptScore
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
 
 Key = tuple[str, int]
 """(sample id, attempt)."""

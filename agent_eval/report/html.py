@@ -30,7 +30,7 @@ from agent_eval.report.paired import (
 from agent_eval.report.runs import Run
 from agent_eval.report.svg import Bar, Group, bar_chart, heatmap, histogram
 from agent_eval.report.table import summary_caption, summary_sections
-from agent_eval.results import WORKERS
+from agent_eval.results.files import WORKERS
 
 MAX_SESSIONS = 100  # heatmap rows; a taller picture is scrolled past, not read
 MAX_UNSOLVED = 20

@@ -1,22 +1,23 @@
 """A finished run read back from its directory: attempts, config, wall time and worker load.
 
-samples.jsonl is the one source of truth: the summary is rebuilt from it the way the engine
-builds it. Only the wall time, which the attempts do not hold, comes from summary.json.
+samples.jsonl is the one source of truth: the summary is rebuilt from it by the engine's own
+builder. Only what the attempts do not hold comes from summary.json: the rates the run measured
+and whether it stopped early.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent_eval.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
 from agent_eval.errors import ConfigError
-from agent_eval.metrics import AttemptScore, Summary, summarize
-from agent_eval.results import SAMPLES, SUMMARY, WORKERS, RunDirectory
+from agent_eval.metrics import AttemptScore, Summary
+from agent_eval.results.files import SAMPLES, SUMMARY, WORKERS, RunDirectory
+from agent_eval.results.summary import UNMEASURED, build_summary, read_summary
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,13 @@ def load_run(path: Path) -> Run:
     scores = _read_scores(path, notes)
     config = _read_config(path)
     ks = _k_values(config, scores, notes)
+    stored = _stored(path / SUMMARY, notes)
+    rates, complete = (UNMEASURED, True) if stored is None else (stored.throughput, stored.complete)
+    seed = None if config is None else config.seed_scope()
     try:
-        summary = summarize(scores, _wall_time(path / SUMMARY, notes), ks)
+        summary = build_summary(scores, ks, rates, complete, seed)
     except ValueError as exc:  # a repeated (sample_id, attempt): the file was edited or merged
         raise ConfigError(f"{samples}: {exc}") from None
-    if config is not None:
-        summary = replace(summary, seed=config.seed_scope())
     return Run(path, config, scores, summary, read_workers(path / WORKERS, notes), notes)
 
 
@@ -103,15 +105,14 @@ def _k_values(config: RunConfig | None, scores: list[AttemptScore], notes: list[
     return [k for k in section.k_values() if k <= fewest]
 
 
-def _wall_time(path: Path, notes: list[str]) -> float:
-    """The wall time summary.json recorded; NaN (rates left out) without one."""
-    try:
-        return float(json.loads(path.read_text())["efficiency"]["throughput"]["wall_time_s"])
-    except FileNotFoundError:
+def _stored(path: Path, notes: list[str]) -> Summary | None:
+    """The summary the run wrote; None, noted, when there is none to read."""
+    stored = read_summary(path)
+    if stored is None and path.is_file():
+        notes.append(f"{SUMMARY} is unreadable: rates per second are left out")
+    elif stored is None:
         notes.append(f"no {SUMMARY} (the run did not finish): rates per second are left out")
-    except (ValueError, KeyError, TypeError) as exc:
-        notes.append(f"{SUMMARY} is unreadable ({exc!r}): rates per second are left out")
-    return math.nan
+    return stored
 
 
 def read_workers(path: Path, notes: list[str]) -> list[WorkerLoad] | None:

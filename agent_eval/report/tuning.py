@@ -20,7 +20,8 @@ from rich.text import Text
 from agent_eval import study_files
 from agent_eval.metrics.objectives import Direction, Objective
 from agent_eval.report.svg import Bar
-from agent_eval.results import SUMMARY
+from agent_eval.results.files import SUMMARY
+from agent_eval.results.summary import read_summary, summary_json
 from agent_eval.settings import value_at
 
 if TYPE_CHECKING:
@@ -242,15 +243,15 @@ def _trial(path: Path, frozen: optuna.trial.FrozenTrial, notes: list[str]) -> Tr
 
 
 def _summary(run_dir: Path, notes: list[str]) -> dict[str, Any] | None:
-    """A run directory's summary.json; None when there is none yet (a trial still running)."""
-    try:
-        summary = json.loads((run_dir / SUMMARY).read_text())
-    except FileNotFoundError:
+    """A run directory's summary.json, as the current version writes it; None when there is
+    none yet (a trial still running)."""
+    path = run_dir / SUMMARY
+    summary = read_summary(path)
+    if summary is None:
+        if path.exists():
+            notes.append(f"{path} is unreadable: its intervals are left out")
         return None
-    except (OSError, ValueError) as exc:
-        notes.append(f"{run_dir / SUMMARY} is unreadable ({exc}): its intervals are left out")
-        return None
-    return summary if isinstance(summary, dict) else None
+    return summary_json(summary)
 
 
 def _importances(

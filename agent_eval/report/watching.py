@@ -14,7 +14,7 @@ from rich.table import Table
 from agent_eval.errors import ConfigError
 from agent_eval.report.html import figure, page
 from agent_eval.report.svg import Bar, Group, bar_chart
-from agent_eval.results import DECISIONS
+from agent_eval.results.files import DECISIONS
 
 
 @dataclass(frozen=True)

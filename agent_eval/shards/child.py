@@ -17,7 +17,7 @@ from agent_eval.agents import load_runner
 from agent_eval.credentials import NO_KEY, environment_keys
 from agent_eval.engine import Engine
 from agent_eval.lifecycle import run_child_main
-from agent_eval.record import AttemptRecord
+from agent_eval.results.record import AttemptRecord
 from agent_eval.run_parts import dataset_items, engine_config, warm_scorer
 from agent_eval.shards.job import ShardJob, share
 

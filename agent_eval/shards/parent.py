@@ -13,8 +13,8 @@ from agent_eval.data import Item
 from agent_eval.diagnostics import log_tail, open_to_append
 from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
-from agent_eval.record import AttemptRecord
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.record import AttemptRecord
 from agent_eval.shards.job import ShardJob
 
 STOP_GRACE = 10.0

@@ -20,7 +20,7 @@ from agent_eval.checkpoint_server import CheckpointServer
 from agent_eval.config import WatchSection, save_run_config
 from agent_eval.evaluation import Plan, RunObserver, play, resolved_config
 from agent_eval.metrics import Summary
-from agent_eval.results import DECISIONS, TRIGGER_STATE, RunDirectory
+from agent_eval.results.files import DECISIONS, TRIGGER_STATE, RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import warm_scorer
 from agent_eval.serving import Served

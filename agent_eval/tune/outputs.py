@@ -8,14 +8,14 @@ and confirm.json says by how much.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_eval.metrics import Summary
 from agent_eval.metrics.objectives import Objective
-from agent_eval.results import SUMMARY, RunDirectory
+from agent_eval.results.files import SUMMARY, RunDirectory
+from agent_eval.results.summary import read_summary
 from agent_eval.study_files import BEST_FILE, CONFIRM_FILE, PARETO_FILE, RUN_DIR
 from agent_eval.tune.search import Tune, Tuner, objective_value
 from agent_eval.tune.trials import final_config, write_config
@@ -103,11 +103,7 @@ def _write_confirmations(
 
 def _trial_summary(tune_dir: Path, trial: optuna.trial.FrozenTrial) -> Summary | None:
     """The summary of a trial's subset run, for its interval; None when it cannot be read."""
-    path = tune_dir / str(trial.user_attrs.get(RUN_DIR, "")) / SUMMARY
-    try:
-        return Summary.read(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return None
+    return read_summary(tune_dir / str(trial.user_attrs.get(RUN_DIR, "")) / SUMMARY)
 
 
 def _sort_key(trial: optuna.trial.FrozenTrial, first: Objective) -> float:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 
 from agent_eval.engine import Progress
 from agent_eval.evaluation import RunObserver
-from agent_eval.metrics import Summary, summarize
+from agent_eval.metrics import Summary
 from agent_eval.metrics.objectives import Objective
+from agent_eval.metrics.performance import Throughput
 from agent_eval.proxy.admin_client import WorkerLoad
-from agent_eval.results import RunDirectory
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.summary import build_summary, measured_rates
 from agent_eval.tune.study import StudyThread
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ class TrialWatch:
         self._checking: asyncio.Task[None] | None = None
         self._playing: asyncio.Task[Summary] | None = None
         self._started = time.monotonic()
+        self._progress = Progress()
 
     def waiting(self, reason: str) -> None:
         self.view.waiting(reason)
@@ -60,6 +63,7 @@ class TrialWatch:
 
     def on_progress(self, progress: Progress) -> None:
         self.view.on_progress(progress)
+        self._progress = progress
         if self.trial is None or not progress.total or self._checking is not None:
             return
         percent = progress.done * 100 // progress.total
@@ -72,6 +76,13 @@ class TrialWatch:
     def elapsed(self) -> float:
         """Seconds since the run began."""
         return time.monotonic() - self._started
+
+    def rates(self) -> Throughput:
+        """The trial's rates so far: the attempts it played, over the seconds since it began."""
+        played = self._progress
+        return measured_rates(
+            played.played, played.prompt_tokens, played.completion_tokens, self.elapsed
+        )
 
     async def play(self, playing: asyncio.Task[Summary]) -> Summary:
         """Await the trial's play; a prune cancels it (`pruned_at` set), Ctrl-C too (not set)."""
@@ -102,5 +113,5 @@ class TrialWatch:
     def _running_value(self) -> float | None:
         """The objective over the attempts finished so far."""
         scores = (record.score() for record in self.run_dir.records())
-        summary = summarize(scores, self.elapsed, self.ks)
+        summary = build_summary(scores, self.ks, self.rates())
         return self.objective.value(summary.to_dict())

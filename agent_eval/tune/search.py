@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent_eval.config import RunConfig
 from agent_eval.errors import AgentEvalError, ConfigError, mistakes_only
 from agent_eval.evaluation import Plan, RunObserver, plan, play_served
-from agent_eval.metrics import Summary, summarize
+from agent_eval.metrics import Summary
 from agent_eval.metrics.objectives import Objective
-from agent_eval.results import SUMMARY, RunDirectory
+from agent_eval.metrics.performance import Throughput
+from agent_eval.results.files import RunDirectory
+from agent_eval.results.summary import build_summary, write_summary
 from agent_eval.serving import keep_worker_load, worker_load
 from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.pruning import TrialWatch
@@ -211,7 +213,7 @@ class Tuner:
         except asyncio.CancelledError:
             if watch.pruned_at is None or _from_outside():
                 raise
-            summary = await asyncio.to_thread(_pruned_summary, config, watch.elapsed)
+            summary = await asyncio.to_thread(_pruned_summary, config, watch.rates())
         await keep_worker_load(served.base_url, served.api_key, config.run_dir, before)
         return summary
 
@@ -249,13 +251,13 @@ def _from_outside() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _pruned_summary(config: RunConfig, wall_time: float) -> Summary:
+def _pruned_summary(config: RunConfig, rates: Throughput) -> Summary:
     """A pruned trial's summary over the attempts it finished, written beside them; incomplete."""
     run_dir = RunDirectory(config.run_dir)
     scores = (record.score() for record in run_dir.records())
-    summary = summarize(scores, wall_time, config.eval.k_values())
-    summary = dataclasses.replace(summary, complete=False)
-    run_dir.write_json(SUMMARY, summary.to_dict())
+    ks, seed = config.eval.k_values(), config.seed_scope()
+    summary = build_summary(scores, ks, rates, complete=False, seed=seed)
+    write_summary(run_dir, summary)
     return summary
 
 

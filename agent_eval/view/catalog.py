@@ -7,7 +7,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from agent_eval.report.runs import Run, load_run
-from agent_eval.results import SAMPLES, SUMMARY
+from agent_eval.results.files import SAMPLES, SUMMARY
 from agent_eval.view.index import RunIndex
 from agent_eval.view.runs import RunDir, find_runs
 

@@ -8,15 +8,15 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import Summary
 from agent_eval.report.table import summary_caption, summary_sections
-from agent_eval.results import SAMPLES, SUMMARY
+from agent_eval.results.files import SAMPLES, SUMMARY
+from agent_eval.results.summary import read_summary
 from agent_eval.view.catalog import Catalog
-from agent_eval.view.runs import RunDir, read_summary
+from agent_eval.view.runs import RunDir
 
 
 async def run_headline(catalog: Catalog, run: RunDir) -> dict[str, Any]:
     """The headline's sections, caption and source; a run without attempts yet has none."""
-    written = read_summary(run)
-    summary = Summary.read(written) if written else None
+    summary = read_summary(run.path / SUMMARY)
     if summary is not None:
         return headline(summary, SUMMARY, [])
     try:

@@ -17,7 +17,7 @@ import orjson
 
 from agent_eval.agents.trajectory import question
 from agent_eval.errors import ConfigError
-from agent_eval.record import current_form, is_scored
+from agent_eval.results.record import SCORE_FIELDS, AttemptRecord
 
 CHUNK = 8 << 20
 """Bytes read at a time: bounds the memory of indexing a large file."""
@@ -258,23 +258,18 @@ class RunIndex:
                 pending = data[cut:]
 
     def _add(self, batch: _Batch, offset: int, line: bytes) -> None:
-        """Take one line's columns into the batch."""
+        """Take one line's columns into the batch; a line that is no record is a ConfigError."""
         if not line or line.isspace():
             return
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"{self.path} at byte {offset} is not valid JSON ({exc})") from None
-        error = data.get("error")
-        scored = is_scored(error)
-        trajectory = data.get("trajectory") or {}
-        sample = self._samples(data["sample_id"])
+        record = AttemptRecord.from_line(line, f"{self.path} at byte {offset}")
+        trajectory = record.trajectory
+        sample = self._samples(record.sample_id)
         if sample == len(self._questions):
             self._questions.append("")
-            origin = data.get("variant_of")
+            origin = record.variant_of
             self._origins.append(origin)
             self._sample_kinds.append(
-                self._perturbations(data.get("perturbation") or "") if origin else 0
+                self._perturbations(record.perturbation or "") if origin else 0
             )
         if not self._questions[sample]:
             # An attempt stopped before its first message leaves the question to a later one.
@@ -283,24 +278,24 @@ class RunIndex:
         for worker in _workers(trajectory):
             batch.worker_rows.append(row)
             batch.worker_codes.append(self._worker_names(worker))
-        answer = f"{data.get('answer') or ''}\n{trajectory.get('final_output') or ''}"
+        answer = f"{record.answer or ''}\n{trajectory.get('final_output') or ''}"
         self._answers.append(answer.lower())
         # In NUMERIC's order; one tuple per line is several times faster than a list per column.
-        # An unscored attempt is neither right nor of any reward, whatever its line's version.
+        # The record nulls an unscored attempt's score, whatever its line's version.
         batch.rows.append(
             (
                 offset,
                 len(line),
                 sample,
-                data["attempt"],
-                scored and data["correct"],
-                not scored,
-                data["reward"] if scored else math.nan,
-                self._kinds(error["kind"]) if error else 0,
-                data["model_calls"],
-                data["tool_calls"],
-                data["prompt_tokens"] + data["completion_tokens"],
-                data["latency_s"],
+                record.attempt,
+                record.correct is True,
+                not record.scored,
+                math.nan if record.reward is None else record.reward,
+                self._kinds(record.error_kind) if record.error_kind else 0,
+                record.model_calls,
+                record.tool_calls,
+                record.prompt_tokens + record.completion_tokens,
+                record.latency_s,
             )
         )
 
@@ -318,9 +313,13 @@ class RunIndex:
         self._worker_codes = np.concatenate([self._worker_codes, codes])
 
     def record(self, index: int) -> dict[str, Any]:
-        """One attempt's full record, read from its place in the file: an unscored one's score
-        fields null, whichever version wrote it."""
-        return current_form(orjson.loads(self._line(index)))
+        """One attempt's line, read from its place in the file through the record's schema check,
+        with the record's score: an unscored one's null, whichever version wrote it."""
+        line = self._line(index)
+        where = f"{self.path} at byte {int(self._columns['offset'][index])}"
+        record = AttemptRecord.from_line(line, where)
+        data: dict[str, Any] = orjson.loads(line)
+        return {**data, **{name: getattr(record, name) for name in SCORE_FIELDS}}
 
     def _line(self, index: int) -> bytes:
         """The bytes at one attempt's place in the file."""

@@ -20,7 +20,7 @@ from agent_eval.metrics.robustness import (
     original_accuracy,
     robust_accuracy,
 )
-from agent_eval.results import SAMPLES, SUMMARY
+from agent_eval.results.files import SAMPLES, SUMMARY
 from agent_eval.view.index import Outcomes, RunIndex
 
 

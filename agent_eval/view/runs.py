@@ -10,11 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from agent_eval.config import CONFIG_FILE, load_run_config
 from agent_eval.errors import AgentEvalError
-from agent_eval.results import DECISIONS, SAMPLES, SUMMARY
+from agent_eval.results.files import DECISIONS, SAMPLES, SUMMARY
+from agent_eval.results.summary import read_summary, summary_json
 
 STALE_S = 30.0
 """An unfinished run whose samples.jsonl has not changed for this long is taken as interrupted."""
@@ -112,13 +111,11 @@ def _described(path: Path, stamp: float) -> Described:
     return Described(config.agent.name, config.model.name, config.dataset_name)
 
 
-def read_summary(run: RunDir) -> dict[str, Any] | None:
-    """summary.json, or None when absent or unreadable (being replaced, corrupt)."""
-    try:
-        data: dict[str, Any] = orjson.loads((run.path / SUMMARY).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return data
+def written_summary(run: RunDir) -> dict[str, Any] | None:
+    """summary.json read through its model, as this version writes it; None when absent or
+    unreadable (being replaced, corrupt, newer)."""
+    summary = read_summary(run.path / SUMMARY)
+    return None if summary is None else summary_json(summary)
 
 
 def _mtime(path: Path) -> float | None:

@@ -15,7 +15,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.lifecycle import forever
 from agent_eval.report.html import NO_WORKERS
 from agent_eval.report.runs import read_workers
-from agent_eval.results import WORKERS
+from agent_eval.results.files import WORKERS
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
 from agent_eval.view.figures import Plots, standalone
@@ -32,7 +32,7 @@ from agent_eval.view.listing import (
 from agent_eval.view.params import parse_query, parse_window
 from agent_eval.view.refused import Refused
 from agent_eval.view.robustness import robustness_body, sample_links
-from agent_eval.view.runs import RunDir, read_summary
+from agent_eval.view.runs import RunDir, written_summary
 from agent_eval.view.samples import sample_body
 from agent_eval.view.sessions import sessions_page
 from agent_eval.view.watch import watch_body
@@ -157,7 +157,7 @@ async def _runs(request: web.Request) -> web.Response:
 
 async def _row(catalog: Catalog, run: RunDir) -> dict[str, Any]:
     """A run's row; only an unfinished run's counts need its index."""
-    summary = read_summary(run)
+    summary = written_summary(run)
     index = None if summary or run.kind == "watch" else await catalog.index(run)
     return run_row(run, summary, index)
 
@@ -173,7 +173,7 @@ async def _found(request: web.Request) -> tuple[RunDir, RunIndex]:
 
 async def _summary(request: web.Request) -> web.Response:
     run, index = await _found(request)
-    summary = read_summary(run)
+    summary = written_summary(run)
     return _json(
         {
             "run": run_row(run, summary, index),
@@ -207,7 +207,7 @@ async def _robustness(request: web.Request) -> web.Response:
     """Accuracy on the originals and per perturbation, and a page of the samples that break."""
     run, index = await _found(request)
     offset, limit = parse_window(request.query, BROKEN_SHOWN)
-    summary = read_summary(run)
+    summary = written_summary(run)
     return _json(await asyncio.to_thread(robustness_body, index, summary, offset, limit))
 
 

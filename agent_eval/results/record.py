@@ -134,14 +134,6 @@ def is_scored(error: Mapping[str, str] | None) -> bool:
     return not error or recorded_class(error) is FailureClass.MODEL
 
 
-def current_form(data: dict[str, Any]) -> dict[str, Any]:
-    """A samples.jsonl line's dict with null score fields when unscored, whichever version wrote
-    it: what a reader of raw lines shows."""
-    if is_scored(data.get("error")):
-        return data
-    return {**data, **dict.fromkeys(SCORE_FIELDS)}
-
-
 def _call_telemetry(trajectory: dict[str, Any]) -> dict[str, Any]:
     """The cache hits and times to first token of a trajectory's model calls, as AttemptScore
     counts them; calls recorded before these were kept count as not reported."""

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from agent_eval.diagnostics import writing
-from agent_eval.record import AttemptRecord
+from agent_eval.results.record import AttemptRecord
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
-from agent_eval.config import RunConfig, safe_name, save_run_config
 from agent_eval.data import Item
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary
@@ -26,8 +25,9 @@ from agent_eval.results.files import SAMPLES, RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, write_summary
 from agent_eval.rewards import RewardScorer, load_reward
-from agent_eval.run_parts import dataset_items
-from agent_eval.scoring import score_attempt
+from agent_eval.run.config import RunConfig, safe_name, save_run_config
+from agent_eval.run.parts import dataset_items
+from agent_eval.run.scoring import score_attempt
 
 WINDOW = 256
 """Attempts scored at once: many more than scoring processes, so none waits for work."""

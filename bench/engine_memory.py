@@ -20,12 +20,12 @@ from openai import AsyncOpenAI
 
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
-from agent_eval.config import RunConfig
 from agent_eval.data.records import Sample
-from agent_eval.engine import Engine, Progress
 from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer
-from agent_eval.run_parts import engine_config
+from agent_eval.run.config import RunConfig
+from agent_eval.run.engine import Engine, Progress
+from agent_eval.run.parts import engine_config
 from bench.parts.fleet import BenchError, Fleet, Proc, run_with_fleet, start_agent_eval, worker_urls
 from bench.parts.results_file import add_json_option, machine, write_results
 

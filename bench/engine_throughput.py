@@ -28,13 +28,13 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
-from agent_eval.config import RunConfig
 from agent_eval.data import DataError, Item, load_dataset
-from agent_eval.engine import Engine, Progress
-from agent_eval.lifecycle import run_until_signalled
 from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer
-from agent_eval.run_parts import engine_config
+from agent_eval.run.config import RunConfig
+from agent_eval.run.engine import Engine, Progress
+from agent_eval.run.parts import engine_config
+from agent_eval.system.lifecycle import run_until_signalled
 from bench.parts.fleet import (
     GSM8K_TEST,
     BenchError,

@@ -17,14 +17,14 @@ import zlib
 from pathlib import Path
 
 from agent_eval.agents import Trajectory
-from agent_eval.config import RunConfig, save_run_config
 from agent_eval.data import Item, Sample
 from agent_eval.metrics import summarize
 from agent_eval.rescore import rescore
 from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardScorer, gsm8k_gold
-from agent_eval.run_parts import dataset_items
+from agent_eval.run.config import RunConfig, save_run_config
+from agent_eval.run.parts import dataset_items
 from bench.parts.fleet import GSM8K_TEST
 from bench.parts.results_file import add_json_option, machine, write_results
 

@@ -28,7 +28,7 @@ import aiohttp
 from rich.console import Console
 from rich.table import Table
 
-from agent_eval.lifecycle import run_event_loop
+from agent_eval.system.lifecycle import run_event_loop
 from bench.parts.fleet import (
     Fleet,
     Proc,

@@ -34,8 +34,8 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_eval.errors import ConfigError
-from agent_eval.lifecycle import run_event_loop
 from agent_eval.proxy.policies import POLICIES
+from agent_eval.system.lifecycle import run_event_loop
 from bench.parts.fleet import Fleet, Proc, run_with_fleet, start_agent_eval, start_mock_workers
 from bench.parts.fleet import start_sglang_router as start_sglang
 from bench.parts.loadgen import percentile

@@ -15,10 +15,10 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from openai import AsyncOpenAI
 
-from agent_eval.engine import Progress
 from agent_eval.proxy.admin_client import WorkerLoad
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.listener import running_proxy
+from agent_eval.run.engine import Progress
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.view.server import create_app
 from tests.browser import BrowserPage, browser_page

@@ -7,7 +7,7 @@ import pytest
 from agent_eval.allocation import Allocation, AllocationError
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
-from agent_eval.launch import LaunchConfig
+from agent_eval.launch.config import LaunchConfig
 from agent_eval.settings import apply_overrides
 
 

@@ -22,18 +22,18 @@ from pydantic import BaseModel, field_validator
 from rich.console import Console
 from typer.testing import CliRunner
 
-from agent_eval import study_files
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, llamacpp
 from agent_eval.cli import app, common, serve, serve_screen
 from agent_eval.cli import report as report_cli
 from agent_eval.cli import run as run_cli
 from agent_eval.cli import watch as watch_cli
-from agent_eval.config import CONFIG_FILE
 from agent_eval.errors import AgentEvalError, ConfigError
-from agent_eval.launch import SCHEDULERS, LaunchConfig, WorkerEndpoint, build_scheduler
+from agent_eval.launch.config import SCHEDULERS, LaunchConfig, WorkerEndpoint, build_scheduler
 from agent_eval.metrics import summarize
+from agent_eval.run.config import CONFIG_FILE
 from agent_eval.settings import load_settings
+from agent_eval.tune import study_files
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "agent_eval"

@@ -13,8 +13,8 @@ import yaml
 
 from agent_eval.data import load_dataset
 from agent_eval.data.subset import seeded_subset
-from agent_eval.study_files import CONFIRM_FILE, FAILURE, RUN_DIR, load_study, optuna_module
 from agent_eval.tune.study import CONTINUES, INTERRUPTED
+from agent_eval.tune.study_files import CONFIRM_FILE, FAILURE, RUN_DIR, load_study, optuna_module
 from tests.conftest import StartWorkers, eventually
 from tests.terminal import OnTerminal, worker_rows
 from tests.test_cli_run import agent_eval, finish, lines

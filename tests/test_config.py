@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from agent_eval.cli.options import FLAGS
-from agent_eval.config import RunConfig, load_run_config, save_run_config
 from agent_eval.errors import ConfigError
-from agent_eval.launch import LaunchConfig, ServeConfig
+from agent_eval.launch.config import LaunchConfig, ServeConfig
 from agent_eval.proxy.policies import build_policy
 from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings
 from agent_eval.proxy.policies.session import SessionSettings
+from agent_eval.run.config import RunConfig, load_run_config, save_run_config
 from agent_eval.settings import field_of, load_settings
 
 CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))

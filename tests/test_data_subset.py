@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_eval.config import load_run_config
 from agent_eval.data import Sample
 from agent_eval.data.subset import seeded_subset
-from agent_eval.identity import identity
-from agent_eval.run_parts import dataset_items
+from agent_eval.run.config import load_run_config
+from agent_eval.run.identity import identity
+from agent_eval.run.parts import dataset_items
 
 ITEMS = [Sample(f"s{i}", f"q{i}", str(i)) for i in range(200)]
 

@@ -16,12 +16,12 @@ from pydantic import BaseModel
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig
 from agent_eval.cli import app
-from agent_eval.config import RunConfig
-from agent_eval.launch import LaunchConfig, ServeConfig
+from agent_eval.launch.config import LaunchConfig, ServeConfig
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.results.schemas import with_section
+from agent_eval.run.config import RunConfig
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"

@@ -14,14 +14,14 @@ import pytest
 from openai import AsyncOpenAI
 
 from agent_eval.agents import RunContext, Trajectory, load_runner
-from agent_eval.config import RunConfig
 from agent_eval.data import Session, load_dataset
-from agent_eval.engine import Engine, Progress, attempt_seed
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import summary_json
 from agent_eval.rewards import RewardScorer, gsm8k_gold
-from agent_eval.run_parts import engine_config
+from agent_eval.run.config import RunConfig
+from agent_eval.run.engine import Engine, Progress, attempt_seed
+from agent_eval.run.parts import engine_config
 from tests.conftest import StartProxy, StartWorkers, alive, eventually
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}

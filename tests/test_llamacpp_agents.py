@@ -25,12 +25,12 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_server import fit_messages
-from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import load_dataset
-from agent_eval.engine import Engine
 from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer
-from agent_eval.run_parts import engine_config
+from agent_eval.run.config import RunConfig as EvalConfig
+from agent_eval.run.engine import Engine
+from agent_eval.run.parts import engine_config
 from agent_eval.testing.ports import free_port
 from tests.conftest import FAST_HEALTH, StartProxy
 from tests.test_llamacpp_workers import MULTIPLY, QUESTION

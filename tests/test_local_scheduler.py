@@ -17,12 +17,12 @@ import pytest
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerCommand, WorkerConfig, get_backend
-from agent_eval.diagnostics import last_line
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers import local, ports
 from agent_eval.schedulers.base import PORT_RELAUNCHES
 from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.local import LocalScheduler
+from agent_eval.system.diagnostics import last_line
 from agent_eval.testing.mock_backend import MockBackend
 from tests.conftest import alive, answers, eventually
 
@@ -239,7 +239,7 @@ HARNESS = textwrap.dedent(
     from pathlib import Path
     from agent_eval.allocation import Allocation
     from agent_eval.backends import WorkerConfig
-    from agent_eval.lifecycle import forever, run_until_signalled
+    from agent_eval.system.lifecycle import forever, run_until_signalled
     from agent_eval.schedulers.local import LocalScheduler
     from agent_eval.testing.mock_backend import MockBackend
 

@@ -19,7 +19,6 @@ from agents.tool import default_tool_error_function
 from agent_eval.agents.calculator import divide
 from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajectory
 from agent_eval.data import Session, Turn
-from agent_eval.engine import attempt_record
 from agent_eval.metrics import (
     DIRECTIONS,
     AttemptScore,
@@ -54,7 +53,8 @@ from agent_eval.metrics import (
     turn_accuracy,
     wilson_interval,
 )
-from agent_eval.scoring import Scored
+from agent_eval.run.engine import attempt_record
+from agent_eval.run.scoring import Scored
 
 
 def attempt(

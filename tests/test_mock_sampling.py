@@ -16,8 +16,8 @@ from openai.types.responses import FunctionToolParam, ResponseInputParam
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig
-from agent_eval.config import load_run_config
-from agent_eval.evaluation import evaluate, plan
+from agent_eval.run.config import load_run_config
+from agent_eval.run.evaluation import evaluate, plan
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.testing.mock_backend import MockBackend
 from agent_eval.testing.mock_worker import MockWorker

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.config import load_run_config
 from agent_eval.data import DataError, Sample, Session, Turn, load_dataset
 from agent_eval.errors import ConfigError
-from agent_eval.identity import identity
 from agent_eval.perturb import Variant
 from agent_eval.perturb.expand import perturbed
-from agent_eval.run_parts import dataset_items
-from agent_eval.scoring import with_readable_golds
+from agent_eval.run.config import load_run_config
+from agent_eval.run.identity import identity
+from agent_eval.run.parts import dataset_items
+from agent_eval.run.scoring import with_readable_golds
 
 SHOUT = "tests.test_perturb_expand:shout"
 DRAW = "tests.test_perturb_expand:draw"

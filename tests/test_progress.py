@@ -11,7 +11,6 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
-from agent_eval.engine import Progress
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress import RunView
@@ -19,6 +18,7 @@ from agent_eval.progress.stats import RunStats, duration_text, errors_text, stat
 from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.listener import running_proxy
+from agent_eval.run.engine import Progress
 from agent_eval.testing.ports import free_port
 from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, wait_ready
 

@@ -298,7 +298,7 @@ HARNESS = textwrap.dedent(
     from pathlib import Path
     from agent_eval.allocation import Allocation
     from agent_eval.backends import WorkerConfig
-    from agent_eval.lifecycle import forever, run_until_signalled
+    from agent_eval.system.lifecycle import forever, run_until_signalled
     from agent_eval.schedulers.ray_cluster import RayScheduler
     from agent_eval.testing.mock_backend import MockBackend
 

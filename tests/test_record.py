@@ -16,11 +16,11 @@ from agent_eval.agents.trajectory import (
     TrajectoryError,
 )
 from agent_eval.data import Sample, Session, Turn
-from agent_eval.engine import attempt_record
 from agent_eval.errors import ConfigError
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import SCHEMA, AttemptRecord
-from agent_eval.scoring import Scored
+from agent_eval.run.engine import attempt_record
+from agent_eval.run.scoring import Scored
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.
 ADDED = ("variant_of", "perturbation")

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from agent_eval.cli import app
-from agent_eval.config import load_run_config, save_run_config
 from agent_eval.metrics import summarize
 from agent_eval.report.runs import load_run
 from agent_eval.results.files import WORKERS, RunDirectory, save_worker_snapshot
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import write_summary
+from agent_eval.run.config import load_run_config, save_run_config
 
 EVIL = "<script>alert(1)</script>"
 SINGLE_FIGURES = ("accuracy", "latency", "prompt-tokens", "completion-tokens", "workers")

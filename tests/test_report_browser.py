@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.config import load_run_config, save_run_config
+from agent_eval.run.config import load_run_config, save_run_config
 from tests.browser import BrowserPage
 from tests.test_report import make_run, record, report
 

@@ -18,13 +18,13 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState, create_trial
 from rich.console import Console
 
-from agent_eval import study_files
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import Estimate, summarize
 from agent_eval.report.tuning import ConfirmedScore, Interval, Tuned, load_tune, tune_table
 from agent_eval.report.tuning_page import curse_sentence, tune_page
 from agent_eval.results import summary as summary_file
 from agent_eval.results.files import RunDirectory
+from agent_eval.tune import study_files
 from tests.test_report import EVIL, Page, report, runs_of_one_agent
 
 ACCURACY, TOKENS, LATENCY = (

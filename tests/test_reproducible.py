@@ -14,15 +14,15 @@ from agent_eval.agents.math_calculator import INSTRUCTIONS
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.backends.llamacpp import FRESH_PROMPTS
-from agent_eval.config import load_run_config
-from agent_eval.engine import attempt_seed
 from agent_eval.errors import ConfigError
-from agent_eval.launch import ServeConfig
+from agent_eval.launch.config import ServeConfig
 from agent_eval.metrics import Summary
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.policies.fixed import FixedRoutes
+from agent_eval.run.config import load_run_config
+from agent_eval.run.engine import attempt_seed
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.seeds import SeedScope
 from agent_eval.settings import load_settings

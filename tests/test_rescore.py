@@ -22,15 +22,15 @@ from typer.testing import CliRunner
 
 from agent_eval.agents import RunContext, Trajectory
 from agent_eval.cli import app
-from agent_eval.config import RunConfig, load_run_config, save_run_config
 from agent_eval.data import Item, Sample, Session, load_dataset
-from agent_eval.engine import Engine
 from agent_eval.metrics import AttemptScore
 from agent_eval.rescore import Change, change, changes, default_target, rescore
 from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
-from agent_eval.run_parts import engine_config
+from agent_eval.run.config import RunConfig, load_run_config, save_run_config
+from agent_eval.run.engine import Engine
+from agent_eval.run.parts import engine_config
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}  # answered one too high
 BROKEN = "gsm8k_mini-5"  # the runner crashes: no output to score

@@ -10,8 +10,8 @@ import yaml
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
-from agent_eval.config import CONFIG_FILE, load_run_config
-from agent_eval.evaluation import evaluate, plan, resolved_config
+from agent_eval.run.config import CONFIG_FILE, load_run_config
+from agent_eval.run.evaluation import evaluate, plan, resolved_config
 from tests.conftest import QuietObserver, StartWorkers
 
 

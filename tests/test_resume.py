@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
-from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.data import Sample
-from agent_eval.engine import attempt_record
-from agent_eval.evaluation import resolved_config, resume_differences
-from agent_eval.identity import DIGEST, RUN_FACTS, describe, save_run_facts
 from agent_eval.metrics.performance import ATTEMPTS_PER_S
 from agent_eval.report.runs import load_run
 from agent_eval.results.files import SUMMARY, UNSCORED, RunDirectory
 from agent_eval.results.summary import summary_json
-from agent_eval.scoring import Scored
+from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
+from agent_eval.run.engine import attempt_record
+from agent_eval.run.evaluation import resolved_config, resume_differences
+from agent_eval.run.identity import DIGEST, RUN_FACTS, describe, save_run_facts
+from agent_eval.run.scoring import Scored
 from tests.conftest import StartWorkers
 from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
 

@@ -26,7 +26,7 @@ from agent_eval.rewards import (
     score_math,
 )
 from agent_eval.rewards.math_answer import math_gold_problem
-from agent_eval.scoring import with_readable_golds
+from agent_eval.run.scoring import with_readable_golds
 from tests.conftest import eventually
 from tests.shared_data import gsm8k_path
 

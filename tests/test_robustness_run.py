@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.config import load_run_config
 from agent_eval.data import Sample
-from agent_eval.engine import Progress
-from agent_eval.evaluation import evaluate, plan
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.paired import mcnemar_exact
 from agent_eval.perturb import Variant
 from agent_eval.progress.stats import RunStats
+from agent_eval.run.config import load_run_config
+from agent_eval.run.engine import Progress
+from agent_eval.run.evaluation import evaluate, plan
 from tests.conftest import QuietObserver, StartWorkers
 from tests.tune_jobs import two_step_workers, write_sums
 

@@ -6,9 +6,9 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-from agent_eval.config import RunConfig
-from agent_eval.run_parts import scoring_workers
-from agent_eval.shards import shard_of
+from agent_eval.run.config import RunConfig
+from agent_eval.run.parts import scoring_workers
+from agent_eval.run.shards import shard_of
 from tests.conftest import StartWorkers, eventually
 from tests.test_cli_run import (
     ROWS,
@@ -20,7 +20,7 @@ from tests.test_cli_run import (
     write_dataset,
 )
 
-CHILD = "agent_eval.shards.child"
+CHILD = "agent_eval.run.shards.child"
 CRASHING_RUNNER = """
 import os
 

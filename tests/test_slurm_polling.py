@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers import slurm as slurm_module
 from agent_eval.schedulers.base import LaunchedWorker
-from agent_eval.schedulers.config import SlurmConfig
 from agent_eval.schedulers.slurm import PENDING_POLL_MAX, SlurmScheduler
 
 

@@ -13,7 +13,7 @@ import pytest
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.config import SlurmConfig
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.errors import WorkerFailedError
 from agent_eval.schedulers.slurm import SlurmScheduler
 from agent_eval.testing.mock_backend import MockBackend

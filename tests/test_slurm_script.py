@@ -14,7 +14,7 @@ import pytest
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.config import SlurmConfig
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.slurm import task_commands
 from agent_eval.schedulers.slurm_script import (
     DIST_HOST_VARIABLE,

@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from agent_eval.schedulers.config import SlurmConfig
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.ports import WORKER_PORTS
 from agent_eval.schedulers.slurm_script import (
     DIST_PORT_VARIABLE,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.schedulers.config import SlurmConfig
+from agent_eval.launch.schedulers import SlurmConfig
 from tests.test_slurm_scheduler import needs_slurm
 from tests.test_slurm_script import SHAPES, scripts, shape_config
 

@@ -16,7 +16,7 @@ import pytest
 
 from agent_eval.cli.serve import _launched_model
 from agent_eval.cli.serve_screen import MODEL_PLACEHOLDER
-from agent_eval.launch import LaunchConfig
+from agent_eval.launch.config import LaunchConfig
 from agent_eval.settings import load_settings
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall

@@ -17,13 +17,13 @@ from agent_eval.agents.calculator import calculator_tools
 from agent_eval.agents.math_calculator import MathCalculatorAgent
 from agent_eval.agents.recording import AttemptRecorder, as_message
 from agent_eval.agents.sdk import sdk_agent
-from agent_eval.config import RunConfig as EvalConfig
 from agent_eval.data import Session, Turn, load_dataset
-from agent_eval.engine import Engine
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardScorer
-from agent_eval.run_parts import engine_config
+from agent_eval.run.config import RunConfig as EvalConfig
+from agent_eval.run.engine import Engine
+from agent_eval.run.parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.conftest import MakeClient, StartProxy, StartWorkers

@@ -10,9 +10,9 @@ import yaml
 
 from agent_eval.errors import ConfigError
 from agent_eval.results.files import RunDirectory
-from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.outputs import choose
 from agent_eval.tune.search import Tuner
+from agent_eval.tune.study_files import FAILURE, RUN_DIR, optuna_module
 from tests.conftest import StartWorkers
 from tests.tune_jobs import Outcomes, tune_job, two_step_workers
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.config import load_run_config
 from agent_eval.errors import ConfigError
 from agent_eval.metrics.objectives import Objective, metric_paths, parse_objectives
-from agent_eval.study_files import optuna_module
+from agent_eval.run.config import load_run_config
 from agent_eval.tune.space import SearchSpace
+from agent_eval.tune.study_files import optuna_module
 from agent_eval.tune.trials import final_config, trial_config
 
 CONFIGS = Path(__file__).parents[1] / "configs"

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from agent_eval.config import WatchSection
 from agent_eval.metrics import accuracy
 from agent_eval.metrics.summary import json_ready
+from agent_eval.run.config import WatchSection
 from agent_eval.trigger.watch import Schedule
 from tests.view_runs import append, get_json, record, write_run
 

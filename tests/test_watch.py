@@ -14,14 +14,14 @@ import pytest
 from openai import AsyncOpenAI
 from typer.testing import CliRunner
 
-from agent_eval import checkpoint_server
 from agent_eval.backends.llamacpp import embedded_model
-from agent_eval.checkpoint_server import CheckpointServer, _swap
 from agent_eval.cli import app
-from agent_eval.config import RunConfig
-from agent_eval.launch import WorkerEndpoint
-from agent_eval.serving import Served
+from agent_eval.launch.config import WorkerEndpoint
+from agent_eval.run.config import RunConfig
+from agent_eval.run.serving import Served
 from agent_eval.testing.mock_worker import MockWorker
+from agent_eval.trigger import checkpoint_server
+from agent_eval.trigger.checkpoint_server import CheckpointServer, _swap
 from tests.conftest import MakeClient, StartProxy, eventually
 from tests.test_llamacpp_workers import servers_on
 

@@ -16,13 +16,13 @@ from pydantic import SecretStr
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerCommand, WorkerConfig, get_backend
-from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.base import Launch
-from agent_eval.schedulers.config import SlurmConfig
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.schedulers.slurm import SlurmScheduler, task_commands
 from agent_eval.schedulers.slurm_script import job_layout
+from agent_eval.system.credentials import WORKER_API_KEY
 from agent_eval.testing.mock_backend import MockBackend
 from tests.conftest import MakeClient, StartProxy
 from tests.test_proxy_failures import CHAT

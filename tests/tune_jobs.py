@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 
-from agent_eval.config import load_run_config
-from agent_eval.evaluation import RunObserver
 from agent_eval.metrics.objectives import parse_objectives
+from agent_eval.run.config import load_run_config
+from agent_eval.run.evaluation import RunObserver
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.tune.search import TrialOutcome, Tune
 from agent_eval.tune.space import SearchSpace

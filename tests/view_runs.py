@@ -13,10 +13,10 @@ from urllib.parse import quote
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from agent_eval.config import load_run_config, save_run_config
 from agent_eval.metrics import summarize
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.summary import summary_json
+from agent_eval.run.config import load_run_config, save_run_config
 from agent_eval.view.server import create_app
 from tests.browser import BrowserPage
 from tests.run_files import valid_record, valid_summary

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.parsers import ServerParsers
-from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
+from agent_eval.system.credentials import WORKER_API_KEY
 
 
 class WorkerConfig(BaseModel):

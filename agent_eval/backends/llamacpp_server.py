@@ -24,7 +24,7 @@ from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
 from agent_eval.backends.llamacpp import FRESH_PROMPTS
 from agent_eval.backends.llamacpp_chat import FORMAT_NAME, chatml_tools
-from agent_eval.credentials import WORKER_API_KEY
+from agent_eval.system.credentials import WORKER_API_KEY
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

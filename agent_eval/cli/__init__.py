@@ -8,8 +8,8 @@ import typer
 
 from agent_eval.cli import report, rescore, run, serve, tune, view, watch
 from agent_eval.cli.common import err_console
-from agent_eval.lifecycle import setup_logging
 from agent_eval.shims.typer_help import show_flags_without_a_value
+from agent_eval.system.lifecycle import setup_logging
 
 show_flags_without_a_value()
 

@@ -13,10 +13,10 @@ from typing import Any
 import typer
 from pydantic import BaseModel
 
-from agent_eval.config import RunConfig
-from agent_eval.credentials import VARIABLES
-from agent_eval.launch import ServeConfig
+from agent_eval.launch.config import ServeConfig
+from agent_eval.run.config import RunConfig
 from agent_eval.settings import field_of
+from agent_eval.system.credentials import VARIABLES
 
 WHAT, WHERE, HOW, WHEN = "What to evaluate", "Where the model runs", "How", "When to evaluate"
 PROXY, HEALTH, RETRIES, LIMITS, SECURITY = (

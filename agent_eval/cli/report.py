@@ -37,7 +37,7 @@ from agent_eval.report.watching import (
     watch_page,
     watch_table,
 )
-from agent_eval.study_files import is_tune_directory
+from agent_eval.tune.study_files import is_tune_directory
 
 REPORT, COMPARISON = "report.html", "compare.html"
 

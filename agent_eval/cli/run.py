@@ -12,23 +12,23 @@ from rich.text import Text
 
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
-from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config
-from agent_eval.engine import Progress, kept_attempts
 from agent_eval.errors import StorageError
-from agent_eval.evaluation import (
+from agent_eval.failures import KINDS
+from agent_eval.metrics import Summary
+from agent_eval.progress import RunView
+from agent_eval.report.table import summary_table
+from agent_eval.results.files import UNSCORED, RunDirectory
+from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config
+from agent_eval.run.engine import Progress, kept_attempts
+from agent_eval.run.evaluation import (
     Plan,
     evaluate,
     plan,
     resume_config_path,
     resume_differences,
 )
-from agent_eval.failures import KINDS
-from agent_eval.identity import Difference, describe
-from agent_eval.lifecycle import run_until_signalled
-from agent_eval.metrics import Summary
-from agent_eval.progress import RunView
-from agent_eval.report.table import summary_table
-from agent_eval.results.files import UNSCORED, RunDirectory
+from agent_eval.run.identity import Difference, describe
+from agent_eval.system.lifecycle import run_until_signalled
 
 EMBEDDED_NEXT = (
     "This run shows the harness end to end on a tiny CPU model; to evaluate a real model, give "

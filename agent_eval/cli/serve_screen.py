@@ -12,11 +12,11 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_eval.cli.common import console
-from agent_eval.credentials import API_KEY
-from agent_eval.lifecycle import logs_through
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
 from agent_eval.proxy.admin_client import fetch_workers
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.system.credentials import API_KEY
+from agent_eval.system.lifecycle import logs_through
 
 MODEL_PLACEHOLDER = "MODEL"
 NO_WORKERS = (

@@ -15,10 +15,10 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from agent_eval.cli.options import FLAGS
-from agent_eval.config import EMBEDDED_DEFAULT, RunConfig
-from agent_eval.credentials import VARIABLES
-from agent_eval.launch import LaunchConfig, ServeConfig
+from agent_eval.launch.config import LaunchConfig, ServeConfig
+from agent_eval.run.config import EMBEDDED_DEFAULT, RunConfig
 from agent_eval.settings import field_of, section_of, value_at
+from agent_eval.system.credentials import VARIABLES
 
 # The commands that take settings, and the model each reads them into.
 COMMANDS: dict[str, type[BaseModel]] = {

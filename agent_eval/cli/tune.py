@@ -11,18 +11,18 @@ from rich.text import Text
 from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import WHAT, option, overrides_argument, settings_given
 from agent_eval.cli.report import print_notes, tune_report, write_page
-from agent_eval.config import default_run_dir, load_run_config
-from agent_eval.lifecycle import run_until_signalled
 from agent_eval.metrics.objectives import parse_objectives
 from agent_eval.report.tuning import Tuned, load_tune
 from agent_eval.report.tuning_page import curse_sentence
-from agent_eval.study_files import display_url, optuna_module
+from agent_eval.run.config import default_run_dir, load_run_config
+from agent_eval.system.lifecycle import run_until_signalled
 from agent_eval.tune.checks import check_space
 from agent_eval.tune.console import ConsoleTune
 from agent_eval.tune.outputs import Chosen, Confirmation, choose, confirm, confirmation_line
 from agent_eval.tune.search import Tune, Tuner
 from agent_eval.tune.space import SearchSpace
 from agent_eval.tune.study import PrunerName, SamplerName, StudySetup
+from agent_eval.tune.study_files import display_url, optuna_module
 
 TUNE = "Tuning"
 

@@ -10,8 +10,8 @@ import typer
 from rich.text import Text
 
 from agent_eval.cli.common import console, fail, guarded
-from agent_eval.lifecycle import run_until_signalled
 from agent_eval.report.choose import RUNS
+from agent_eval.system.lifecycle import run_until_signalled
 from agent_eval.view.server import serve_view
 
 PORT = 7575

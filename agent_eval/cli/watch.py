@@ -10,11 +10,11 @@ from rich.text import Text
 
 from agent_eval.cli.common import console, err_console, guarded
 from agent_eval.cli.options import WHAT, WHEN, option, overrides_argument, settings_given
-from agent_eval.config import load_run_config
-from agent_eval.evaluation import plan
-from agent_eval.lifecycle import run_until_signalled
 from agent_eval.progress import RunView
 from agent_eval.results.files import DECISIONS
+from agent_eval.run.config import load_run_config
+from agent_eval.run.evaluation import plan
+from agent_eval.system.lifecycle import run_until_signalled
 from agent_eval.trigger.watch import watch
 
 

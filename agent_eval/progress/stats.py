@@ -18,7 +18,7 @@ from agent_eval.metrics.performance import (
 )
 
 if TYPE_CHECKING:
-    from agent_eval.engine import Progress
+    from agent_eval.run.engine import Progress
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,14 @@ from rich.progress import Progress as Bar
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agent_eval.lifecycle import logs_through
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress.stats import RunStats, Snapshot, duration_text, stats_parts
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
 from agent_eval.proxy.admin_client import WorkerLoad
+from agent_eval.system.lifecycle import logs_through
 
 if TYPE_CHECKING:
-    from agent_eval.engine import Progress
+    from agent_eval.run.engine import Progress
 
 
 HEARTBEAT_INTERVALS = 6

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_eval.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary
 from agent_eval.results.files import SAMPLES, SUMMARY, WORKERS, RunDirectory
 from agent_eval.results.summary import UNMEASURED, build_summary, read_summary
+from agent_eval.run.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval import study_files
 from agent_eval.metrics.objectives import Direction, Objective
 from agent_eval.report.svg import Bar
 from agent_eval.results.files import SUMMARY
 from agent_eval.results.summary import read_summary, summary_json
 from agent_eval.settings import value_at
+from agent_eval.tune import study_files
 
 if TYPE_CHECKING:
     import optuna

@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from agent_eval.diagnostics import writing
 from agent_eval.results.record import AttemptRecord
+from agent_eval.system.diagnostics import writing
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from pydantic import SecretStr
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, with_env
-from agent_eval.credentials import WORKER_API_KEY
-from agent_eval.diagnostics import last_line, log_tail
 from agent_eval.proxy.upstream.headers import bearer
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.ports import says_address_in_use
+from agent_eval.system.credentials import WORKER_API_KEY
+from agent_eval.system.diagnostics import last_line, log_tail
 
 if TYPE_CHECKING:
-    from agent_eval.launch import LaunchConfig
+    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from typing import BinaryIO, TypedDict
 
 import ray
 
-from agent_eval.children import die_with_parent, signal_group
-from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.ports import choose_ports
+from agent_eval.system.children import die_with_parent, signal_group
+from agent_eval.system.diagnostics import log_tail
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from agent_eval.shims.ray_logs import hide_sigterm_note
 if TYPE_CHECKING:
     from ray import ObjectRef
 
-    from agent_eval.launch import LaunchConfig
+    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

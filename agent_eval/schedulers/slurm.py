@@ -20,10 +20,9 @@ import aiohttp
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
-from agent_eval.diagnostics import log_tail
 from agent_eval.errors import ConfigError
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
-from agent_eval.schedulers.config import SlurmConfig
 from agent_eval.schedulers.errors import (
     SchedulerUnavailableError,
     WorkerFailedError,
@@ -42,9 +41,10 @@ from agent_eval.schedulers.slurm_script import (
     render_task,
     shell_command,
 )
+from agent_eval.system.diagnostics import log_tail
 
 if TYPE_CHECKING:
-    from agent_eval.launch import LaunchConfig
+    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agent_eval.allocation import Allocation
 from agent_eval.errors import ConfigError
-from agent_eval.schedulers.config import SlurmConfig
+from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.ports import WORKER_PORTS
 
 HOST_VARIABLE = "$AGENT_EVAL_HOST"

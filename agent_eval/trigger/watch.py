@@ -16,15 +16,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent_eval.checkpoint_server import CheckpointServer
-from agent_eval.config import WatchSection, save_run_config
-from agent_eval.evaluation import Plan, RunObserver, play, resolved_config
 from agent_eval.metrics import Summary
 from agent_eval.results.files import DECISIONS, TRIGGER_STATE, RunDirectory
 from agent_eval.rewards import RewardScorer
-from agent_eval.run_parts import warm_scorer
-from agent_eval.serving import Served
+from agent_eval.run.config import WatchSection, save_run_config
+from agent_eval.run.evaluation import Plan, RunObserver, play, resolved_config
+from agent_eval.run.parts import warm_scorer
+from agent_eval.run.serving import Served
 from agent_eval.trigger.adaptive import AdaptiveTrigger, probe_threshold
+from agent_eval.trigger.checkpoint_server import CheckpointServer
 from agent_eval.trigger.checkpoints import Checkpoint, CheckpointFinder
 
 log = logging.getLogger(__name__)

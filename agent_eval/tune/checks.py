@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_eval.errors import AgentEvalError, ConfigError
-from agent_eval.evaluation import plan
+from agent_eval.run.evaluation import plan
 from agent_eval.tune.search import Tune
 from agent_eval.tune.trials import trial_config
 

@@ -9,10 +9,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.evaluation import RunObserver
 from agent_eval.metrics.objectives import Objective
 from agent_eval.progress import RunView
 from agent_eval.progress.stats import duration_text
+from agent_eval.run.evaluation import RunObserver
 from agent_eval.tune.search import TrialOutcome
 from agent_eval.tune.trials import settings_text
 

@@ -16,8 +16,8 @@ from agent_eval.metrics import Summary
 from agent_eval.metrics.objectives import Objective
 from agent_eval.results.files import SUMMARY, RunDirectory
 from agent_eval.results.summary import read_summary
-from agent_eval.study_files import BEST_FILE, CONFIRM_FILE, PARETO_FILE, RUN_DIR
 from agent_eval.tune.search import Tune, Tuner, objective_value
+from agent_eval.tune.study_files import BEST_FILE, CONFIRM_FILE, PARETO_FILE, RUN_DIR
 from agent_eval.tune.trials import final_config, write_config
 
 if TYPE_CHECKING:

@@ -11,14 +11,14 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from agent_eval.engine import Progress
-from agent_eval.evaluation import RunObserver
 from agent_eval.metrics import Summary
 from agent_eval.metrics.objectives import Objective
 from agent_eval.metrics.performance import Throughput
 from agent_eval.proxy.admin_client import WorkerLoad
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.summary import build_summary, measured_rates
+from agent_eval.run.engine import Progress
+from agent_eval.run.evaluation import RunObserver
 from agent_eval.tune.study import StudyThread
 
 if TYPE_CHECKING:

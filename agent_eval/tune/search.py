@@ -17,16 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_eval.config import RunConfig
 from agent_eval.errors import AgentEvalError, ConfigError, mistakes_only
-from agent_eval.evaluation import Plan, RunObserver, plan, play_served
 from agent_eval.metrics import Summary
 from agent_eval.metrics.objectives import Objective
 from agent_eval.metrics.performance import Throughput
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.summary import build_summary, write_summary
-from agent_eval.serving import keep_worker_load, worker_load
-from agent_eval.study_files import FAILURE, RUN_DIR, optuna_module
+from agent_eval.run.config import RunConfig
+from agent_eval.run.evaluation import Plan, RunObserver, plan, play_served
+from agent_eval.run.serving import keep_worker_load, worker_load
 from agent_eval.tune.pruning import TrialWatch
 from agent_eval.tune.server import TrialServer
 from agent_eval.tune.study import (
@@ -39,6 +38,7 @@ from agent_eval.tune.study import (
     open_study,
     take_up_interrupted,
 )
+from agent_eval.tune.study_files import FAILURE, RUN_DIR, optuna_module
 from agent_eval.tune.trials import settings_text, trial_config
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from agent_eval.config import RunConfig
 from agent_eval.errors import ConfigError
+from agent_eval.run.config import RunConfig
 from agent_eval.settings import check_key, read_yaml, validation_message
 
 if TYPE_CHECKING:

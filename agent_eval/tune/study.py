@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics.objectives import Objective
-from agent_eval.study_files import (
+from agent_eval.tune.space import SearchSpace
+from agent_eval.tune.study_files import (
     FAILURE,
     OBJECTIVES,
     SPACE,
@@ -29,7 +30,6 @@ from agent_eval.study_files import (
     optuna_module,
     storage_url,
 )
-from agent_eval.tune.space import SearchSpace
 
 if TYPE_CHECKING:
     import optuna

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from agent_eval.config import RunConfig
-from agent_eval.evaluation import resolved_config
+from agent_eval.run.config import RunConfig
+from agent_eval.run.evaluation import resolved_config
 from agent_eval.settings import validated, with_values
 
 

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent_eval.config import CONFIG_FILE, load_run_config
 from agent_eval.errors import AgentEvalError
 from agent_eval.results.files import DECISIONS, SAMPLES, SUMMARY
 from agent_eval.results.summary import read_summary, summary_json
+from agent_eval.run.config import CONFIG_FILE, load_run_config
 
 STALE_S = 30.0
 """An unfinished run whose samples.jsonl has not changed for this long is taken as interrupted."""

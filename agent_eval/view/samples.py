@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.agents.trajectory import question
-from agent_eval.config import CONFIG_FILE, load_run_config
 from agent_eval.data import Item, Session
 from agent_eval.errors import AgentEvalError
 from agent_eval.metrics import normalize_answer, top_answers
-from agent_eval.run_parts import dataset_items
-from agent_eval.scoring import gold_answer
+from agent_eval.run.config import CONFIG_FILE, load_run_config
+from agent_eval.run.parts import dataset_items
+from agent_eval.run.scoring import gold_answer
 
 KEPT = 4
 """Datasets kept in memory at once: those of the runs being looked at."""

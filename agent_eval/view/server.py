@@ -12,10 +12,10 @@ import orjson
 from aiohttp import web
 
 from agent_eval.errors import ConfigError
-from agent_eval.lifecycle import forever
 from agent_eval.report.html import NO_WORKERS
 from agent_eval.report.runs import read_workers
 from agent_eval.results.files import WORKERS
+from agent_eval.system.lifecycle import forever
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
 from agent_eval.view.figures import Plots, standalone

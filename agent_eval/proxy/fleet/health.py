@@ -10,12 +10,12 @@ import aiohttp
 import orjson
 from pydantic import SecretStr
 
-from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import HealthConfig
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.upstream.headers import worker_auth
 from agent_eval.proxy.upstream.http1 import UpstreamTooLarge, read_whole
+from agent_eval.system.diagnostics import os_reason
 
 log = logging.getLogger(__name__)
 

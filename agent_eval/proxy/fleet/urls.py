@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from urllib.parse import SplitResult, urlsplit
 
-from agent_eval.credentials import WORKER_API_KEY
 from agent_eval.errors import ConfigError
+from agent_eval.system.credentials import WORKER_API_KEY
 
 # RFC 3986 path characters (unreserved, sub-delims, ':', '@', '/', percent escapes).
 _PATH = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from agent_eval.diagnostics import writing
+from agent_eval.system.diagnostics import writing
 
 
 def new_admin_token() -> SecretStr:

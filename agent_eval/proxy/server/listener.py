@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 
 from agent_eval.errors import ProxyStartError
-from agent_eval.lifecycle import forever
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.app import build_app
 from agent_eval.proxy.server.limits import raise_open_files_limit
 from agent_eval.proxy.server.protocol import ProxyRunner
+from agent_eval.system.lifecycle import forever
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from agent_eval.children import die_with_parent, stop_groups
-from agent_eval.credentials import VARIABLES, child_environment, environment_keys
-from agent_eval.diagnostics import log_tail, open_to_append, writing
 from agent_eval.errors import ProxyStartError
-from agent_eval.lifecycle import run_child_main
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.auth import save_admin_token
 from agent_eval.proxy.server.listener import serve_forever
+from agent_eval.system.children import die_with_parent, stop_groups
+from agent_eval.system.credentials import VARIABLES, child_environment, environment_keys
+from agent_eval.system.diagnostics import log_tail, open_to_append, writing
+from agent_eval.system.lifecycle import run_child_main
 
 READY = "agent-eval proxy ready at "
 STOP_GRACE = 10.0

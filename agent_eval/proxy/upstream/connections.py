@@ -14,7 +14,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from agent_eval.diagnostics import os_reason
 from agent_eval.proxy.config import LimitsConfig
 from agent_eval.proxy.upstream.http1 import (
     Connection,
@@ -25,6 +24,7 @@ from agent_eval.proxy.upstream.http1 import (
     UpstreamResponse,
     request_head,
 )
+from agent_eval.system.diagnostics import os_reason
 
 # The proxy's own limits, not a worker's fault: out of descriptors, buffers, memory or ports.
 _LOCAL_ERRNOS = frozenset(

@@ -23,7 +23,7 @@ from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
-from agent_eval.scoring import Scored, score_attempt
+from agent_eval.run.scoring import Scored, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
 

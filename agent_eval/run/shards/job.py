@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_eval.config import RunConfig
 from agent_eval.data import Item
+from agent_eval.run.config import RunConfig
 
 
 def shard_of(sample_id: str, shards: int) -> int:

@@ -1,6 +1,6 @@
 """One engine process: plays its share of the attempts, writing each record as a stdout line.
 
-`python -m agent_eval.shards.child` reads its ShardJob from stdin; the parent, the only
+`python -m agent_eval.run.shards.child` reads its ShardJob from stdin; the parent, the only
 writer of samples.jsonl, appends the lines it reads.
 """
 
@@ -14,12 +14,12 @@ from typing import IO
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
-from agent_eval.credentials import NO_KEY, environment_keys
-from agent_eval.engine import Engine
-from agent_eval.lifecycle import run_child_main
 from agent_eval.results.record import AttemptRecord
-from agent_eval.run_parts import dataset_items, engine_config, warm_scorer
-from agent_eval.shards.job import ShardJob, share
+from agent_eval.run.engine import Engine
+from agent_eval.run.parts import dataset_items, engine_config, warm_scorer
+from agent_eval.run.shards.job import ShardJob, share
+from agent_eval.system.credentials import NO_KEY, environment_keys
+from agent_eval.system.lifecycle import run_child_main
 
 
 class LineSink:

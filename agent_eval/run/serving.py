@@ -14,15 +14,15 @@ import aiohttp
 from openai import AsyncOpenAI
 from pydantic import SecretStr
 
-from agent_eval.config import RunConfig
-from agent_eval.credentials import client_key
-from agent_eval.diagnostics import os_reason
 from agent_eval.errors import ConfigError, ProxyStartError, StorageError
-from agent_eval.launch import WorkerEndpoint, launched_workers
+from agent_eval.launch.config import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import WorkerLoad, fetch_workers, load_since
 from agent_eval.proxy.server.process import proxy_process
 from agent_eval.proxy.upstream.headers import bearer
 from agent_eval.results.files import save_worker_snapshot
+from agent_eval.run.config import RunConfig
+from agent_eval.system.credentials import client_key
+from agent_eval.system.diagnostics import os_reason
 
 log = logging.getLogger(__name__)
 

@@ -13,16 +13,16 @@ from pydantic import AfterValidator, Field, SecretStr, model_validator
 from agent_eval.allocation import Allocation
 from agent_eval.backends import Backend, WorkerConfig, get_backend
 from agent_eval.errors import ConfigError
-from agent_eval.lifecycle import forever
+from agent_eval.launch.schedulers import RayConfig, SlurmConfig
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.fleet.urls import normalize_worker_url
 from agent_eval.proxy.policies import FIXED_POLICY
 from agent_eval.proxy.server.listener import serve_forever
 from agent_eval.registry import Registry
 from agent_eval.schedulers.base import Scheduler
-from agent_eval.schedulers.config import RayConfig, SlurmConfig
 from agent_eval.schedulers.errors import SchedulerUnavailableError
 from agent_eval.settings import Section
+from agent_eval.system.lifecycle import forever
 
 SCHEDULERS: Registry[type[Scheduler]] = Registry(
     "scheduler",

@@ -7,15 +7,15 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from agent_eval.children import die_with_parent, stop_groups
-from agent_eval.credentials import child_environment
 from agent_eval.data import Item
-from agent_eval.diagnostics import log_tail, open_to_append
-from agent_eval.engine import Engine
 from agent_eval.errors import AgentEvalError
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
-from agent_eval.shards.job import ShardJob
+from agent_eval.run.engine import Engine
+from agent_eval.run.shards.job import ShardJob
+from agent_eval.system.children import die_with_parent, stop_groups
+from agent_eval.system.credentials import child_environment
+from agent_eval.system.diagnostics import log_tail, open_to_append
 
 STOP_GRACE = 10.0
 # The longest record line read from an engine process; a trajectory is far shorter.
@@ -52,7 +52,7 @@ async def _spawn(job: ShardJob, log: Path, api_key: str) -> asyncio.subprocess.P
     env = child_environment({"api_key": api_key})
     with open_to_append(log) as log_file:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent_eval.shards.child",
+            sys.executable, "-m", "agent_eval.run.shards.child",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log_file,
             env=env, start_new_session=True, preexec_fn=die_with_parent, limit=MAX_LINE,
         )  # fmt: skip

@@ -11,11 +11,16 @@ from typing import Protocol
 
 from agent_eval.agents import AgentRunner, load_runner
 from agent_eval.agents.base import runner_options
-from agent_eval.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.data import Item
-from agent_eval.engine import Engine, Progress
 from agent_eval.errors import ConfigError, first_storage_error
-from agent_eval.identity import (
+from agent_eval.metrics import Summary
+from agent_eval.proxy.admin_client import WorkerLoad
+from agent_eval.results.files import RunDirectory
+from agent_eval.rewards import RewardScorer, gold_check, load_reward
+from agent_eval.rewards.scorer import default_workers
+from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
+from agent_eval.run.engine import Engine, Progress
+from agent_eval.run.identity import (
     DIGEST,
     Difference,
     dataset_digest,
@@ -24,16 +29,11 @@ from agent_eval.identity import (
     save_run_facts,
     saved_facts,
 )
-from agent_eval.metrics import Summary
-from agent_eval.proxy.admin_client import WorkerLoad
-from agent_eval.results.files import RunDirectory
-from agent_eval.rewards import RewardScorer, gold_check, load_reward
-from agent_eval.rewards.scorer import default_workers
-from agent_eval.run_parts import dataset_items, engine_config, warm_scorer
-from agent_eval.scoring import with_readable_golds
-from agent_eval.serving import Served, serving
-from agent_eval.shards import play_in_processes, shard_of, share
-from agent_eval.shards.job import ShardJob
+from agent_eval.run.parts import dataset_items, engine_config, warm_scorer
+from agent_eval.run.scoring import with_readable_golds
+from agent_eval.run.serving import Served, serving
+from agent_eval.run.shards import play_in_processes, shard_of, share
+from agent_eval.run.shards.job import ShardJob
 
 
 class RunObserver(Protocol):

@@ -13,14 +13,14 @@ import yaml
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from agent_eval.agents.base import Sampling
-from agent_eval.credentials import VARIABLES
 from agent_eval.data.loaders import DATASETS
-from agent_eval.launch import LaunchConfig, pin_routes
+from agent_eval.launch.config import LaunchConfig, pin_routes
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.results.files import RunDirectory
 from agent_eval.seeds import SeedScope, seed_scope
 from agent_eval.settings import Section, load_settings
+from agent_eval.system.credentials import VARIABLES
 
 CONFIG_FILE = "config.yaml"
 DEFAULT_DATASETS = {"math_calculator": "gsm8k_mini", "multi_turn_chat": "sessions_mini"}

@@ -11,13 +11,13 @@ import itertools
 import math
 from collections.abc import AsyncIterator, Iterator
 
-from agent_eval.config import RunConfig
 from agent_eval.data import Item, load_dataset
 from agent_eval.data.subset import seeded_subset
-from agent_eval.engine import EngineConfig
 from agent_eval.perturb.expand import perturbed
 from agent_eval.rewards import RewardScorer
 from agent_eval.rewards.scorer import default_workers
+from agent_eval.run.config import RunConfig
+from agent_eval.run.engine import EngineConfig
 
 
 def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]:

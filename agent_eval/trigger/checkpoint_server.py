@@ -10,9 +10,9 @@ from pathlib import Path
 import aiohttp
 from pydantic import SecretStr
 
-from agent_eval.config import RunConfig
 from agent_eval.proxy.upstream.headers import bearer
-from agent_eval.serving import Served, serving
+from agent_eval.run.config import RunConfig
+from agent_eval.run.serving import Served, serving
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from agent_eval.config import RunConfig
 from agent_eval.data import dataset_file
 from agent_eval.results.files import RunDirectory
+from agent_eval.run.config import RunConfig
 
 log = logging.getLogger(__name__)
 

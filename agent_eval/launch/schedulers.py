@@ -1,12 +1,30 @@
-"""Where workers run: the scheduler's own settings, validated at the edge."""
+"""Where workers run: the schedulers by name, and their settings, validated at the edge."""
 
 from __future__ import annotations
 
 import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from agent_eval.errors import ConfigError
+from agent_eval.registry import Registry
+from agent_eval.settings import Section
+
+# A scheduler is built from these settings, so they cannot name its class: launch.workers loads
+# each one as a type[Scheduler].
+SCHEDULERS: Registry[Any] = Registry(
+    "scheduler",
+    "agent_eval.schedulers",
+    {
+        "local": "agent_eval.schedulers.local:LocalScheduler",
+        "ray": "agent_eval.schedulers.ray_cluster:RayScheduler",
+        "slurm": "agent_eval.schedulers.slurm:SlurmScheduler",
+    },
+    extras={"ray": "ray"},
+)
+# Checked by name when the config is read; the scheduler itself is imported only when launched.
+SchedulerName = Annotated[str, AfterValidator(SCHEDULERS.check)]
 
 # A host name or an IPv4 address: what a worker binds and the proxy's URL of it holds.
 _HOST = re.compile(r"[A-Za-z0-9._-]+")
@@ -74,3 +92,11 @@ class SlurmConfig(BaseModel):
                 "10.0.0.5, without a user name, password, port or path: workers listen on it"
             )
         return host
+
+
+class SchedulerSection(Section):
+    """Where launched workers run."""
+
+    type: SchedulerName = Field("local", description="Where workers run: local, ray or slurm.")
+    ray: RayConfig = Field(default_factory=RayConfig)
+    slurm: SlurmConfig = Field(default_factory=SlurmConfig)

@@ -15,7 +15,7 @@ from openai import AsyncOpenAI
 from pydantic import SecretStr
 
 from agent_eval.errors import ConfigError, ProxyStartError, StorageError
-from agent_eval.launch.config import WorkerEndpoint, launched_workers
+from agent_eval.launch.workers import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import WorkerLoad, fetch_workers, load_since
 from agent_eval.proxy.server.process import proxy_process
 from agent_eval.proxy.upstream.headers import bearer

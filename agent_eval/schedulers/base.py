@@ -11,21 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 import aiohttp
 from pydantic import SecretStr
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig, with_env
+from agent_eval.launch.config import LaunchConfig
 from agent_eval.proxy.upstream.headers import bearer
 from agent_eval.schedulers.errors import WorkerFailedError, WorkerTimeoutError
 from agent_eval.schedulers.ports import says_address_in_use
 from agent_eval.system.credentials import WORKER_API_KEY
 from agent_eval.system.diagnostics import last_line, log_tail
-
-if TYPE_CHECKING:
-    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

@@ -8,19 +8,16 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.errors import ConfigError
+from agent_eval.launch.config import LaunchConfig
 from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError
 from agent_eval.schedulers.ports import choose_ports, port_is_free
 from agent_eval.system.children import die_with_parent, stop_groups
 from agent_eval.system.diagnostics import open_to_append, writing
-
-if TYPE_CHECKING:
-    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

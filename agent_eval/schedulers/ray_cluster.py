@@ -25,6 +25,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.errors import ConfigError
+from agent_eval.launch.config import LaunchConfig
 from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError, SchedulerUnavailableError
 from agent_eval.schedulers.local import visible_gpus
@@ -33,8 +34,6 @@ from agent_eval.shims.ray_logs import hide_sigterm_note
 
 if TYPE_CHECKING:
     from ray import ObjectRef
-
-    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,13 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import aiohttp
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends.base import Backend, WorkerCommand, WorkerConfig
 from agent_eval.errors import ConfigError
+from agent_eval.launch.config import LaunchConfig
 from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import (
@@ -42,9 +42,6 @@ from agent_eval.schedulers.slurm_script import (
     shell_command,
 )
 from agent_eval.system.diagnostics import log_tail
-
-if TYPE_CHECKING:
-    from agent_eval.launch.config import LaunchConfig
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from agent_eval.launch.config import WorkerEndpoint
+from agent_eval.launch.workers import WorkerEndpoint
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig
 from agent_eval.run.parts import warm_scorer

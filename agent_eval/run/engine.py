@@ -32,7 +32,7 @@ from agent_eval.wire import SESSION_HEADER
 class EngineConfig:
     """How many attempts, how many at once, and what every attempt shares.
 
-    No defaults here: the run config (`run_parts.engine_config`) is their one source.
+    No defaults here: the run config (`run.parts.engine_config`) is their one source.
     """
 
     model: str

@@ -156,6 +156,17 @@ def test_the_saved_config_reloads_to_the_same_run_and_hides_keys(tmp_path: Path)
     assert again.model_dump(exclude={"proxy"}) == config.model_dump(exclude={"proxy"})
 
 
+def test_a_config_written_before_replays_had_their_word_reads_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"eval": {"retries": 5, "retry_backoff": 0.5}}))
+    config = load_run_config(path, {}, [])
+    assert (config.eval.replays, config.eval.replay_backoff) == (5, 0.5)
+    # A resume given the new key beside the file's old one takes the new one.
+    assert load_run_config(path, {}, ["eval.replays=0"]).eval.replays == 0
+    saved = yaml.safe_load(save_run_config(config, tmp_path / "again").read_text())
+    assert saved["eval"]["replays"] == 5 and "retries" not in saved["eval"]
+
+
 def test_run_directories_are_named_safely() -> None:
     config = load_run_config(None, {"agent.name": "../evil/pkg.mod:Agent"}, [])
     assert config.run_dir.parent == Path("runs")

@@ -151,7 +151,7 @@ async def test_unscored_attempts_are_written_as_null_and_counted_as_before(
     unscored = [r for r in records if r["error"] is not None]
     assert unscored and all(r["error"]["class"] == "infra" for r in unscored)
     # Read without our code, an unscored attempt says it was never scored: no reward, no verdict.
-    assert all(r["schema"] == 2 for r in records)
+    assert all(r["schema"] == 3 for r in records)
     assert all(r[name] is None for r in unscored for name in SCORE_FIELDS)
     assert all(isinstance(r["reward"], float) and isinstance(r["correct"], bool)
                for r in records if r["error"] is None)  # fmt: skip

@@ -20,19 +20,11 @@ SHAPED = [
 
 
 def test_chat_completions_messages() -> None:
+    function = {"name": "multiply", "arguments": '{"a": 16, "b": 3}'}
+    call = {"id": "c1", "type": "function", "function": function}
     recorded = [
         {"role": "user", "content": "16 * 3?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "multiply", "arguments": '{"a": 16, "b": 3}'},
-                }
-            ],
-        },
+        {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": "48.0"},
         {"role": "assistant", "content": "48"},
     ]

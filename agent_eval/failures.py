@@ -1,7 +1,7 @@
 """Every way an attempt can fail, and whose failure it is: the model's or the infrastructure's.
 
 A model failure is a result: the attempt counts, as wrong. An infrastructure failure says
-nothing about the model: the engine retries the attempt, and one that still fails is left
+nothing about the model: the engine replays the attempt, and one that still fails is left
 unscored, out of every quality metric, rather than counted as a wrong answer.
 """
 
@@ -55,7 +55,7 @@ def failure_class(kind: str) -> FailureClass:
     """The class of an error kind; a kind not in the table (a third-party runner's) is infra."""
     known = KINDS.get(kind)
     # Unknown kinds come from code we do not know: counting them as wrong answers could
-    # lower a model's score for a harness fault, so they are retried and left unscored.
+    # lower a model's score for a harness fault, so they are replayed and left unscored.
     return known.failure_class if known is not None else FailureClass.INFRA
 
 

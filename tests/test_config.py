@@ -193,6 +193,17 @@ def test_a_flag_lays_its_setting_over_a_config_with_the_settings_beside_the_poli
     assert proxy.policies.prefix.sessions.ttl == 42.0
 
 
+def test_a_config_written_before_replays_had_their_word_reads_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"eval": {"retries": 5, "retry_backoff": 0.5}}))
+    config = load_run_config(path, {}, [])
+    assert (config.eval.replays, config.eval.replay_backoff) == (5, 0.5)
+    # A resume given the new key beside the file's old one takes the new one.
+    assert load_run_config(path, {}, ["eval.replays=0"]).eval.replays == 0
+    saved = yaml.safe_load(save_run_config(config, tmp_path / "again").read_text())
+    assert saved["eval"]["replays"] == 5 and "retries" not in saved["eval"]
+
+
 def test_run_directories_are_named_safely() -> None:
     config = load_run_config(None, {"agent.name": "../evil/pkg.mod:Agent"}, [])
     assert config.run_dir.parent == Path("runs")

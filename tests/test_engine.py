@@ -193,7 +193,7 @@ class Troubled:
 async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
     scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
 ) -> None:
-    settings = {"n_samples": 1, "attempt_timeout": 0.5, "ks": [1], "retries": 0}
+    settings = {"n_samples": 1, "attempt_timeout": 0.5, "ks": [1], "replays": 0}
     engine, summary = await run(Troubled(), scorer, client, tmp_path, max_unscored=1.0, **settings)
     by_id = {r.sample_id: r for r in records(tmp_path)}
     assert by_id["gsm8k_mini-1"].error_kind == "timeout"
@@ -270,7 +270,7 @@ async def test_a_reward_that_raises_leaves_its_attempt_unscored_not_wrong(
     client: AsyncOpenAI, tmp_path: Path
 ) -> None:
     async with RewardScorer("tests.test_rewards:mixed_reward", max_workers=1) as scorer:
-        settings = {"n_samples": 1, "retries": 1, "max_unscored": 1.0}
+        settings = {"n_samples": 1, "replays": 1, "max_unscored": 1.0}
         _, summary = await run(Raising(), scorer, client, tmp_path, **settings)
     by_id = {r.sample_id: r for r in records(tmp_path)}
     failed = by_id["gsm8k_mini-1"]

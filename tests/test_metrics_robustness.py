@@ -41,7 +41,7 @@ PLAYED: dict[str, list[bool | None]] = {
     "g4~distractor": [F, F],
     "g5": [F, U],
 }
-"""Each sample's attempts 0 and 1. g4 has no numbers variant (say its solution did not replay),
+"""Each sample's attempts 0 and 1. g4 has no numbers variant (say its solution failed to recompute),
 g3 no distractor; g5 has none at all."""
 
 

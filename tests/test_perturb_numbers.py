@@ -1,4 +1,4 @@
-"""`numbers` variants: every gold is what the variant's own rewritten annotations replay to."""
+"""`numbers` variants: every gold is what the variant's own rewritten annotations recompute to."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def gsm8k() -> list[Sample]:
 
 
 def value(text: str) -> Fraction:
-    """A recursive-descent evaluator of its own, so the check shares no code with the replay."""
+    """A recursive-descent evaluator of its own, so the check shares no code with the variant."""
     tokens = [t for t in TOKEN.findall(text)]
     assert "".join(tokens) == re.sub(r"\s", "", text), f"unexpected characters in {text!r}"
     position = 0
@@ -130,7 +130,7 @@ def question_values(question: str) -> set[Fraction]:
 
 
 def check_variant(original: Sample, variant_question: str, variant_answer: str) -> None:
-    """The variant's annotations replay, its gold is the same step's result as the original's,
+    """The variant's annotations recompute, its gold is the same step's result as the original's,
     and it writes new numbers in its question."""
     assert original.answer is not None and original.question is not None
     old_steps, new_steps = steps(original.answer), steps(variant_answer)
@@ -153,20 +153,20 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
 def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixture) -> None:
     samples = gsm8k()
     caplog.set_level(logging.DEBUG, logger="agent_eval.perturb.numbers")
-    replayed = 0
+    recomputed = 0
     for sample in samples:
         variant = new_numbers(sample, random.Random(sample.id))
         if variant is not None:
             check_variant(sample, variant.question, variant.answer)
-            replayed += 1
+            recomputed += 1
     reasons = Counter(
         re.sub(r"[\d/.-]+", "N", r.getMessage().split(": ", 2)[-1]) for r in caplog.records
     )
     logging.getLogger(__name__).info(
-        "%d of %d replay; the rest: %s", replayed, len(samples), reasons
+        "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
-    assert replayed + sum(reasons.values()) == len(samples)
-    assert replayed >= 750, reasons.most_common(5)
+    assert recomputed + sum(reasons.values()) == len(samples)
+    assert recomputed >= 750, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:

@@ -54,7 +54,7 @@ def test_a_record_round_trips_through_its_line() -> None:
 
 def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:
     data = json.loads(session_record().to_line())
-    assert data.pop("schema") == SCHEMA == 2
+    assert data.pop("schema") == SCHEMA == 3
     # Keys added since keep the schema: a reader by key that does not know them leaves them out.
     assert data.keys() == {*json.loads(OLD_LINE).keys(), *ADDED}
     assert all(data[key] is None for key in ADDED)
@@ -76,6 +76,21 @@ def test_a_scored_line_of_version_1_reads_as_written() -> None:
     scored = OLD_LINE.replace(b'{"kind":"timeout","message":"late"}', b"null")
     record = AttemptRecord.from_line(b'{"schema":1,' + scored[1:], "here")
     assert (record.reward, record.correct, record.answer, record.scored) == (1.0, True, "42", True)
+
+
+# A line of version 2, whose trajectory kept its earlier plays under `retries`.
+REPLAYED = {"kind": "upstream_error", "class": "infra", "session_id": "q1-0", "latency_s": 0.1}
+V2_LINE = OLD_LINE.replace(b'{"sample_id"', b'{"schema":2,"sample_id"').replace(
+    b'"trajectory":{"messages":[],',
+    b'"trajectory":{"messages":[],"retries":[%s],' % json.dumps(REPLAYED).encode(),
+)
+
+
+def test_the_earlier_plays_of_lines_before_version_3_read_as_replays() -> None:
+    record = AttemptRecord.from_line(V2_LINE, "here")
+    assert list(record.trajectory) == ["messages", "replays", "error"]
+    assert record.trajectory["replays"] == [REPLAYED]
+    assert json.loads(record.to_line())["trajectory"]["replays"] == [REPLAYED]
 
 
 def test_calls_given_the_same_prompt_and_tools_keep_them_once() -> None:
@@ -120,7 +135,7 @@ def test_only_a_scored_attempt_writes_a_score(
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        (OLD_LINE.replace(b'{"sample_id"', b'{"schema":3,"sample_id"'), "has record schema 3"),
+        (OLD_LINE.replace(b'{"sample_id"', b'{"schema":4,"sample_id"'), "has record schema 4"),
         (b'{"schema":"x"}\n', "has record schema 'x'"),
         (b"[1, 2]\n", "is not an attempt record"),
         (OLD_LINE.replace(b'"seed":7,', b""), "is not an attempt record (it lacks 'seed')"),

@@ -1,5 +1,5 @@
-"""`run --resume`: it refuses what would change the results, and `--retry-errors` plays the
-unscored attempts again, and only those."""
+"""`run --resume`: it refuses what would change the results, and `--replay-unscored` replays
+the unscored attempts, and only those."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_set_aside_moves_the_unscored_records_and_keeps_the_rest_as_they_were(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["samples.jsonl", UNSCORED]
 
 
-async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
+async def test_replay_unscored_replays_exactly_the_unscored_attempts(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
     (worker,) = await start_workers(1)
@@ -82,11 +82,11 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
 
     # It is resumed while the worker answers 500 to everything: the rest fail, unscored.
     worker.behavior.error_status = 500
-    # How failures are retried and how many may stay unscored are not what a run's results
-    # are: a resume may change them.
-    no_retries = ("proxy.retry.max_retries=0", "eval.retries=0", "eval.max_unscored=1")
+    # How failures are retried and replayed and how many may stay unscored are not what a run's
+    # results are: a resume may change them.
+    no_replays = ("proxy.retry.max_retries=0", "eval.replays=0", "eval.max_unscored=1")
     code, _, err = await finish(
-        await agent_eval("run", "--resume", str(broken), *no_retries, cwd=tmp_path)
+        await agent_eval("run", "--resume", str(broken), *no_replays, cwd=tmp_path)
     )
     assert code == 0, err
     failed = {(r["sample_id"], r["attempt"]): r["seed"] for r in lines(broken)[ROWS:]}
@@ -94,10 +94,10 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
 
     worker.behavior.error_status = None
     code, _, err = await finish(
-        await agent_eval("run", "--resume", str(broken), "--retry-errors", cwd=tmp_path)
+        await agent_eval("run", "--resume", str(broken), "--replay-unscored", cwd=tmp_path)
     )
     assert code == 0, err
-    assert f"playing {ROWS} unscored attempts again" in err
+    assert f"replaying {ROWS} unscored attempts" in err
     aside = [json.loads(line) for line in (broken / UNSCORED).read_text().splitlines()]
     assert {(r["sample_id"], r["attempt"]): r["seed"] for r in aside} == failed
     assert all("set_aside_at" in r for r in aside)
@@ -110,7 +110,8 @@ async def test_retry_errors_plays_again_exactly_the_unscored_attempts(
     for group in ("quality", "stability"):
         assert summary(broken)[group] == summary(clean)[group]
 
-    # Nothing unscored left: said so, and the run finishes as a plain resume.
+    # Nothing unscored left: said so, and the run finishes as a plain resume. (--retry-errors,
+    # the old name, still runs.)
     code, _, err = await finish(
         await agent_eval("run", "--resume", str(broken), "--retry-errors", cwd=tmp_path)
     )
@@ -148,7 +149,7 @@ async def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
     assert last.startswith(f"[20/20 100%] {shown} | "), (last, figures)
 
 
-@pytest.mark.parametrize("flag", ["--retry-errors", "--force"])
+@pytest.mark.parametrize("flag", ["--replay-unscored", "--force"])
 async def test_resume_flags_without_resume_are_a_mistake(flag: str, tmp_path: Path) -> None:
     code, out, err = await finish(await agent_eval("run", flag, cwd=tmp_path), 60)
     assert code == 2, out + err

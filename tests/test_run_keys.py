@@ -69,7 +69,7 @@ async def test_run_takes_its_keys_from_the_environment_and_writes_them_nowhere(
         assert not await asyncio.to_thread(files_holding, run_dir, key)
 
 
-async def test_a_replayed_config_takes_the_keys_of_its_environment_never_a_mask(
+async def test_a_config_run_again_takes_the_keys_of_its_environment_never_a_mask(
     tmp_path: Path,
 ) -> None:
     data = write_dataset(tmp_path / "say.jsonl")
@@ -79,7 +79,7 @@ async def test_a_replayed_config_takes_the_keys_of_its_environment_never_a_mask(
         assert code == 0, err
         assert set(worker.stats.authorizations) == {f"Bearer {WORKER_KEY}"}
         worker.stats.authorizations.clear()
-        replay = ("--config", "first/config.yaml", "-o", "replay")
-        code, _, err = await run(*replay, cwd=tmp_path, env=NO_KEYS)
+        again = ("--config", "first/config.yaml", "-o", "again")
+        code, _, err = await run(*again, cwd=tmp_path, env=NO_KEYS)
         assert code == 0, err
     assert set(worker.stats.authorizations) == {None}  # no key in the environment: none sent

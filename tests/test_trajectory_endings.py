@@ -151,7 +151,7 @@ async def play_one(
 ) -> list[AttemptRecord]:
     """Play the first `limit` gsm8k_mini samples once each, never again; the records written."""
     items = list(load_dataset("gsm8k_mini", limit=limit))
-    settings = {"concurrency": 1, "attempt_timeout": attempt_timeout, "retries": 0}
+    settings = {"concurrency": 1, "attempt_timeout": attempt_timeout, "replays": 0}
     config = engine_config(EvalConfig.model_validate({"eval": settings}), "mock-model")
     await Engine(runner, scorer, client, config).run(items, RunDirectory(run_dir), len(items))
     return list(RunDirectory(run_dir).records())

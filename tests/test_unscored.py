@@ -1,4 +1,4 @@
-"""Infrastructure failures are played again, then left unscored: never counted as wrong answers."""
+"""Infrastructure failures are replayed, then left unscored: never counted as wrong answers."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from tests.conftest import StartWorkers
 from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
 
-# One play again, no proxy retry; breakers that stay closed, so each try fails at random.
-FAST_RETRIES = (
-    "eval.retries=1",
-    "eval.retry_backoff=0.01",
+# One replay, no proxy retry; breakers that stay closed, so each try fails at random.
+FAST_REPLAYS = (
+    "eval.replays=1",
+    "eval.replay_backoff=0.01",
     "proxy.retry.max_retries=0",
     "proxy.health.breaker_failures=1000",
 )
@@ -39,7 +39,7 @@ async def test_failing_workers_leave_attempts_unscored_not_wrong(
     endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
     process = await agent_eval(
         "run", "--dataset", str(data), *endpoints, "-n", str(ATTEMPTS), "-o", str(run_dir),
-        *FAST_RETRIES, "eval.max_unscored=1", cwd=tmp_path,
+        *FAST_REPLAYS, "eval.max_unscored=1", cwd=tmp_path,
     )  # fmt: skip
     code, _, err = await finish(process, 300)
     assert code == 0, err
@@ -47,8 +47,8 @@ async def test_failing_workers_leave_attempts_unscored_not_wrong(
     assert len(records) == ROWS * ATTEMPTS
     unscored = [r for r in records if r["error"] and r["error"]["class"] == "infra"]
     scored = [r for r in records if r not in unscored]
-    # Each unscored attempt was played twice (once again), and failed both times.
-    assert all(len(r["trajectory"]["retries"]) == 1 for r in unscored)
+    # Each unscored attempt was played twice (replayed once), and failed both times.
+    assert all(len(r["trajectory"]["replays"]) == 1 for r in unscored)
     assert all(r["error"] is None for r in scored)
     result = summary(run_dir)
     assert (result["attempts"], result["scored"], result["unscored"]) == (
@@ -61,9 +61,9 @@ async def test_failing_workers_leave_attempts_unscored_not_wrong(
     expected = sum(right(r["sample_id"]) for r in scored) / len(scored)
     assert result["quality"]["accuracy"]["value"] == expected
     assert result["complete"] is True
-    played_again = [r for r in scored if r["trajectory"]["retries"]]
-    assert played_again, "at 60% failures some attempt should have needed a second play"
-    assert all(r["session_id"].endswith("-retry1") for r in played_again)
+    replayed = [r for r in scored if r["trajectory"]["replays"]]
+    assert replayed, "at 60% failures some attempt should have needed a replay"
+    assert all(r["session_id"].endswith("-replay1") for r in replayed)
 
 
 async def test_over_the_unscored_budget_the_run_stops_with_exit_3(
@@ -76,13 +76,13 @@ async def test_over_the_unscored_budget_the_run_stops_with_exit_3(
     endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
     process = await agent_eval(
         "run", "--dataset", str(data), *endpoints, "-n", "4", "-j", "2", "-o", str(run_dir),
-        *FAST_RETRIES, cwd=tmp_path,
+        *FAST_REPLAYS, cwd=tmp_path,
     )  # fmt: skip
     code, _, err = await finish(process, 300)
     assert code == 3, err
     text = " ".join(err.split())
     assert "stopped early" in text and "eval.max_unscored=0.05" in text
-    assert f"agent-eval run --resume {run_dir} --retry-errors" in text
+    assert f"agent-eval run --resume {run_dir} --replay-unscored" in text
     assert "Traceback" not in err
     result = summary(run_dir)
     assert result["complete"] is False
@@ -91,7 +91,7 @@ async def test_over_the_unscored_budget_the_run_stops_with_exit_3(
     assert result["quality"]["accuracy"]["value"] is None  # nothing scored: no accuracy at all
 
 
-NO_RETRIES = (*FAST_RETRIES, "eval.retries=0", "eval.max_unscored=1")
+NO_REPLAYS = (*FAST_REPLAYS, "eval.replays=0", "eval.max_unscored=1")
 """Each failed call leaves its attempt unscored; none stops the run."""
 SCORE_FIELDS = ("reward", "correct", "turn_rewards")
 """What a line holds only when its attempt was scored."""
@@ -104,7 +104,7 @@ async def run_with_unscored_attempts(start_workers: StartWorkers, tmp_path: Path
     data, run_dir = write_dataset(tmp_path / "say.jsonl"), tmp_path / "run"
     process = await agent_eval(
         "run", "--dataset", str(data), "--endpoint", worker.url, "-n", "2", "-j", "1",
-        "-o", str(run_dir), *NO_RETRIES, cwd=tmp_path,
+        "-o", str(run_dir), *NO_REPLAYS, cwd=tmp_path,
     )  # fmt: skip
     code, _, err = await finish(process, 300)
     assert code == 0, err
@@ -151,7 +151,7 @@ async def test_unscored_attempts_are_written_as_null_and_counted_as_before(
     unscored = [r for r in records if r["error"] is not None]
     assert unscored and all(r["error"]["class"] == "infra" for r in unscored)
     # Read without our code, an unscored attempt says it was never scored: no reward, no verdict.
-    assert all(r["schema"] == 2 for r in records)
+    assert all(r["schema"] == 3 for r in records)
     assert all(r[name] is None for r in unscored for name in SCORE_FIELDS)
     assert all(isinstance(r["reward"], float) and isinstance(r["correct"], bool)
                for r in records if r["error"] is None)  # fmt: skip
@@ -165,7 +165,7 @@ async def test_unscored_attempts_are_written_as_null_and_counted_as_before(
 
     # Played again by a worker that now answers, the run ends as a clean run would.
     code, _, err = await finish(
-        await agent_eval("run", "--resume", str(run_dir), "--retry-errors", cwd=tmp_path)
+        await agent_eval("run", "--resume", str(run_dir), "--replay-unscored", cwd=tmp_path)
     )
     assert code == 0, err
     assert all(r["error"] is None for r in lines(run_dir))

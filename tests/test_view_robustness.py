@@ -26,7 +26,7 @@ def stopped(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def perturbed(first: str = "p1", broken_answer: str = "19") -> list[dict[str, Any]]:
-    """Four originals at two attempts each, their numbers variants (p3's did not replay), then
+    """Four originals at two attempts each, their numbers variants (p3's failed to recompute), then
     their distractor variants (p4 has none); `first` names p1, `broken_answer` is what p1's
     numbers variant answers at attempt 0, where it breaks."""
     return [

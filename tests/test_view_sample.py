@@ -78,7 +78,7 @@ def session_record(sample: str, attempt: int, answers: list[str | None]) -> dict
         final_output=outputs[-1],
         turn_outputs=outputs,
         tool_calls=[{"name": "multiply", "arguments": '{"a": 84, "b": 2}', "result": "168.0"}],
-        retries=[],
+        replays=[],
     )
     return line
 

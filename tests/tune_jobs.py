@@ -79,7 +79,7 @@ def tune_job(
     data = write_sums(tmp_path / "sums.jsonl")
     (tmp_path / "space.yaml").write_text(space)
     given = {"rollout.endpoints": [w.url for w in workers], "dataset.name": str(data), **flags}
-    base = load_run_config(None, given, ["eval.concurrency=2", "eval.retries=0", *settings])
+    base = load_run_config(None, given, ["eval.concurrency=2", "eval.replays=0", *settings])
     setup = StudySetup(
         tmp_path / "tune",
         parse_objectives(list(objectives), base.eval.k_values()),

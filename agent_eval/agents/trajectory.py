@@ -44,7 +44,8 @@ class ModelCallRecord:
     ttft_s: float | None = None
     """Seconds to the first bytes of a streamed answer; None when it was not streamed."""
     retries: int = 0
-    """Requests sent again before the answer: the proxy's to other workers, the client's own."""
+    """Requests sent again before the answer: the proxy's to other workers, the client's own.
+    (An attempt played again is a replay: `Trajectory.replays`.)"""
     cached_tokens: int | None = None
     """Prompt tokens the worker served from its prefix cache; None when it did not report them."""
     setup: int | None = None
@@ -87,8 +88,9 @@ class Trajectory:
     model_calls: list[ModelCallRecord] = field(default_factory=list)
     turn_outputs: list[str | None] = field(default_factory=list)
     error: TrajectoryError | None = None
-    retries: list[dict[str, Any]] = field(default_factory=list)
-    """The earlier plays of this attempt the infrastructure stopped: error, session, latency."""
+    replays: list[dict[str, Any]] = field(default_factory=list)
+    """The earlier plays of this attempt the infrastructure stopped, each followed by a replay:
+    error, session, latency."""
     setups: list[ModelSetup] = field(default_factory=list)
     """Each distinct system prompt and tool set the model calls were given, once: most attempts
     give every call the same, and a prompt with its tool schemas runs to kilobytes."""

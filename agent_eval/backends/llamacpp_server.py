@@ -78,16 +78,16 @@ class OpenAIMessages:
         body = fit_messages(await _read_body(receive))
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-        replayed = False
+        given = False
 
-        async def replay() -> MutableMapping[str, Any]:
-            nonlocal replayed
-            if replayed:
+        async def receive_fitted() -> MutableMapping[str, Any]:
+            nonlocal given
+            if given:
                 return await receive()  # later calls only wait for the client to leave
-            replayed = True
+            given = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+        await self.app(scope, receive_fitted, send)
 
 
 async def _healthy(send: Send) -> None:

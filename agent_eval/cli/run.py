@@ -70,14 +70,16 @@ def run(
         Path | None,
         typer.Option(help="Finish an interrupted run in this directory.", rich_help_panel=HOW),
     ] = None,
-    retry_errors: Annotated[
+    replay_unscored: Annotated[
         bool,
         typer.Option(
-            "--retry-errors",
-            help="With --resume: play again the attempts an infrastructure failure stopped.",
+            "--replay-unscored",
+            help="With --resume: replay the attempts an infrastructure failure left unscored.",
             rich_help_panel=HOW,
         ),
     ] = False,
+    # The old name, before replays had their own word; scripts written since still run.
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", hidden=True)] = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -89,8 +91,9 @@ def run(
 ) -> None:
     """Launch workers and the proxy, play every attempt, score it, summarise, tear down."""
     flags = settings_given(ctx)
-    if resume is None and retry_errors:
-        fail("--retry-errors plays a run's unscored attempts again: give it with --resume RUN")
+    replay_unscored = replay_unscored or retry_errors
+    if resume is None and replay_unscored:
+        fail("--replay-unscored replays a run's unscored attempts: give it with --resume RUN")
     if resume is None and force:
         fail("--force lets a resume change what a run's results depend on: give it with --resume")
     if resume is not None:
@@ -102,7 +105,7 @@ def run(
     checked = guarded(ctx, plan, resolved)
     if resume is not None:
         _check_identity(guarded(ctx, resume_differences, resolved), resume, force)
-    if retry_errors:
+    if replay_unscored:
         guarded(ctx, _set_aside_unscored, resolved)
     done, kept = guarded(ctx, kept_attempts, RunDirectory(resolved.run_dir))
     if resume is not None:
@@ -179,11 +182,11 @@ def _check_identity(found: list[Difference], run_dir: Path, force: bool) -> None
 
 
 def _set_aside_unscored(config: RunConfig) -> None:
-    """Take the unscored attempts out of samples.jsonl, so that the resume plays them again."""
+    """Take the unscored attempts out of samples.jsonl, so that the resume replays them."""
     moved = RunDirectory(config.run_dir).set_aside_unscored()
     if moved:
         where = config.run_dir / UNSCORED
-        message = f"playing {moved} unscored attempts again; their records are kept in {where}"
+        message = f"replaying {moved} unscored attempts; their records are kept in {where}"
     else:
         message = f"{config.run_dir} has no unscored attempts; finishing it as a normal resume"
     err_console.print(Text(message), soft_wrap=True)
@@ -242,8 +245,8 @@ def _over_budget(config: RunConfig, summary: Summary) -> NoReturn:
             ("stopped early", "bold red"),
             f": {summary.unscored:,} of {summary.attempts:,} attempts ended unscored, more than "
             f"eval.max_unscored={config.eval.max_unscored:g} allows. Most were {kind} "
-            f"({count:,}){why}. Once that is fixed, play them again with: "
-            f"agent-eval run --resume {config.run_dir} --retry-errors",
+            f"({count:,}){why}. Once that is fixed, replay them with: "
+            f"agent-eval run --resume {config.run_dir} --replay-unscored",
         ),
         soft_wrap=True,
     )

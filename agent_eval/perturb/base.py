@@ -1,7 +1,7 @@
 """The perturbation contract: a sample and a seeded random source in, a variant (or None) out.
 
 A perturbation returns None for a sample it cannot perturb faithfully (a GSM8K solution whose
-calculator annotations do not replay): that sample gets no variant of its kind, never one
+calculator annotations cannot be recomputed): that sample gets no variant of its kind, never one
 with a wrong gold. Plug-ins are `package.module:function` or an `agent_eval.perturbations`
 entry point.
 """

@@ -1,9 +1,9 @@
-"""`numbers`: a GSM8K problem with new numbers, its gold recomputed by replaying the solution.
+"""`numbers`: a GSM8K problem with new numbers, its gold recomputed along the solution.
 
 GSM-Symbolic's variation without hand-written templates: the question's numbers that the
 reference solution's calculator annotations (`<<48/2=24>>`) use get new values of a similar
 size, and every annotation is evaluated again, in order, with them. A problem whose solution
-does not replay, or whose numbers cannot be told apart, gets no variant rather than a wrong gold.
+cannot be recomputed, or whose numbers cannot be told apart, gets no variant, never a wrong gold.
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ _CUES: dict[str, tuple[int, ...]] = {
 _CUE = {value for values in _CUES.values() for value in values}
 
 
-class _Unreplayable(Exception):
-    """Why a problem gets no variant: its solution cannot be replayed faithfully."""
+class _NotRecomputable(Exception):
+    """Why a problem gets no variant: its solution cannot be recomputed faithfully."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class _Source:
 
 @dataclass(frozen=True)
 class _Step:
-    """An annotation replayed with new values: its expression, operands and result."""
+    """An annotation recomputed with new values: its expression, operands and result."""
 
     expression: str
     operands: list[Fraction]
@@ -112,20 +112,20 @@ class _Plan:
 
 
 def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
-    """`sample` with new numbers and the gold its replayed solution gives; None if it won't."""
+    """`sample` with new numbers and the gold its recomputed solution gives; None if it won't."""
     if not sample.question or not sample.answer or "####" not in sample.answer:
         return None
     try:
         plan = _plan(sample.question, sample.answer)
-    except _Unreplayable as exc:
+    except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
     for _ in range(_DRAWS):
         values = {mention.value: _nearby(mention, rng) for mention in plan.question}
-        replayed = _replayed(plan, values)
-        if replayed is not None:
+        recomputed = _recomputed(plan, values)
+        if recomputed is not None:
             question = _rewrite_question(sample.question, plan.question, values)
-            return Variant(question, _rewrite_answer(sample.answer, plan, values, replayed))
+            return Variant(question, _rewrite_answer(sample.answer, plan, values, recomputed))
     logger.debug("%s: no numbers variant: no reasonable draw in %d", sample.id, _DRAWS)
     return None
 
@@ -138,7 +138,7 @@ def _plan(question: str, answer: str) -> _Plan:
     sources = _sources(annotations, variables, written_in_question)
     used = {s.key for row in sources for s in row if s.kind in ("question", "percent")}
     if not used:
-        raise _Unreplayable("the solution uses none of the question's numbers that may vary")
+        raise _NotRecomputable("the solution uses none of the question's numbers that may vary")
     varied = [m for m in written_in_question if m.value in used]
     ordered = sorted({m.value for m in written_in_question})
     return _Plan(varied, annotations, sources, final, ordered)
@@ -153,13 +153,13 @@ def _annotations(answer: str) -> list[_Annotation]:
             value = evaluate(expression)
             claimed = Fraction(result.strip().replace(",", ""))
         except (ArithmeticSyntaxError, ValueError, ZeroDivisionError) as exc:
-            raise _Unreplayable(f"annotation <<{match.group(0)}>> is not arithmetic") from exc
+            raise _NotRecomputable(f"annotation <<{match.group(0)}>> is not arithmetic") from exc
         if value != claimed:
-            raise _Unreplayable(f"annotation {match.group(0)} does not reproduce its result")
+            raise _NotRecomputable(f"annotation {match.group(0)} does not reproduce its result")
         operands = list(_OPERAND.finditer(expression))
         annotations.append(_Annotation(*match.span(), expression, value, operands))
     if not annotations:
-        raise _Unreplayable("no calculator annotations")
+        raise _NotRecomputable("no calculator annotations")
     return annotations
 
 
@@ -168,10 +168,10 @@ def _final(annotations: list[_Annotation], answer: str) -> int:
     try:
         value = Fraction(gold)
     except ValueError as exc:
-        raise _Unreplayable(f"the final answer {gold!r} is not a number") from exc
+        raise _NotRecomputable(f"the final answer {gold!r} is not a number") from exc
     matching = [i for i, annotation in enumerate(annotations) if annotation.result == value]
     if not matching:
-        raise _Unreplayable("the final answer is no annotation's result")
+        raise _NotRecomputable("the final answer is no annotation's result")
     return matching[-1]
 
 
@@ -234,7 +234,7 @@ def _source(
 ) -> _Source:
     in_question = value in variables or percents.get(value) in variables
     if in_question and value in earlier:
-        raise _Unreplayable(f"{value} is both a number of the question and an earlier result")
+        raise _NotRecomputable(f"{value} is both a number of the question and an earlier result")
     if value in earlier:
         return _Source("result", earlier[value])
     if value in variables:
@@ -242,7 +242,7 @@ def _source(
     if in_question:
         return _Source("percent", percents[value])
     if value not in fixed and value not in _CUE and not _small(value):
-        raise _Unreplayable(f"{value} comes from neither the question nor an earlier result")
+        raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
     return _Source("constant", value)
 
 
@@ -270,7 +270,7 @@ def _nearby(mention: Mention, rng: random.Random) -> Fraction:
     return Fraction(new * 10**zeros, 10**mention.places)
 
 
-def _replayed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
+def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
     """Each annotation's expression with the new values and its new result; None when a draw
     gives something a problem would not (a negative count, a fraction of a whole)."""
     if any(m.percent and m.value <= 100 < values[m.value] for m in plan.question):
@@ -278,9 +278,9 @@ def _replayed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | No
     new = [values.get(value, value) for value in plan.ordered]
     if any(low >= high for low, high in itertools.pairwise(new)):
         return None
-    replayed: list[_Step] = []
+    recomputed: list[_Step] = []
     for annotation, sources in zip(plan.annotations, plan.sources, strict=True):
-        operands = [_operand(source, values, replayed) for source in sources]
+        operands = [_operand(source, values, recomputed) for source in sources]
         expression = _substituted(annotation, operands)
         try:
             result = evaluate(expression)
@@ -288,17 +288,19 @@ def _replayed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | No
             return None
         if not _reasonable(annotation.result, result):
             return None
-        replayed.append(_Step(expression, operands, result))
-    return replayed
+        recomputed.append(_Step(expression, operands, result))
+    return recomputed
 
 
-def _operand(source: _Source, values: dict[Fraction, Fraction], replayed: list[_Step]) -> Fraction:
+def _operand(
+    source: _Source, values: dict[Fraction, Fraction], recomputed: list[_Step]
+) -> Fraction:
     if source.kind == "question":
         return values[source.key]
     if source.kind == "percent":
         return values[source.key] / 100
     if source.kind == "result":
-        return replayed[int(source.key)].result
+        return recomputed[int(source.key)].result
     return source.key
 
 
@@ -334,20 +336,20 @@ def _rewrite_answer(
     answer: str,
     plan: _Plan,
     values: dict[Fraction, Fraction],
-    replayed: list[_Step],
+    recomputed: list[_Step],
 ) -> str:
-    """The solution with its annotations replayed, its prose numbers following them where
+    """The solution with its annotations recomputed, its prose numbers following them where
     they can be told apart, and the new gold after `####`."""
     body = answer.rpartition("####")[0]
-    everywhere = _Renaming(_global_pairs(plan, values, replayed))
+    everywhere = _Renaming(_global_pairs(plan, values, recomputed))
     text, cursor = "", 0
     for index, annotation in enumerate(plan.annotations):
-        text += _rewrite_prose(body, cursor, annotation.start, plan, replayed, everywhere)
-        step = replayed[index]
+        text += _rewrite_prose(body, cursor, annotation.start, plan, recomputed, everywhere)
+        step = recomputed[index]
         text += f"<<{step.expression}={plain(step.result)}>>"
         cursor = annotation.end
-    text += _rewrite_prose(body, cursor, len(body), plan, replayed, everywhere)
-    return f"{text}#### {plain(replayed[plan.final].result)}"
+    text += _rewrite_prose(body, cursor, len(body), plan, recomputed, everywhere)
+    return f"{text}#### {plain(recomputed[plan.final].result)}"
 
 
 def _rewrite_prose(
@@ -355,7 +357,7 @@ def _rewrite_prose(
     start: int,
     end: int,
     plan: _Plan,
-    replayed: list[_Step],
+    recomputed: list[_Step],
     everywhere: _Renaming,
 ) -> str:
     """The prose between two annotations, its numbers renamed as its own line's annotations
@@ -366,13 +368,13 @@ def _rewrite_prose(
     on_line = [
         i for i, a in enumerate(plan.annotations) if line_start <= a.start and a.end <= line_end
     ]
-    here = _Renaming(pair for i in on_line for pair in _annotation_pairs(plan, i, replayed))
+    here = _Renaming(pair for i in on_line for pair in _annotation_pairs(plan, i, recomputed))
     piece = body[start:end]
     after = [i for i, a in enumerate(plan.annotations) if a.end == start]
     for mention in reversed(worked(piece)):
         if after and mention.start == 0:
             # The number an annotation is written right before is its result: ">>9 eggs".
-            new: Fraction | None = replayed[after[0]].result
+            new: Fraction | None = recomputed[after[0]].result
         else:
             renaming = here if mention.value in here else everywhere
             new = renaming.get(mention.value)
@@ -386,18 +388,20 @@ def _rewrite_prose(
 
 
 def _annotation_pairs(
-    plan: _Plan, index: int, replayed: list[_Step]
+    plan: _Plan, index: int, recomputed: list[_Step]
 ) -> list[tuple[Fraction, Fraction]]:
-    annotation, step = plan.annotations[index], replayed[index]
+    annotation, step = plan.annotations[index], recomputed[index]
     pairs = list(zip(_values(annotation.operands), step.operands, strict=True))
     return [*pairs, (annotation.result, step.result)]
 
 
 def _global_pairs(
-    plan: _Plan, values: dict[Fraction, Fraction], replayed: list[_Step]
+    plan: _Plan, values: dict[Fraction, Fraction], recomputed: list[_Step]
 ) -> list[tuple[Fraction, Fraction]]:
     pairs = [
-        pair for i in range(len(plan.annotations)) for pair in _annotation_pairs(plan, i, replayed)
+        pair
+        for i in range(len(plan.annotations))
+        for pair in _annotation_pairs(plan, i, recomputed)
     ]
     pairs += [(old, new) for old, new in values.items()]
     pairs += [(m.value / 100, values[m.value] / 100) for m in plan.question if m.percent]

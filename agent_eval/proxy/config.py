@@ -44,9 +44,7 @@ class RetryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_retries: int = Field(
-        3, ge=0, description="Extra attempts on other workers after a failure."
-    )
+    max_retries: int = Field(3, ge=0, description="Re-sends of a failed request to other workers.")
     backoff_base: float = Field(
         0.05, ge=0, description="Seconds before the first retry; doubles each time."
     )
@@ -175,7 +173,7 @@ class ProxyConfig(BaseModel):
         ge=1024,
         description="Largest answer read whole from a worker (an answer not streamed), or "
         "followed (a stream with --record or on /v1/responses); past it the worker's "
-        "connection is dropped and the attempt fails as upstream_response_too_large, or the "
+        "connection is dropped and the request fails as upstream_response_too_large, or the "
         "stream ends with its route's error event.",
     )
     max_event_bytes: int = Field(

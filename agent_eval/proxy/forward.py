@@ -195,7 +195,7 @@ class Forwarder:
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
                 # The attempt's deadline holds until the first bytes; then the stream is the
-                # client's, never to be replayed, and only the total deadline is left.
+                # client's, never to be retried, and only the total deadline is left.
                 first = await upstream.readany()
                 if self._config.timeouts.attempt is not None:
                     upstream.extend(max(deadline - time.monotonic(), 0.001))

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
 UNSCORED = "unscored.jsonl"
-"""Unscored attempts `run --resume --retry-errors` took out of samples.jsonl to play again."""
+"""Unscored attempts `run --resume --replay-unscored` took out of samples.jsonl to replay."""
 DECISIONS = "decisions.jsonl"
 """A watch directory's decision per checkpoint (`agent-eval watch`)."""
 TRIGGER_STATE = "trigger.json"
@@ -66,7 +66,7 @@ class RunDirectory:
 
     def set_aside_unscored(self) -> int:
         """Move the attempts an infrastructure failure stopped to unscored.jsonl, each stamped
-        with the time, so that a resume plays them again; how many were moved."""
+        with the time, so that a resume replays them; how many were moved."""
         self._drop_torn_last_line()
         partial = self.samples.with_suffix(".jsonl.partial")
         with writing(self.samples):

@@ -13,10 +13,12 @@ from agent_eval.errors import ConfigError
 from agent_eval.failures import FailureClass, recorded_class
 from agent_eval.metrics import AttemptScore
 
-SCHEMA = 2
+SCHEMA = 3
 """The version of the samples.jsonl line; a line without one predates it and is version 1.
 
 2: an unscored attempt's score fields are null; 1 wrote them as a wrong answer's (0.0, false).
+3: the trajectory's earlier plays of an attempt are its `replays`; 1 and 2 named them `retries`,
+the word the proxy's re-sends of one request keep. Lines of 1 and 2 read as 3 writes them.
 """
 SCORE_FIELDS = ("reward", "correct", "turn_rewards")
 """What only a scored attempt has: null on an unscored attempt's line, read as null from any."""
@@ -88,7 +90,7 @@ class AttemptRecord:
         try:
             # Keys this version does not know are left out, as a reader by key would; keys
             # added since (with a default) may be missing from older lines.
-            return cls(*_VALUES({**_ADDED, **data}))
+            return cls(*_VALUES({**_ADDED, **_with_replays(data)}))
         except KeyError as exc:
             raise ConfigError(
                 f"{where} is not an attempt record (it lacks {exc}); was it written by agent-eval?"
@@ -132,6 +134,16 @@ class AttemptRecord:
 def is_scored(error: Mapping[str, str] | None) -> bool:
     """Whether an attempt that ended with `error` (None: none) says something about the model."""
     return not error or recorded_class(error) is FailureClass.MODEL
+
+
+def _with_replays(data: dict[str, Any]) -> dict[str, Any]:
+    """A line's dict with its trajectory's earlier plays under `replays`, in place of the
+    `retries` versions 1 and 2 wrote them under."""
+    trajectory = data.get("trajectory")
+    if not isinstance(trajectory, dict) or "retries" not in trajectory:
+        return data
+    renamed = {("replays" if key == "retries" else key): v for key, v in trajectory.items()}
+    return {**data, "trajectory": renamed}
 
 
 def _call_telemetry(trajectory: dict[str, Any]) -> dict[str, Any]:

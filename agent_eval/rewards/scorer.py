@@ -79,9 +79,9 @@ class RewardScorer:
 
     async def score(self, prediction: str, gold: str) -> RewardResult:
         """Score one answer; a timeout, parse failure or error scores 0 and is counted."""
-        result = await self._attempt(prediction, gold)
+        result = await self._on_pool(prediction, gold)
         if result is None:  # the pool broke under this item: once more on a fresh pool
-            result = await self._attempt(prediction, gold)
+            result = await self._on_pool(prediction, gold)
         if result is None:
             result = RewardResult.failed("error", "a worker process died twice scoring this item")
         self.counts[result.status] += 1
@@ -120,8 +120,8 @@ class RewardScorer:
         if self._reaping:
             await asyncio.gather(*self._reaping)
 
-    async def _attempt(self, prediction: str, gold: str) -> RewardResult | None:
-        """One run on the current pool; None when the pool broke and the item may be retried."""
+    async def _on_pool(self, prediction: str, gold: str) -> RewardResult | None:
+        """One scoring on the current pool; None when the pool broke: score the item again."""
         submitted = await self._submit(prediction, gold)
         if submitted is None:
             return None
@@ -235,7 +235,7 @@ class RewardScorer:
         self._generation += 1
         starting, self._starting = self._starting, None
         pool, _ = starting.result()
-        # Other items on this pool fail with BrokenProcessPool and retry on the next one.
+        # Other items on this pool fail with BrokenProcessPool and are scored again on the next one.
         task = asyncio.ensure_future(retire(pool, 0.0, cancel_pending=False))
         self._reaping.add(task)
         task.add_done_callback(self._reaping.discard)

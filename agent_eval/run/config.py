@@ -36,6 +36,9 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "sampling": {"temperature": 0.3, "max_tokens": 64},
 }
 
+_OLD_EVAL_KEYS = {"retries": "replays", "retry_backoff": "replay_backoff"}
+"""Keys of `eval` under their old names, which files written before still hold."""
+
 
 def _listed(value: Any) -> Any:
     """`numbers,names` (a flag or key=value) as the list a YAML file gives."""
@@ -105,11 +108,11 @@ class EvalSection(Section):
     )
     seed: int = Field(0, description="Run seed; each attempt's seed derives from it.")
     attempt_timeout: float = Field(600.0, gt=0, description="Seconds one attempt may take.")
-    retries: int = Field(
-        3, ge=0, description="Plays again of an attempt the infrastructure stopped (same seed)."
+    replays: int = Field(
+        3, ge=0, description="Replays of an attempt the infrastructure stopped (same seed)."
     )
-    retry_backoff: float = Field(
-        1.0, ge=0, description="Seconds before the first play again; doubling, with jitter."
+    replay_backoff: float = Field(
+        1.0, ge=0, description="Seconds before the first replay; doubling, with jitter."
     )
     max_unscored: float = Field(
         0.05,
@@ -120,6 +123,17 @@ class EvalSection(Section):
     ks: list[int] | None = Field(
         None, description="k values of pass@k, pass^k, maj@k; default 1 and n_samples."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        # A config.yaml written before replays had their own word says `retries`, the word the
+        # proxy's re-sends keep; `--resume` reads it. A new key given beside an old one wins.
+        if not isinstance(data, dict):
+            return data
+        kept = {key: value for key, value in data.items() if key not in _OLD_EVAL_KEYS}
+        old = {_OLD_EVAL_KEYS[key]: value for key, value in data.items() if key not in kept}
+        return {**old, **kept}
 
     def k_values(self) -> tuple[int, ...]:
         """The k values, none above n_samples."""
@@ -235,8 +249,8 @@ def load_run_config(
 def save_run_config(config: RunConfig, run_dir: Path) -> Path:
     """The resolved config as YAML in the run directory (made if needed), without its keys.
 
-    Left out, not masked: a resume or replay reads the file back, and would take a mask for
-    the key; without one, it takes the keys from the environment as the first run did.
+    Left out, not masked: a resume or a run from it reads the file back, and would take a mask
+    for the key; without one, it takes the keys from the environment as the first run did.
     Written whole or not at all: `--resume` reads it."""
     directory = RunDirectory(run_dir)
     directory.create()

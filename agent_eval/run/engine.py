@@ -40,8 +40,8 @@ class EngineConfig:
     concurrency: int
     seed: int
     attempt_timeout: float
-    retries: int
-    retry_backoff: float
+    replays: int
+    replay_backoff: float
     max_unscored: float
     sampling: Sampling
     ks: tuple[int, ...]
@@ -193,24 +193,25 @@ class Engine:
 
     async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
         seed = attempt_seed(self.config.seed, item.id, attempt)
-        retried: list[dict[str, Any]] = []
-        for retry in range(self.config.retries + 1):
-            # A play again gets its own session: the proxy need not send it to the same worker.
-            session_id = f"{item.id}-{attempt}" + (f"-retry{retry}" if retry else "")
+        replayed: list[dict[str, Any]] = []
+        for replay in range(self.config.replays + 1):
+            # A replay gets its own session: the proxy need not send it to the same worker.
+            session_id = f"{item.id}-{attempt}" + (f"-replay{replay}" if replay else "")
             trajectory, latency = await self._play(item, session_id, seed)
             error = trajectory.error
-            if error is None or retry == self.config.retries or error.whose is FailureClass.MODEL:
+            if error is None or replay == self.config.replays or error.whose is FailureClass.MODEL:
                 break
-            retried.append({**error.to_dict(), "session_id": session_id, "latency_s": latency})
-            await asyncio.sleep(retry_delay(retry, self.config.retry_backoff))
-        trajectory.retries = retried
+            replayed.append({**error.to_dict(), "session_id": session_id, "latency_s": latency})
+            await asyncio.sleep(replay_delay(replay, self.config.replay_backoff))
+        trajectory.replays = replayed
         scored = await self._score(item, trajectory)
         return attempt_record(item, attempt, seed, session_id, trajectory, scored, latency)
 
     async def _score(self, item: Item, trajectory: Trajectory) -> Scored:
-        """The attempt's outputs scored, again while the scorer itself fails (its pool restarts)."""
+        """The attempt's outputs scored, again while the scorer itself fails (its pool restarts),
+        as often as an attempt may be replayed."""
         outputs = trajectory.final_output, trajectory.turn_outputs
-        for _ in range(self.config.retries + 1):
+        for _ in range(self.config.replays + 1):
             scored = await score_attempt(self.scorer, item, *outputs)
             if scored.failure is None:
                 return scored
@@ -248,11 +249,11 @@ class Engine:
         return build_summary(scores, self.config.ks, rates, complete, seed)
 
 
-def retry_delay(retry: int, base: float) -> float:
-    """Seconds before play number `retry + 1`: exponential, with full jitter, at most a minute."""
+def replay_delay(replay: int, base: float) -> float:
+    """Seconds before replay `replay + 1`: exponential, with full jitter, at most a minute."""
     # Jitter spreads the attempts a worker outage stopped together, so they do not return
     # together and meet the recovering worker all at once.
-    return random.uniform(0, min(60.0, base * 2**retry))
+    return random.uniform(0, min(60.0, base * 2**replay))
 
 
 def stopped(trajectory: Trajectory, error: TrajectoryError) -> Trajectory:

@@ -1,5 +1,5 @@
-"""A sample's page: its attempts with the question and gold answer from the run's dataset, and
-how far each attempt's answer agrees with the others'."""
+"""A sample's page: its attempts with the question and gold answer from the run's dataset, how
+far each attempt's answer agrees with the others', and their messages in one shape."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from agent_eval.metrics import normalize_answer, top_answers
 from agent_eval.run.config import CONFIG_FILE, load_run_config
 from agent_eval.run.parts import dataset_items
 from agent_eval.run.scoring import gold_answer
+from agent_eval.view.messages import drawable
 
 KEPT = 4
 """Datasets kept in memory at once: those of the runs being looked at."""
@@ -56,7 +57,8 @@ class Agreement:
 
 
 def sample_body(run_dir: Path, sample_id: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The sample endpoint's answer: the attempts' records, question, gold and agreements."""
+    """The sample endpoint's answer: the attempts' records (their messages in the page's shape),
+    question, gold and agreements."""
     dataset = run_dataset(run_dir)
     expected = dataset.items.get(sample_id)
     note = dataset.note
@@ -70,7 +72,7 @@ def sample_body(run_dir: Path, sample_id: str, records: list[dict[str, Any]]) ->
         "gold_note": note,
         "turns": expected.turns if expected else None,
         "agreements": [asdict(a) for a in agreements([r.get("answer") for r in records])],
-        "attempts": records,
+        "attempts": [drawable(record) for record in records],
     }
 
 

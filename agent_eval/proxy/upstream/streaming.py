@@ -145,7 +145,7 @@ async def pipe_stream(
     """Relay the stream, from its `first` bytes on, through `relay`, which then holds the
     answer it spelled out; the head says the worker and the `retries` it took to reach it.
 
-    Once a byte has reached the client the stream is never replayed: an upstream
+    Once a byte has reached the client the stream is never retried: an upstream
     failure, or bytes a following relay cannot read, end it with an error event, charged
     to the worker. A client that leaves closes the upstream request, so the engine aborts
     the generation.

@@ -5,21 +5,12 @@
 import { api, content, el, num, outcome, runHref, runPath, show, table } from "./common.js";
 import { variantLinks } from "./robustness.js";
 
-// The tool calls a message makes, in each shape runners write: a Responses-API item, a bare
-// {name, arguments} some SDKs dump, or chat-completions `tool_calls` on an assistant message.
-function callsOf(m) {
-  if (m.type === "function_call" || (!m.type && !m.role && "name" in m && "arguments" in m)) {
-    return [{ id: m.call_id, name: m.name, arguments: m.arguments }];
-  }
-  return (m.tool_calls || []).map((c) => ({ id: c.id, ...(c.function || c) }));
-}
+// Every message comes in one shape, whichever its runner recorded (agent_eval/view/messages.py):
+// {role, content, tool_calls: [{id, name, arguments}], call_id}, a tool's output of role `tool`.
+const callsOf = (m) => m.tool_calls;
 
-// A tool's result: a Responses-API item or a chat-completions `role: tool` message; else null.
-function outputOf(m) {
-  if (m.type === "function_call_output") return { id: m.call_id, output: m.output };
-  if (m.role === "tool") return { id: m.tool_call_id, output: m.content };
-  return null;
-}
+// A tool's output, with the id of the call it answers; null for any other message.
+const outputOf = (m) => (m.role === "tool" ? { id: m.call_id, output: m.content } : null);
 
 function toolCall(call, result) {
   return el("div", { class: "message tool-call" },
@@ -46,8 +37,8 @@ function messages(list) {
     }
     const calls = callsOf(m);
     if (!calls.length || (m.content != null && m.content !== "")) {
-      nodes.push(el("div", { class: "message role-" + (m.role || "other") },
-        el("span", { class: "role", text: m.role || m.type || "message" }), el("pre", { text: content(m.content) })));
+      nodes.push(el("div", { class: "message role-" + m.role },
+        el("span", { class: "role", text: m.role }), el("pre", { text: content(m.content) })));
     }
     nodes.push(...calls.map((c) => toolCall(c, outputs.get(c.id))));
   }

@@ -16,7 +16,7 @@ from agent_eval.cli import app
 from agent_eval.metrics import summarize
 from agent_eval.report.runs import load_run
 from agent_eval.results.files import WORKERS, RunDirectory, save_worker_snapshot
-from agent_eval.results.record import AttemptRecord
+from agent_eval.results.record import SCHEMA, AttemptRecord
 from agent_eval.results.summary import write_summary
 from agent_eval.run.config import load_run_config, save_run_config
 
@@ -318,7 +318,10 @@ def bad_line(path: Path, line: str) -> None:
         (lambda p: make_run(p, [], 1), "holds no attempts yet"),
         (lambda p: bad_line(p, '{"sample_id": "s0"}'), "line 1 is not an attempt record"),
         (lambda p: bad_line(p, "{oops"), "line 1 is not valid JSON"),
-        (lambda p: bad_line(p, '{"schema": 3, "sample_id": "s0"}'), "has record schema 3"),
+        (
+            lambda p: bad_line(p, f'{{"schema": {SCHEMA + 1}, "sample_id": "s0"}}'),
+            f"has record schema {SCHEMA + 1}",
+        ),
     ],
 )
 def test_a_bad_run_directory_ends_in_one_message(tmp_path: Path, setup: Any, message: str) -> None:

@@ -132,6 +132,19 @@ def value_at(data: Mapping[str, Any], key: str) -> Any:
     return found
 
 
+def renamed_keys(data: Any, old_names: Mapping[str, str]) -> Any:
+    """A section's raw data with keys under their old names moved to the new ones.
+
+    Files written before a rename (a run's config.yaml, which `--resume` reads) still load; a
+    new key given beside its old one wins.
+    """
+    if not isinstance(data, dict):
+        return data
+    kept = {key: value for key, value in data.items() if key not in old_names}
+    old = {old_names[key]: value for key, value in data.items() if key not in kept}
+    return {**old, **kept}
+
+
 def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
     for part in path[:-1]:
         data = data.setdefault(part, {})

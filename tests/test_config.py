@@ -204,6 +204,14 @@ def test_a_config_written_before_replays_had_their_word_reads_the_same(tmp_path:
     assert saved["eval"]["replays"] == 5 and "retries" not in saved["eval"]
 
 
+def test_the_proxy_timeout_once_named_attempt_reads_as_the_worker_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"proxy": {"timeouts": {"attempt": 30.0}}}))
+    for config in (load_run_config(path, {}, []), load_settings(ServeConfig, path, {}, [])):
+        assert config.proxy.timeouts.worker == 30.0
+    assert load_run_config(path, {}, ["proxy.timeouts.worker=5"]).proxy.timeouts.worker == 5.0
+
+
 def test_run_directories_are_named_safely() -> None:
     config = load_run_config(None, {"agent.name": "../evil/pkg.mod:Agent"}, [])
     assert config.run_dir.parent == Path("runs")

@@ -291,7 +291,7 @@ async def test_a_stalled_worker_attempt_goes_to_another_worker(
     stalled, steady = await start_workers(2)
     stalled.behavior.latency = 30
     base_url = await start_proxy(
-        [stalled, steady], policy="round_robin", timeouts={"attempt": 0.3, "total": 20}
+        [stalled, steady], policy="round_robin", timeouts={"worker": 0.3, "total": 20}
     )
     for _ in range(4):
         async with (

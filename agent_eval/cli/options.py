@@ -85,7 +85,10 @@ FLAGS: dict[str, Flag] = {
     "connect_timeout": _flag("proxy.timeouts.connect", RETRIES, "--connect-timeout"),
     "timeout": _flag("proxy.timeouts.total", RETRIES, "--timeout"),
     "stream_idle_timeout": _flag("proxy.timeouts.stream_idle", RETRIES, "--stream-idle-timeout"),
-    "proxy_attempt_timeout": _flag("proxy.timeouts.attempt", RETRIES, "--attempt-timeout"),
+    # --attempt-timeout: its name before `attempt` was left to the engine's plays of a sample.
+    "worker_timeout": _flag(
+        "proxy.timeouts.worker", RETRIES, "--worker-timeout", "--attempt-timeout"
+    ),
     "max_body_bytes": _flag("proxy.max_body_bytes", LIMITS, "--max-body-bytes"),
     "max_response_bytes": _flag("proxy.max_response_bytes", LIMITS, "--max-response-bytes"),
     "max_choices": _flag("proxy.limits.max_choices", LIMITS, "--max-choices"),

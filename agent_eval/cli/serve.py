@@ -67,7 +67,7 @@ def serve(
     stream_idle_timeout: Annotated[float, option("stream_idle_timeout")] = default(
         "stream_idle_timeout"
     ),
-    proxy_attempt_timeout: Annotated[float | None, option("proxy_attempt_timeout")] = None,
+    worker_timeout: Annotated[float | None, option("worker_timeout")] = None,
     max_body_bytes: Annotated[int, option("max_body_bytes")] = default("max_body_bytes"),
     max_response_bytes: Annotated[int, option("max_response_bytes")] = default(
         "max_response_bytes"

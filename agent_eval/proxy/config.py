@@ -12,7 +12,7 @@ from agent_eval.proxy.policies import POLICIES
 from agent_eval.proxy.policies.prefix import PrefixSettings
 from agent_eval.proxy.policies.session import SessionSettings
 from agent_eval.proxy.server.auth import new_admin_token
-from agent_eval.settings import merged
+from agent_eval.settings import merged, renamed_keys
 
 
 class HealthConfig(BaseModel):
@@ -61,13 +61,19 @@ class TimeoutConfig(BaseModel):
         1800.0, gt=0, description="Seconds one client request may take, retries included."
     )
     stream_idle: float = Field(120.0, gt=0, description="Seconds a stream may go without a byte.")
-    attempt: float | None = Field(
+    worker: float | None = Field(
         None,
         gt=0,
         description="Seconds one worker may take before the answer starts reaching the client "
         "(the whole answer when not streamed); past it the request goes to another worker. "
         "Off by default: long generations are normal.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        # Before, `attempt`: a word the engine keeps for one play of a sample.
+        return renamed_keys(data, {"attempt": "worker"})
 
 
 class LimitsConfig(BaseModel):

@@ -197,7 +197,7 @@ class Forwarder:
                 # The attempt's deadline holds until the first bytes; then the stream is the
                 # client's, never to be retried, and only the total deadline is left.
                 first = await upstream.readany()
-                if self._config.timeouts.attempt is not None:
+                if self._config.timeouts.worker is not None:
                     upstream.extend(max(deadline - time.monotonic(), 0.001))
                 return await self._stream(exchange, worker, translation, upstream, first, retries)
             if upstream.status >= 400:
@@ -234,8 +234,8 @@ class Forwarder:
         timeouts = self._config.timeouts
         idle = timeouts.stream_idle if exchange.info.stream else None
         remaining = max(deadline - time.monotonic(), 0.001)
-        if timeouts.attempt is not None:
-            remaining = min(remaining, timeouts.attempt)
+        if timeouts.worker is not None:
+            remaining = min(remaining, timeouts.worker)
         route, body = exchange.info.route, exchange.body
         if translation is not None:
             route, body = CHAT_ROUTE, translation.body

@@ -19,7 +19,7 @@ from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.results.files import RunDirectory
 from agent_eval.seeds import SeedScope, seed_scope
-from agent_eval.settings import Section, load_settings
+from agent_eval.settings import Section, load_settings, renamed_keys
 from agent_eval.system.credentials import VARIABLES
 
 CONFIG_FILE = "config.yaml"
@@ -127,13 +127,8 @@ class EvalSection(Section):
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data: Any) -> Any:
-        # A config.yaml written before replays had their own word says `retries`, the word the
-        # proxy's re-sends keep; `--resume` reads it. A new key given beside an old one wins.
-        if not isinstance(data, dict):
-            return data
-        kept = {key: value for key, value in data.items() if key not in _OLD_EVAL_KEYS}
-        old = {_OLD_EVAL_KEYS[key]: value for key, value in data.items() if key not in kept}
-        return {**old, **kept}
+        # Replays were once `retries`, the word the proxy's re-sends keep.
+        return renamed_keys(data, _OLD_EVAL_KEYS)
 
     def k_values(self) -> tuple[int, ...]:
         """The k values, none above n_samples."""

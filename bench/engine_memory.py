@@ -135,7 +135,7 @@ async def run_engine(
     base, last = meter.base or after_summary, meter.last or after_summary
     size = directory.samples.stat().st_size
     print(f"\n{n:,} attempts in {elapsed:.1f} s ({n / elapsed:,.0f} attempts/s)")
-    errors = dict(engine.progress.errors) or "none"
+    errors = dict(engine.progress.run.errors) or "none"
     print(f"accuracy {summary.accuracy.value:.4f} (the mock echoes the question), errors {errors}")
     print(f"samples.jsonl: {size / 2**20:.1f} MB ({size / n:.0f} bytes per attempt)")
     print(
@@ -150,7 +150,7 @@ async def run_engine(
         "seconds": elapsed,
         "attempts_per_s": n / elapsed,
         "accuracy": summary.accuracy.value,
-        "errors": dict(engine.progress.errors),
+        "errors": dict(engine.progress.run.errors),
         "samples_mb": size / 2**20,
         "readings": meter.readings,
         "rss_growth_mb": growth,

@@ -86,7 +86,7 @@ async def test_every_attempt_is_played_scored_and_summarised(
     assert data["quality"]["accuracy"]["value"] == pytest.approx(66 / 72)
     assert json.loads((tmp_path / "summary.json").read_text()) == summary_json(summary)
     assert runner.most_in_flight <= 4
-    assert engine.progress.done == 72 and engine.progress.correct == 66
+    assert engine.progress.done == 72 and engine.progress.run.correct == 66
     first = next(r for r in played if r.sample_id == "gsm8k_mini-1" and r.attempt == 1)
     assert (
         first.seed
@@ -206,7 +206,7 @@ async def test_timeouts_and_runner_bugs_are_recorded_and_the_run_goes_on(
     assert sum(r.correct is True for r in by_id.values()) == 34
     stopped = by_id["gsm8k_mini-1"], by_id["gsm8k_mini-2"]
     assert all((r.reward, r.correct) == (None, None) for r in stopped)  # no score, not wrong
-    assert engine.progress.errors == {"timeout": 1, "runner_error": 1}
+    assert engine.progress.run.errors == {"timeout": 1, "runner_error": 1}
     # Neither says anything of the model: out of the accuracy, not wrong answers in it.
     assert (summary.scored, summary.unscored, summary.accuracy.value) == (34, 2, 1.0)
     assert summary.complete

@@ -10,12 +10,13 @@ PACKAGE = Path(__file__).parents[1] / "agent_eval"
 
 # Bottom first. A module may import from its own unit and from units of lower layers only. A unit
 # is a top-level module or package of agent_eval, or a module of one named here on its own:
-# launch's settings sit below the schedulers built from them, its workers above.
+# launch's settings sit below the schedulers built from them, its workers above; a run's
+# attempt below the metrics that count it, its record and summary above.
 LAYERS: list[set[str]] = [
     {"errors", "shims"},
     {"settings", "registry", "allocation", "failures", "usage", "seeds", "system", "wire"},
-    {"data", "rewards", "metrics", "agents", "backends", "proxy", "launch.schedulers"},
-    {"perturb", "launch.config"},
+    {"data", "rewards", "results.attempt", "agents", "backends", "proxy", "launch.schedulers"},
+    {"perturb", "launch.config", "metrics"},
     {"results", "schedulers", "testing"},
     {"launch"},
     {"run"},

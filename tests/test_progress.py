@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
+from agent_eval.metrics import AttemptCounts
 from agent_eval.metrics.accuracy import accuracy
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress import RunView
@@ -18,6 +19,7 @@ from agent_eval.progress.stats import RunStats, duration_text, errors_text, stat
 from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.listener import running_proxy
+from agent_eval.results.attempt import Attempt
 from agent_eval.run.engine import Progress
 from agent_eval.testing.ports import free_port
 from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, wait_ready
@@ -35,16 +37,53 @@ def live_console() -> Console:
     return Console(file=io.StringIO(), force_terminal=True, width=120, record=True)
 
 
+def finished(i: int) -> Attempt:
+    """Attempt i of a run: 3 of every 4 right, some ended by the model's errors (ERROR_KINDS)."""
+    kind = ERROR_KINDS.get(i)
+    return Attempt(
+        **dict.fromkeys(("turn_rewards", "turn_answers", "challenge_turns", "answer"), None),
+        sample_id=f"s{i}",
+        attempt=0,
+        seed=0,
+        session_id=f"s{i}-0",
+        reward=float(i % 4 != 0),
+        correct=i % 4 != 0,
+        latency_s=1.0,
+        prompt_tokens=25,
+        completion_tokens=6,
+        model_calls=1,
+        tool_calls=0,
+        tool_errors=0,
+        error=None if kind is None else {"kind": kind, "class": "model"},
+    )
+
+
+def counts(
+    done: int,
+    correct: int = 0,
+    errors: Counter[str] | None = None,
+    unscored: Counter[str] | None = None,
+    **tokens: int,
+) -> AttemptCounts:
+    """`done` attempts at original samples, `correct` of them right, `unscored` of them stopped
+    by the infrastructure."""
+    stopped = unscored or Counter()
+    scored = done - stopped.total()
+    return AttemptCounts(
+        attempts=done,
+        scored=scored,
+        original_scored=scored,
+        correct=correct,
+        unscored=stopped,
+        errors=errors or Counter(stopped),
+        **tokens,
+    )
+
+
 async def finish(view: RunView, progress: Progress, attempts: int, start: int = 0) -> None:
     """Play `attempts` finished attempts into the view, as the engine does, one at a time."""
     for i in range(start, start + attempts):
-        progress.done += 1
-        progress.played += 1
-        progress.correct += i % 4 != 0  # 3 of every 4 correct
-        progress.prompt_tokens += 25
-        progress.completion_tokens += 6
-        if i in ERROR_KINDS:
-            progress.errors[ERROR_KINDS[i]] += 1
+        progress.add(finished(i))
         view.on_progress(progress)
         await asyncio.sleep(0)  # let the poller and the ticker run between attempts
 
@@ -87,8 +126,8 @@ async def test_plain_lines_count_every_attempt_of_a_resumed_run_over_a_real_prox
     base_url = await start_proxy(workers)
     console, out = plain_console()
     # A resumed run: 60 attempts were on disk, 45 of them right; 40 are played here.
-    kept = Progress(done=60, correct=45)
-    progress = Progress(done=60, total=100, correct=45)
+    kept = counts(60, 45)
+    progress = Progress(total=100, run=kept.copy())
     async with RunView(console, "gsm8k x1", proxy_url=base_url, kept=kept, **FAST) as view:
         await eventually(lambda: view.workers is not None)
         await finish(view, progress, 20)
@@ -115,7 +154,7 @@ async def test_plain_lines_count_every_attempt_of_a_resumed_run_over_a_real_prox
 
 def test_a_resumed_run_shows_its_kept_attempts_before_it_plays_one() -> None:
     unscored = Counter(timeout=2)
-    kept = Progress(done=12, correct=6, errors=unscored, unscored=unscored)
+    kept = counts(12, 6, unscored=unscored)
     stats = RunStats(total=40, kept=kept)
     for moment in ("before the proxy is ready", "after"):
         snapshot = stats.snapshot()
@@ -247,22 +286,19 @@ async def test_a_proxy_with_a_key_needs_it(
 
 def test_rates_and_eta_count_this_process_from_the_proxy_being_ready() -> None:
     now = [100.0]
-    kept = Progress(done=50, correct=25)  # 50 were on disk
+    kept = counts(50, 25)  # 50 were on disk
     stats = RunStats(total=100, kept=kept, at_once=8, clock=lambda: now[0])
     stats.start()  # the proxy is ready
     now[0] = 110.0  # 8 attempts at once: the first ends 10 s later, the others with it
-    stats.update(
-        Progress(done=51, played=1, total=100, correct=26, prompt_tokens=180, completion_tokens=20)
-    )
+    played = counts(1, prompt_tokens=180, completion_tokens=20)
+    stats.update(Progress(total=100, run=counts(51, 26), played=played))
     first = stats.snapshot()
     assert first.attempts_per_s == 0.1  # no head start before the first end
     # One attempt over its 10 s says 490 s left; the 7 ending with it say 8x less.
     assert first.eta_s is None
     now[0] = 111.0
-    stats.update(
-        Progress(done=58, played=8, total=100, correct=31, prompt_tokens=1440,
-                 completion_tokens=160, errors=Counter(timeout=1))
-    )  # fmt: skip
+    played = counts(8, prompt_tokens=1440, completion_tokens=160)
+    stats.update(Progress(total=100, run=counts(58, 31, Counter(timeout=1)), played=played))
     now[0] = 112.0
     snapshot = stats.snapshot()
     assert snapshot.attempts_per_s == 8 / 12  # 8 attempts over 12 s, the summary's definition
@@ -275,12 +311,12 @@ def test_rates_and_eta_count_this_process_from_the_proxy_being_ready() -> None:
 
 def test_the_eta_of_a_run_smaller_than_its_concurrency_waits_for_its_last_attempt() -> None:
     now = [0.0]
-    stats = RunStats(total=4, kept=Progress(done=1), at_once=8, clock=lambda: now[0])
+    stats = RunStats(total=4, kept=counts(1), at_once=8, clock=lambda: now[0])
     for now[0], done in ((5.0, 2), (5.5, 3)):
-        stats.update(Progress(done=done, played=done - 1, total=4))
+        stats.update(Progress(total=4, run=counts(done), played=counts(done - 1)))
         assert stats.snapshot().eta_s is None
     now[0] = 6.0
-    stats.update(Progress(done=4, played=3, total=4))
+    stats.update(Progress(total=4, run=counts(4), played=counts(3)))
     assert stats.snapshot().eta_s == 0
 
 
@@ -288,8 +324,8 @@ def test_rates_stop_with_the_last_attempt_and_end_as_the_summary_says() -> None:
     now = [0.0]
     stats = RunStats(total=2, clock=lambda: now[0])
     for now[0], done in ((3.0, 1), (4.0, 2)):
-        tokens = {"prompt_tokens": 4 * done, "completion_tokens": done}
-        stats.update(Progress(done=done, played=done, total=2, **tokens))
+        played = counts(done, prompt_tokens=4 * done, completion_tokens=done)
+        stats.update(Progress(total=2, run=played, played=played))
     now[0] = 9.0  # the summary is being written: the run's wall time is over
     assert stats.snapshot().attempts_per_s == 0.5
     stats.finish(Throughput(wall_time_s=4.001, attempts_per_s=0.4999, completion_tokens_per_s=0.5,
@@ -318,7 +354,7 @@ def test_errors_text_puts_the_most_frequent_first() -> None:
 def test_the_live_accuracy_leaves_out_unscored_attempts_and_says_so() -> None:
     stats = RunStats(total=10)
     unscored = Counter(no_healthy_worker=2, timeout=1)
-    progress = Progress(done=8, played=8, total=10, correct=3, errors=unscored, unscored=unscored)
+    progress = Progress(total=10, run=counts(8, 3, unscored=unscored))
     stats.update(progress)
     snapshot = stats.snapshot()
     assert snapshot.accuracy == accuracy(3, 5)  # 3 right of the 5 scored, not of the 8 played

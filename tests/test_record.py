@@ -61,6 +61,20 @@ def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:
     assert data["error"] is None and data["trajectory"]["error"] is None
 
 
+def test_the_line_puts_its_schema_first_and_its_trajectory_last() -> None:
+    """A reader of the file sees the version, and every short field, before the long trajectory."""
+    keys = list(json.loads(session_record().to_line()))
+    assert (keys[0], keys[-1]) == ("schema", "trajectory")
+
+
+def test_the_score_is_the_record_without_its_trajectory() -> None:
+    record = session_record()
+    score = record.score()
+    shared = {name: value for name, value in vars(record).items() if name != "trajectory"}
+    assert {name: getattr(score, name) for name in shared} == shared
+    assert not hasattr(score, "trajectory")
+
+
 def test_a_line_without_a_schema_is_read_as_version_1() -> None:
     record = AttemptRecord.from_line(OLD_LINE, "here")
     assert (record.sample_id, record.error_kind, record.scored) == ("q1", "timeout", False)

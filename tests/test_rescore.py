@@ -23,7 +23,6 @@ from typer.testing import CliRunner
 from agent_eval.agents import RunContext, Trajectory
 from agent_eval.cli import app
 from agent_eval.data import Item, Sample, Session, load_dataset
-from agent_eval.metrics import AttemptScore
 from agent_eval.rescore import Change, change, changes, default_target, rescore
 from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
 from agent_eval.results.record import AttemptRecord
@@ -31,6 +30,7 @@ from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
 from agent_eval.run.config import RunConfig, load_run_config, save_run_config
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
+from tests.test_metrics import attempt
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}  # answered one too high
 BROKEN = "gsm8k_mini-5"  # the runner crashes: no output to score
@@ -260,9 +260,9 @@ def test_every_change_is_counted_by_kind_and_the_kinds_add_up(
 
 
 def test_each_kind_of_change_is_told_apart() -> None:
-    right = AttemptScore("a", 0, 1.0, True, "7", None, 1.0, 10, 5)
-    stopped = replace(right, reward=None, correct=None, answer=None, scored=False)
-    timed_out = replace(stopped, error_kind="scorer_timeout")
+    right = attempt("a", 0, True, "7")
+    stopped = replace(right, answer=None, error={"kind": "no_healthy_worker", "class": "infra"})
+    timed_out = replace(stopped, error={"kind": "scorer_timeout", "class": "infra"})
     cases = {
         Change.RIGHT_TO_WRONG: (right, replace(right, reward=0.0, correct=False)),
         Change.WRONG_TO_RIGHT: (replace(right, correct=False), right),

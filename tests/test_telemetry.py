@@ -22,12 +22,12 @@ from agent_eval.report.table import summary_table
 from agent_eval.results.record import AttemptRecord
 from tests.caching_worker import MODEL, CachingWorker
 from tests.conftest import MakeClient, StartProxy
+from tests.test_metrics import attempt as scored
 from tests.test_record import OLD_LINE, session_record
 
 
 def attempt(sample_id: str, model_calls: int, **telemetry: Any) -> AttemptScore:
-    return AttemptScore(sample_id, 0, 1.0, True, "4", None, 1.0, 10, 5, model_calls=model_calls,
-                        **telemetry)  # fmt: skip
+    return scored(sample_id, 0, True, "4", model_calls=model_calls, **telemetry)
 
 
 def table_lines(summary: Summary) -> list[str]:

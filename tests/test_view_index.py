@@ -78,14 +78,19 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def ids(index: RunIndex, where: Filter | None = None, **order: Any) -> list[tuple[str, int]]:
-    return [(row.sample_id, row.attempt) for row in index.rows(where, **order).rows]
+    return [(row.attempt.sample_id, row.attempt.attempt) for row in index.rows(where, **order).rows]
 
 
 def test_columns_of_a_row(run_dir: Path) -> None:
-    row = RunIndex(run_dir).rows().rows[2]
-    assert (row.sample_id, row.attempt, row.error_kind, row.unscored) == ("s2", 0, "timeout", True)
-    assert (row.workers, row.tokens, row.latency_s) == ((B,), 550, 9.0)
-    assert (row.correct, row.reward) == (None, None)  # never scored: no verdict, no reward
+    row = RunIndex(run_dir).rows().rows[2].to_dict()
+    assert (row["sample_id"], row["attempt"], row["error_kind"], row["unscored"]) == (
+        "s2",
+        0,
+        "timeout",
+        True,
+    )
+    assert (row["workers"], row["tokens"], row["latency_s"]) == ((B,), 550, 9.0)
+    assert (row["correct"], row["reward"]) == (None, None)  # never scored: no verdict, no reward
 
 
 def test_a_line_that_scored_an_unscored_attempt_reads_as_unscored(tmp_path: Path) -> None:
@@ -95,7 +100,8 @@ def test_a_line_that_scored_an_unscored_attempt_reads_as_unscored(tmp_path: Path
     written = [LINES[1], orjson.dumps(old, option=orjson.OPT_APPEND_NEWLINE), LINES[0]]
     (tmp_path / "samples.jsonl").write_bytes(b"".join(written))
     index = RunIndex(tmp_path)
-    rows = [(r.sample_id, r.unscored, r.correct, r.reward) for r in index.rows().rows]
+    attempts = [row.attempt for row in index.rows().rows]
+    rows = [(a.sample_id, not a.scored, a.correct, a.reward) for a in attempts]
     assert rows == [("s1", False, False, 0.0), ("s2", True, None, None), ("s1", False, True, 1.0)]
     assert index.record(1) == orjson.loads(line("s2", 0, error=TIMEOUT)) | {"schema": 1}
     assert (ids(index, Filter(outcome="wrong")), ids(index, Filter(outcome="unscored"))) == (
@@ -161,7 +167,10 @@ def test_paging(run_dir: Path) -> None:
     index = RunIndex(run_dir)
     page = index.rows(sort="tokens", descending=True, offset=1, limit=2)
     assert page.total == 5
-    assert [(row.sample_id, row.attempt) for row in page.rows] == [("s1", 0), ("s1", 1)]
+    assert [(row.attempt.sample_id, row.attempt.attempt) for row in page.rows] == [
+        ("s1", 0),
+        ("s1", 1),
+    ]
     assert index.rows(offset=5).rows == []
 
 

@@ -14,12 +14,12 @@ from agent_eval.cli.common import console, err_console, fail, guarded
 from agent_eval.cli.options import HOW, option, overrides_argument, settings_given
 from agent_eval.errors import StorageError
 from agent_eval.failures import KINDS
-from agent_eval.metrics import Summary
+from agent_eval.metrics import AttemptCounts, Summary
 from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
 from agent_eval.results.files import UNSCORED, RunDirectory
 from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config
-from agent_eval.run.engine import Progress, kept_attempts
+from agent_eval.run.engine import kept_attempts
 from agent_eval.run.evaluation import (
     Plan,
     evaluate,
@@ -118,7 +118,7 @@ def run(
     _finished(resolved, summary)
 
 
-async def _watched(checked: Plan, kept: Progress) -> Summary:
+async def _watched(checked: Plan, kept: AttemptCounts) -> Summary:
     config = checked.config
     title = f"{config.agent.name} on {config.dataset_name}"
     total = checked.total * config.eval.n_samples

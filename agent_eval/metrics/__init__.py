@@ -72,13 +72,14 @@ from agent_eval.metrics.summary import (
     summarize,
     summarize_tally,
 )
-from agent_eval.metrics.tally import RunTally, SampleTally, SessionTally
+from agent_eval.metrics.tally import AttemptCounts, RunTally, SampleTally, SessionTally
 from agent_eval.metrics.voting import MAJ_AT_K, majority_share, top_answers
 
 __all__ = [
     "DIRECTIONS",
     "MAJ_AT_K",
     "RESAMPLES",
+    "AttemptCounts",
     "AttemptScore",
     "CallSummary",
     "Difference",

@@ -1,4 +1,4 @@
-"""Shared shapes: the per-attempt record, an estimate with its interval, a metric's direction."""
+"""Shared shapes: the attempt the metrics count, an estimate with its interval, a direction."""
 
 from __future__ import annotations
 
@@ -7,46 +7,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent_eval.results.attempt import Attempt
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 NAN = math.nan
 """What a metric returns for empty input: undefined, never an exception (null in JSON)."""
 
 
-@dataclass(frozen=True)
-class AttemptScore:
-    """One scored attempt at one sample, as the engine records it."""
+@dataclass
+class AttemptScore(Attempt):
+    """One attempt as the metrics count it: the record without its trajectory, with what they
+    count of the trajectory's model calls."""
 
-    sample_id: str
-    attempt: int
-    reward: float | None
-    """None, as `correct` and `turn_rewards` are, for an unscored attempt: it has no score."""
-    correct: bool | None
-    answer: str | None
-    error_kind: str | None
-    latency_s: float
-    prompt_tokens: int
-    completion_tokens: int
-    turn_rewards: list[float] | None = None
-    turn_answers: list[str | None] | None = None
-    """Parsed answer of each turn of a session."""
-    challenge_turns: list[int] | None = None
-    """Indices of a session's challenge turns ("Are you sure?"), which expect no change."""
-    model_calls: int = 0
-    tool_calls: int = 0
-    tool_errors: int = 0
-    scored: bool = True
-    """False for an attempt the infrastructure stopped: it costs, but says nothing of the model."""
     cached_tokens: int = 0
     """Prompt tokens served from a worker's prefix cache, over the calls whose worker said."""
     cache_prompt_tokens: int = 0
     """Prompt tokens of those same calls: what the cache hit rate divides by."""
     ttft_s: tuple[float, ...] = ()
     """Seconds to first token of each streamed model call."""
-    variant_of: str | None = None
-    """The original sample's id when this sample is a perturbed variant of it."""
-    perturbation: str | None = None
-    """The kind of that perturbation (numbers, names, distractor, a plug-in's)."""
 
     def verdict(self) -> tuple[float, bool]:
         """The reward and whether it is right, of a scored attempt; a ValueError for another."""

@@ -217,17 +217,17 @@ def summarize_tally(
 ) -> Summary:
     """The summary of records already counted (e.g. a live view's running tally)."""
     _check_ks(ks)
-    samples = list(tally.samples.values())
-    tokens = token_summary(tally.prompt_tokens, tally.completion_tokens, tally.attempts)
+    samples, counts = list(tally.samples.values()), tally.counts
+    tokens = token_summary(counts.prompt_tokens, counts.completion_tokens, counts.attempts)
     return Summary(
         samples=len(samples),
-        attempts=tally.attempts,
-        scored=tally.scored,
-        unscored=sum(tally.unscored.values()),
-        unscored_by_kind=dict(tally.unscored.most_common()),
+        attempts=counts.attempts,
+        scored=counts.scored,
+        unscored=sum(counts.unscored.values()),
+        unscored_by_kind=dict(counts.unscored.most_common()),
         sessions=tally.sessions.sessions,
-        accuracy=accuracy(tally.correct, tally.original_scored, confidence),
-        mean_reward=mean_reward(tally.reward_sum, tally.original_scored),
+        accuracy=accuracy(counts.correct, counts.original_scored, confidence),
+        mean_reward=mean_reward(tally.reward_sum, counts.original_scored),
         pass_at_k={k: mean_pass_at_k(_counts(_with_k(samples, k)), k) for k in ks},
         maj_at_k={k: maj_at_k(_with_k(samples, k), k) for k in ks},
         turn_accuracy=turn_accuracy(tally.sessions),
@@ -242,9 +242,9 @@ def summarize_tally(
         flip_rate=flip_rate(tally.sessions),
         latency_s=latency_summary(tally.latencies),
         tokens=tokens,
-        throughput=throughput(tally.attempts, tokens, wall_time_s),
-        calls=call_summary(tally.model_calls, tally.tool_calls, tally.tool_errors, tally.attempts),
-        errors=error_summary(tally.errors, tally.attempts),
+        throughput=throughput(counts.attempts, tokens, wall_time_s),
+        calls=call_summary(tally.model_calls, tally.tool_calls, tally.tool_errors, counts.attempts),
+        errors=error_summary(counts.errors, counts.attempts),
         cache_hit_rate=cache_hit_rate(tally.cached_tokens, tally.cache_prompt_tokens),
         ttft_s=latency_summary(tally.ttfts),
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agent_eval.metrics.base import AttemptScore, normalize_answer
 from agent_eval.metrics.robustness import RobustnessTally
+from agent_eval.results.attempt import Attempt
 
 
 @dataclass
@@ -101,6 +102,49 @@ class SessionTally:
 
 
 @dataclass
+class AttemptCounts:
+    """How many attempts ended, and how: the counts every reader of a run's progress shares.
+
+    The accuracy counts the original samples only: a perturbed variant counts toward
+    robustness, and, since it costs the same, toward the attempts, errors and tokens.
+    """
+
+    attempts: int = 0
+    """Every attempt, scored or not: what the run spent its time and tokens on."""
+    scored: int = 0
+    """Every attempt the infrastructure did not stop, variants included."""
+    original_scored: int = 0
+    """The scored attempts at original samples: the ones quality and stability count."""
+    correct: int = 0
+    """The right ones among those."""
+    unscored: Counter[str] = field(default_factory=Counter)
+    """Attempts the infrastructure stopped, by error kind."""
+    errors: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def copy(self) -> AttemptCounts:
+        """A copy that the attempts counted later leave as it is."""
+        return replace(self, unscored=self.unscored.copy(), errors=self.errors.copy())
+
+    def add(self, attempt: Attempt) -> None:
+        """Count one attempt: its cost always, its result only when it is scored."""
+        self.attempts += 1
+        self.prompt_tokens += attempt.prompt_tokens
+        self.completion_tokens += attempt.completion_tokens
+        kind = attempt.error_kind
+        if kind is not None:
+            self.errors[kind] += 1
+        if not attempt.scored:
+            self.unscored[kind or "unknown"] += 1
+            return
+        self.scored += 1
+        if attempt.variant_of is None:
+            self.original_scored += 1
+            self.correct += attempt.correct is True
+
+
+@dataclass
 class RunTally:
     """Everything the summary needs, kept while the records stream past once.
 
@@ -108,21 +152,10 @@ class RunTally:
     robustness and, since it costs the same, toward efficiency.
     """
 
+    counts: AttemptCounts = field(default_factory=AttemptCounts)
     samples: dict[str, SampleTally] = field(default_factory=dict)
-    attempts: int = 0
-    """Every attempt, scored or not: what the run spent its time and tokens on."""
-    scored: int = 0
-    """Every attempt the infrastructure did not stop, variants included."""
-    original_scored: int = 0
-    """The scored attempts at original samples: the ones quality and stability count."""
-    unscored: Counter[str] = field(default_factory=Counter)
-    """Attempts the infrastructure stopped, by error kind."""
-    correct: int = 0
     reward_sum: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     latencies: list[float] = field(default_factory=list)
-    errors: Counter[str] = field(default_factory=Counter)
     sessions: SessionTally = field(default_factory=SessionTally)
     model_calls: int = 0
     tool_calls: int = 0
@@ -135,9 +168,7 @@ class RunTally:
 
     def add(self, score: AttemptScore) -> None:
         """Count one attempt: its cost always, its result only when it is scored."""
-        self.attempts += 1
-        self.prompt_tokens += score.prompt_tokens
-        self.completion_tokens += score.completion_tokens
+        self.counts.add(score)
         self.latencies.append(score.latency_s)
         self.model_calls += score.model_calls
         self.tool_calls += score.tool_calls
@@ -145,20 +176,11 @@ class RunTally:
         self.cached_tokens += score.cached_tokens
         self.cache_prompt_tokens += score.cache_prompt_tokens
         self.ttfts += score.ttft_s
-        if score.error_kind is not None:
-            self.errors[score.error_kind] += 1
         self.robustness.add(score)
-        if not score.scored:
-            self.unscored[score.error_kind or "unknown"] += 1
+        if not score.scored or score.variant_of is not None:
             return
-        self.scored += 1
-        if score.variant_of is not None:
-            return
-        self.original_scored += 1
         self.samples.setdefault(score.sample_id, SampleTally()).add(score)
-        reward, correct = score.verdict()
-        self.correct += correct
-        self.reward_sum += reward
+        self.reward_sum += score.verdict()[0]
         if score.turn_rewards is not None:
             self.sessions.add(
                 score.turn_rewards, score.turn_answers or (), score.challenge_turns or ()

@@ -16,6 +16,7 @@ from agent_eval.metrics.performance import (
     PROMPT_TOKENS_PER_S,
     Throughput,
 )
+from agent_eval.metrics.tally import AttemptCounts
 
 if TYPE_CHECKING:
     from agent_eval.run.engine import Progress
@@ -46,36 +47,23 @@ _Rates = tuple[float, float, float]
 
 @dataclass(frozen=True)
 class _Counts:
+    """The engine's progress at one moment, copied so later attempts leave it as it was."""
+
     at: float
-    done: int
-    played: int
     total: int
-    correct: int
-    prompt_tokens: int
-    completion_tokens: int
-    errors: Mapping[str, int]
-    unscored: Mapping[str, int]
-    variants_judged: int
+    run: AttemptCounts
+    """Every attempt of the run, kept ones included."""
+    played: AttemptCounts
+    """The attempts of this process: what the rates count."""
 
     @classmethod
     def of(cls, progress: Progress, at: float, total: int) -> _Counts:
-        return cls(
-            at,
-            progress.done,
-            progress.played,
-            progress.total or total,
-            progress.correct,
-            progress.prompt_tokens,
-            progress.completion_tokens,
-            dict(progress.errors),
-            dict(progress.unscored),
-            progress.variants_judged,
-        )
+        return cls(at, progress.total or total, progress.run.copy(), progress.played.copy())
 
-    @property
-    def judged_originals(self) -> int:
-        """Scored attempts at original samples: what the accuracy divides by."""
-        return self.done - sum(self.unscored.values()) - self.variants_judged
+    @classmethod
+    def kept(cls, kept: AttemptCounts, at: float, total: int) -> _Counts:
+        """What a resumed run found on disk, before it plays an attempt."""
+        return cls(at, total, kept, AttemptCounts())
 
 
 class RunStats:
@@ -89,13 +77,13 @@ class RunStats:
     def __init__(
         self,
         total: int = 0,
-        kept: Progress | None = None,
+        kept: AttemptCounts | None = None,
         at_once: int = 1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock, self._total, self._at_once = clock, total, at_once
         self._since = clock()
-        self._kept = None if kept is None or not kept.done else _Counts.of(kept, self._since, total)
+        self._kept = _Counts.kept(kept, self._since, total) if kept and kept.attempts else None
         self._latest = self._kept
         self._final: Throughput | None = None
 
@@ -123,30 +111,32 @@ class RunStats:
         if latest is None:
             return Snapshot(total=self._total)
         attempts, completion, prompt = self._rates(latest) or (None, None, None)
+        run = latest.run
         return Snapshot(
-            done=latest.done,
+            done=run.attempts,
             total=latest.total,
-            accuracy=accuracy(latest.correct, latest.judged_originals),
+            accuracy=accuracy(run.correct, run.original_scored),
             attempts_per_s=attempts,
             completion_tokens_per_s=completion,
             prompt_tokens_per_s=prompt,
             eta_s=self._eta(latest, attempts),
-            errors=latest.errors,
-            unscored=latest.unscored,
+            errors=run.errors,
+            unscored=run.unscored,
         )
 
     def _rates(self, latest: _Counts) -> _Rates | None:
         if (final := self._final) is not None:
             return final.attempts_per_s, final.completion_tokens_per_s, final.prompt_tokens_per_s
         # Once every attempt is in, the clock stops, as the summary's wall time does.
-        end = latest.at if latest.total and latest.done >= latest.total else self._clock()
-        elapsed = end - self._since
-        if not latest.played or elapsed <= 0:
+        done = latest.run.attempts
+        end = latest.at if latest.total and done >= latest.total else self._clock()
+        elapsed, played = end - self._since, latest.played
+        if not played.attempts or elapsed <= 0:
             return None
         return (
-            latest.played / elapsed,
-            latest.completion_tokens / elapsed,
-            latest.prompt_tokens / elapsed,
+            played.attempts / elapsed,
+            played.completion_tokens / elapsed,
+            played.prompt_tokens / elapsed,
         )
 
     def _eta(self, latest: _Counts, attempts_per_s: float | None) -> float | None:
@@ -157,8 +147,9 @@ class RunStats:
         """
         if not latest.total or not attempts_per_s:
             return None
-        left = max(latest.total - latest.done, 0)
-        if latest.played < min(self._at_once, latest.played + left):
+        left = max(latest.total - latest.run.attempts, 0)
+        played = latest.played.attempts
+        if played < min(self._at_once, played + left):
             return None
         return left / attempts_per_s
 

@@ -17,6 +17,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from agent_eval.metrics.performance import Throughput
+from agent_eval.metrics.tally import AttemptCounts
 from agent_eval.progress.stats import RunStats, Snapshot, duration_text, stats_parts
 from agent_eval.progress.workers import WorkerPoller, WorkerStatus, worker_table
 from agent_eval.proxy.admin_client import WorkerLoad
@@ -56,7 +57,7 @@ class RunView:
         poll_interval: float = 1.0,
         api_key: str | None = None,
         total: int = 0,
-        kept: Progress | None = None,
+        kept: AttemptCounts | None = None,
         at_once: int = 1,
     ) -> None:
         self.console, self.title = console, title

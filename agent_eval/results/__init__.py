@@ -1,4 +1,5 @@
-"""A run's results on disk: the attempt record, the run directory, the summary and its schemas.
+"""A run's results on disk: the attempt, its record, the run directory, the summary, schemas.
 
-Import the modules themselves: the record sits below the metrics, the summary above them.
+Import the modules themselves: the attempt sits below the metrics that count it, the record
+and the summary above them.
 """

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.metrics import AttemptScore, Summary, summarize
+from agent_eval.metrics import AttemptCounts, AttemptScore, Summary, summarize
 from agent_eval.metrics.performance import Throughput, throughput, token_summary
 from agent_eval.results.files import SUMMARY, RunDirectory
 from agent_eval.seeds import SeedScope
@@ -31,12 +31,10 @@ UNMEASURED = throughput(0, token_summary(0, 0, 0), math.nan)
 """The rates of a run whose summary.json is missing or unreadable: not measured (null)."""
 
 
-def measured_rates(
-    attempts: int, prompt_tokens: int, completion_tokens: int, wall_time_s: float
-) -> Throughput:
-    """The rates of attempts played in `wall_time_s` seconds, with their tokens."""
-    tokens = token_summary(prompt_tokens, completion_tokens, attempts)
-    return throughput(attempts, tokens, wall_time_s)
+def measured_rates(played: AttemptCounts, wall_time_s: float) -> Throughput:
+    """The rates of the attempts played in `wall_time_s` seconds, with their tokens."""
+    tokens = token_summary(played.prompt_tokens, played.completion_tokens, played.attempts)
+    return throughput(played.attempts, tokens, wall_time_s)
 
 
 def build_summary(

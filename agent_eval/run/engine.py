@@ -7,7 +7,6 @@ import hashlib
 import math
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,7 +17,8 @@ from agent_eval.agents.base import AgentRunner, RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Sample, Session
 from agent_eval.failures import FailureClass
-from agent_eval.metrics import Summary, is_tool_error
+from agent_eval.metrics import AttemptCounts, Summary, is_tool_error
+from agent_eval.results.attempt import Attempt
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
@@ -51,45 +51,30 @@ class EngineConfig:
 
 @dataclass
 class Progress:
-    """What the live view shows after each finished attempt.
+    """What the live view shows after each finished attempt: `run` counts every attempt of the
+    run, those a resumed run found on disk included, as the summary does; `played` only this
+    run's, as its rates do."""
 
-    The counts are of every attempt of the run, those a resumed run found on disk included,
-    as the summary's are; `played` and the tokens only of this run's, as its rates are.
-    """
-
-    done: int = 0
     total: int = 0
-    correct: int = 0
-    """Right attempts at original samples."""
-    played: int = 0
-    """Attempts finished in this run: `done` less those a resumed run found on disk."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-    unscored: Counter[str] = field(default_factory=Counter)
-    """Attempts the infrastructure stopped, by kind."""
-    variants_judged: int = 0
-    """Scored attempts at perturbed variants: done, but not in the accuracy."""
+    run: AttemptCounts = field(default_factory=AttemptCounts)
+    played: AttemptCounts = field(default_factory=AttemptCounts)
 
-    def add(self, record: AttemptRecord) -> None:
-        """Count a finished attempt in what the summary counts (not in `played`)."""
-        self.done += 1
-        # The accuracy is the summary's: over the originals, not their perturbed variants.
-        if record.variant_of is None:
-            self.correct += record.correct is True
-        elif record.scored:
-            self.variants_judged += 1
-        if record.error_kind is not None:
-            self.errors[record.error_kind] += 1
-        if not record.scored:
-            self.unscored[record.error_kind or "unknown"] += 1
+    @property
+    def done(self) -> int:
+        """Attempts of the run finished so far, kept ones included."""
+        return self.run.attempts
+
+    def add(self, attempt: Attempt) -> None:
+        """Count an attempt finished in this run."""
+        self.run.add(attempt)
+        self.played.add(attempt)
 
 
-def kept_attempts(run_dir: RunDirectory) -> tuple[set[tuple[str, int]], Progress]:
-    """The (sample id, attempt) pairs a run directory holds, and their count: where a resumed
+def kept_attempts(run_dir: RunDirectory) -> tuple[set[tuple[str, int]], AttemptCounts]:
+    """The (sample id, attempt) pairs a run directory holds, and their counts: where a resumed
     run starts. Reads the whole file: call it off the event loop."""
     done: set[tuple[str, int]] = set()
-    kept = Progress()
+    kept = AttemptCounts()
     for record in run_dir.records():
         done.add((record.sample_id, record.attempt))
         kept.add(record)
@@ -138,8 +123,8 @@ class Engine:
     async def start(self, run_dir: RunDirectory, total: int | None) -> set[tuple[str, int]]:
         """Ready the run directory; the (sample id, attempt) pairs it already holds, counted."""
         await asyncio.to_thread(run_dir.prepare)
-        done, self.progress = await asyncio.to_thread(kept_attempts, run_dir)
-        self.progress.total = (total or 0) * self.config.n_samples
+        done, kept = await asyncio.to_thread(kept_attempts, run_dir)
+        self.progress = Progress(total=(total or 0) * self.config.n_samples, run=kept)
         if self.progress.total:
             # The budget is of the whole run: attempts unscored before a resume count too.
             self._budget = math.floor(self.config.max_unscored * self.progress.total)
@@ -168,11 +153,9 @@ class Engine:
         """Add one finished attempt to the progress, and tell the live view."""
         progress = self.progress
         progress.add(record)
-        progress.played += 1
-        progress.prompt_tokens += record.prompt_tokens
-        progress.completion_tokens += record.completion_tokens
         budget = self._budget
-        if not record.scored and budget is not None and sum(progress.unscored.values()) > budget:
+        unscored = progress.run.unscored
+        if not record.scored and budget is not None and sum(unscored.values()) > budget:
             self.stopping = True
         if self.on_progress is not None:
             self.on_progress(progress)
@@ -240,10 +223,7 @@ class Engine:
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         # Rates are of the attempts played in this wall time: a resumed run did not play
         # those it found on disk, and the live view counts the same way.
-        played = self.progress
-        rates = measured_rates(
-            played.played, played.prompt_tokens, played.completion_tokens, wall_time
-        )
+        rates = measured_rates(self.progress.played, wall_time)
         scores = (record.score() for record in run_dir.records())
         complete, seed = not self.stopping, self.config.seed_scope
         return build_summary(scores, self.config.ks, rates, complete, seed)

@@ -79,10 +79,7 @@ class TrialWatch:
 
     def rates(self) -> Throughput:
         """The trial's rates so far: the attempts it played, over the seconds since it began."""
-        played = self._progress
-        return measured_rates(
-            played.played, played.prompt_tokens, played.completion_tokens, self.elapsed
-        )
+        return measured_rates(self._progress.played, self.elapsed)
 
     async def play(self, playing: asyncio.Task[Summary]) -> Summary:
         """Await the trial's play; a prune cancels it (`pruned_at` set), Ctrl-C too (not set)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import math
@@ -17,7 +18,9 @@ import orjson
 
 from agent_eval.agents.trajectory import question
 from agent_eval.errors import ConfigError
-from agent_eval.results.record import SCORE_FIELDS, AttemptRecord
+from agent_eval.metrics import AttemptScore
+from agent_eval.results.attempt import SCORE_FIELDS
+from agent_eval.results.record import AttemptRecord
 
 CHUNK = 8 << 20
 """Bytes read at a time: bounds the memory of indexing a large file."""
@@ -61,24 +64,24 @@ class Filter:
 
 @dataclass(frozen=True)
 class Row:
-    """One attempt's columns, as a page of the view shows them."""
+    """One attempt on a page: its place in the index and the workers it called (what the index
+    adds), and the attempt as its line holds it, the trajectory's model calls counted."""
 
     index: int
-    sample_id: str
-    attempt: int
-    correct: bool | None
-    """None, as `reward` is, for an unscored attempt: it has no score."""
-    unscored: bool
-    reward: float | None
-    error_kind: str | None
     workers: tuple[str, ...]
-    model_calls: int
-    tool_calls: int
-    tokens: int
-    latency_s: float
-    variant_of: str | None
-    """The original sample's id when this sample is a perturbed variant of it."""
-    perturbation: str | None
+    attempt: AttemptScore
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as the view's page reads it: the attempt's fields and the columns it shows."""
+        attempt = self.attempt
+        return {
+            **dataclasses.asdict(attempt),
+            "index": self.index,
+            "workers": self.workers,
+            "error_kind": attempt.error_kind,
+            "unscored": not attempt.scored,
+            "tokens": attempt.prompt_tokens + attempt.completion_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -354,7 +357,7 @@ class RunIndex:
         key = self._sort_key(sort)[matched].astype(np.float64)
         order = np.argsort(-key if descending else key, kind="stable")
         page = matched[order[offset : offset + limit]]
-        return Page(total=len(matched), rows=[self._row(int(i)) for i in page])
+        return Page(total=len(matched), rows=self._rows_at(page))
 
     def count(self, where: Filter) -> int:
         """How many attempts match `where`: a page's total, without sorting them."""
@@ -435,31 +438,22 @@ class RunIndex:
         key[rows] = _ranks(self._worker_names.names)[self._worker_codes[first]]
         return key
 
-    def _row(self, index: int) -> Row:
-        """The columns of one attempt."""
-        column = {name: values[index] for name, values in self._columns.items()}
-        kind = self._kinds.names[int(column["error"])]
-        sample = int(column["sample"])
+    def _rows_at(self, indexes: np.ndarray) -> list[Row]:
+        """The attempts at these indexes, their lines read in one open of the file."""
+        if not len(indexes):
+            return []  # a run may have no file yet
+        with open(self.path, "rb") as file:
+            return [self._row(file, int(i)) for i in indexes]
+
+    def _row(self, file: BinaryIO, index: int) -> Row:
+        """One attempt, read from its line through the record's schema check."""
+        where = f"{self.path} at byte {int(self._columns['offset'][index])}"
+        record = AttemptRecord.from_line(self._read_at(file, index), where)
         # Worker pairs are appended in row order, so a row's pairs are one sorted run.
         start, stop = np.searchsorted(self._worker_rows, [index, index + 1])
         codes = self._worker_codes[start:stop]
-        unscored = bool(column["unscored"])
-        return Row(
-            index=index,
-            sample_id=self._samples.names[sample],
-            attempt=int(column["attempt"]),
-            correct=None if unscored else bool(column["correct"]),
-            unscored=unscored,
-            reward=None if unscored else float(column["reward"]),
-            error_kind=kind or None,
-            workers=tuple(self._worker_names.names[int(code)] for code in codes),
-            model_calls=int(column["model_calls"]),
-            tool_calls=int(column["tool_calls"]),
-            tokens=int(column["tokens"]),
-            latency_s=float(column["latency_s"]),
-            variant_of=self._origins[sample],
-            perturbation=self._perturbations.names[self._sample_kinds[sample]] or None,
-        )
+        workers = tuple(self._worker_names.names[int(code)] for code in codes)
+        return Row(index=index, workers=workers, attempt=record.score())
 
     def origin(self, sample_id: str) -> tuple[str | None, str | None]:
         """The original a sample perturbs and the perturbation; (None, None) for an original."""

@@ -189,7 +189,7 @@ async def _rows(request: web.Request) -> web.Response:
     _run, index = await _found(request)
     query = parse_query(request.query, index.perturbations)
     page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
-    return _json({"total": page.total, "rows": [dataclasses.asdict(row) for row in page.rows]})
+    return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})
 
 
 async def _sample(request: web.Request) -> web.Response:

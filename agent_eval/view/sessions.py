@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from agent_eval.results.attempt import Attempt
 from agent_eval.view.index import RunIndex
 from agent_eval.view.params import Query
 
@@ -30,26 +30,24 @@ class SessionPage:
 
 
 def sessions_page(index: RunIndex, query: Query) -> SessionPage:
-    """The attempts of one page of the query, each read from its place in samples.jsonl."""
+    """The attempts of one page of the query, as their lines in samples.jsonl hold them."""
     page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
-    rows = []
-    for row in page.rows:
-        record = index.record(row.index)
-        rows.append(
-            SessionRow(
-                index=row.index,
-                sample_id=row.sample_id,
-                attempt=row.attempt,
-                turn_rewards=_turn_rewards(record),
-                challenge_turns=record.get("challenge_turns") or [],
-            )
+    rows = [
+        SessionRow(
+            index=row.index,
+            sample_id=row.attempt.sample_id,
+            attempt=row.attempt.attempt,
+            turn_rewards=_turn_rewards(row.attempt),
+            challenge_turns=row.attempt.challenge_turns or [],
         )
+        for row in page.rows
+    ]
     return SessionPage(page.total, rows)
 
 
-def _turn_rewards(record: dict[str, Any]) -> list[float | None] | None:
+def _turn_rewards(attempt: Attempt) -> list[float | None] | None:
     """A session's reward per turn, a None for each turn of one never scored; None for a sample."""
-    rewards: list[float | None] | None = record.get("turn_rewards")
+    if attempt.turn_rewards is not None:
+        return list(attempt.turn_rewards)
     # A session's line has an answer per turn, scored or not; a sample's has none.
-    answers = record.get("turn_answers")
-    return [None] * len(answers) if rewards is None and answers is not None else rewards
+    return None if attempt.turn_answers is None else [None] * len(attempt.turn_answers)

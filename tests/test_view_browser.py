@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ async def url(root: Path) -> AsyncIterator[str]:
         yield base
 
 
-async def test_runs_page_lists_each_run(url: str, browser: BrowserPage) -> None:
+async def test_runs_page_lists_each_run(root: Path, url: str, browser: BrowserPage) -> None:
     from playwright.async_api import expect
 
     page = browser.page
@@ -68,7 +69,9 @@ async def test_runs_page_lists_each_run(url: str, browser: BrowserPage) -> None:
     texts = await done.locator("td").all_inner_texts()
     agent, model, attempts, accuracy = texts[1], texts[2], texts[4], texts[5]
     assert (agent, model, attempts) == ("math_calculator", "qwen-test", "4")
-    assert accuracy == "50.0% [25.0%, 75.0%]"
+    written = json.loads((root / "done" / "summary.json").read_text())["quality"]["accuracy"]
+    shown = [f"{100 * written[key]:.1f}%" for key in ("value", "low", "high")]
+    assert accuracy == f"{shown[0]} [{shown[1]}, {shown[2]}]"
     live = page.locator('tr[data-run="runs/live"]')
     await expect(live.locator(".status")).to_have_text("running")
     assert browser.errors == []

@@ -17,6 +17,8 @@ from tests.view_runs import cells, record, run_route, served, variant, write_run
 HOSTILE = "<img src=x onerror=\"window.pwned='id'\">&'"
 """p1's sample id: markup, quotes and an ampersand, never a slash (ids are one URL segment)."""
 ANSWER = '<b id="bold">19</b><img src=x onerror="window.pwned=\'answer\'">'
+DROPS = ("[-50.0%, 100.0%]", "[-50.0%, 50.0%]")
+"""The bootstrap intervals summary.json gives the drops of the perturbed run's two kinds."""
 MANY = 23
 """Originals of the run whose broken pairs fill more than one page (of 20)."""
 
@@ -70,11 +72,12 @@ async def test_the_robustness_part_shows_accuracy_per_kind(url: str, browser: Br
     await expect(rows).to_have_count(3)
     assert await cells(browser, "#robustness-kinds tr[data-kind]") == [
         ["originals", interval(4, 7), "7", "", "", "", "", "", "", ""],
-        ["numbers", interval(5, 6), "6", "3", "1", "5", "1", "1", "0.0%", "1.00"],
-        ["distractor", interval(2, 5), "5", "3", "1", "5", "2", "1", "+20.0%", "1.00"],
+        # summary.json's figures, kinds by name, each drop with its bootstrap interval.
+        ["distractor", interval(2, 5), "5", "3", "1", "5", "2", "1", f"+20.0% {DROPS[0]}", "1.00"],
+        ["numbers", interval(5, 6), "6", "3", "1", "5", "1", "1", f"0.0% {DROPS[1]}", "1.00"],
     ]
     await expect(page.locator("#robust-accuracy .num")).to_have_text(interval(2, 6))
-    await expect(page.locator("#robustness .caption")).to_contain_text("counted from the attempts")
+    await expect(page.locator("#robustness .caption")).to_contain_text("from summary.json")
     assert browser.errors == []
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from agent_eval.schedulers.slurm import JOB_NAME
-from tests.test_cli_run import agent_eval, finish, lines, summary
-from tests.test_llamacpp_workers import servers_on
-from tests.test_slurm_scheduler import needs_slurm
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary
+from tests.helpers.llamacpp import servers_on
+from tests.helpers.slurm import needs_slurm
 
 SETTINGS = {
     "ray": ["scheduler.ray.cpus_per_worker=1"],

@@ -55,21 +55,7 @@ from agent_eval.metrics import (
     wilson_interval,
 )
 from agent_eval.scoring import Scored
-
-
-def attempt(
-    sample_id: str, n: int, correct: bool = False, answer: str | None = None, **kw: Any
-) -> AttemptScore:
-    """An AttemptScore with dull defaults for the fields a test does not care about."""
-    fields: dict[str, Any] = {
-        "reward": float(correct),
-        "error_kind": None,
-        "latency_s": 1.0,
-        "prompt_tokens": 10,
-        "completion_tokens": 5,
-    }
-    fields.update(kw)
-    return AttemptScore(sample_id=sample_id, attempt=n, correct=correct, answer=answer, **fields)
+from tests.helpers.records import attempt
 
 
 def answered(sample_id: str, answers: list[str | None], correct: set[str]) -> list[AttemptScore]:

@@ -24,8 +24,9 @@ import pytest
 
 from agent_eval.testing.broken_worker import BrokenWorker, Script, chat_chunk, sse_event
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import MakeClient, StartProxy, until, wait_ready
-from tests.test_cli import CLI
+from tests.helpers.cli_runs import CLI
+from tests.helpers.proxy import MakeClient, StartProxy
+from tests.helpers.waits import until, wait_ready
 
 BROKEN, GOOD = "broken-model", "mock-model"
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"

@@ -8,7 +8,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from tests.conftest import MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 MODEL = "mock-model"
 WORKER_HEADER = "X-Agent-Eval-Worker"

@@ -28,18 +28,10 @@ from agent_eval.testing.broken_worker import (
     chat_chunk,
     sse_event,
 )
-from tests.conftest import (
-    FAST_HEALTH,
-    StartProxy,
-    StartWorkers,
-    eventually,
-    listener_pid,
-    rss_mb,
-    until,
-    wait_ready,
-)
-from tests.test_proxy_edges import assert_openai_error
-from tests.test_proxy_hostile import serve_process
+from tests.helpers.processes import listener_pid, rss_mb
+from tests.helpers.proxy import FAST_HEALTH, StartProxy, StartWorkers
+from tests.helpers.proxy_calls import assert_openai_error, serve_process
+from tests.helpers.waits import eventually, until, wait_ready
 
 MODEL = "broken-model"  # the broken worker's; good workers beside it serve it too
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}

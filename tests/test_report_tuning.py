@@ -20,7 +20,7 @@ from agent_eval import study_files
 from agent_eval.errors import ConfigError
 from agent_eval.report.tuning import ConfirmedScore, Interval, Tuned, load_tune, tune_table
 from agent_eval.report.tuning_page import curse_sentence, tune_page
-from tests.test_report import EVIL, Page, report, runs_of_one_agent
+from tests.helpers.reports import EVIL, Page, report, runs_of_one_agent
 
 ACCURACY, TOKENS, LATENCY = (
     "quality.accuracy",

@@ -26,9 +26,9 @@ from agent_eval.proxy.worker import Worker
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.seeds import SeedScope
 from agent_eval.settings import load_settings
-from tests.conftest import StartWorkers
-from tests.test_cli_run import agent_eval, finish, lines, summary, write_dataset
-from tests.test_llamacpp_agents import MODEL
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.llamacpp import MODEL
+from tests.helpers.proxy import StartWorkers
 
 BUS = "A bus has 11 rows with 2 seats in each row. How many seats does the bus have?"
 KEYS = [f"gsm8k-{i}-{attempt}" for i in range(40) for attempt in range(4)]

@@ -27,8 +27,8 @@ from agent_eval.rewards import (
 )
 from agent_eval.rewards.math_answer import math_gold_problem
 from agent_eval.scoring import with_readable_golds
-from tests.conftest import eventually
-from tests.shared_data import gsm8k_path
+from tests.helpers.shared_data import gsm8k_path
+from tests.helpers.waits import eventually
 
 
 def slow_reward(prediction: str, gold: str) -> bool:

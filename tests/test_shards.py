@@ -9,16 +9,10 @@ from pathlib import Path
 from agent_eval.config import RunConfig
 from agent_eval.run_parts import scoring_workers
 from agent_eval.shards import shard_of
-from tests.conftest import StartWorkers, eventually
-from tests.test_cli_run import (
-    ROWS,
-    agent_eval,
-    finish,
-    lines,
-    running_with,
-    summary,
-    write_dataset,
-)
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.processes import running_with
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.waits import eventually
 
 CHILD = "agent_eval.shards.child"
 CRASHING_RUNNER = """

@@ -11,10 +11,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from agent_eval.failures import failure_class
-from agent_eval.metrics import Summary, summarize
+from agent_eval.metrics import Summary
 from agent_eval.report.runs import load_run
 from agent_eval.report.table import summary_sections
-from tests.view_runs import append, get_json, record, write_run
+from tests.helpers.view_runs import append, get_json, record, write_run, write_summary
 
 HOSTILE = "<script>&'</script>"  # short enough for the heatmap's labels
 SVG = "{http://www.w3.org/2000/svg}"
@@ -45,17 +45,11 @@ RECORDS = [
 ]
 
 
-def finish(path: Path) -> None:
-    """summary.json as the engine writes it, with a wall time."""
-    scores = load_run(path).scores
-    (path / "summary.json").write_bytes(json.dumps(summarize(scores, 20.0).to_dict()).encode())
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     write_run(runs / "done", RECORDS, finished=False)
-    finish(runs / "done")
+    write_summary(runs / "done")
     workers = [
         {"url": W0, "served": 7, "failures": 1, "healthy": True, "breaker": "closed"},
         {"url": "http://127.0.0.1:30003", "served": 0, "healthy": False, "breaker": "open"},

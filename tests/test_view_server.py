@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_eval.cli import app
 from agent_eval.view.server import create_app
-from tests.view_runs import get_json
+from tests.helpers.view_runs import get_json
 
 # One line of a real run's samples.jsonl, trimmed.
 TEMPLATE: dict[str, Any] = {

@@ -22,8 +22,9 @@ from agent_eval.config import RunConfig
 from agent_eval.launch import WorkerEndpoint
 from agent_eval.serving import Served
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import MakeClient, StartProxy, eventually
-from tests.test_llamacpp_workers import servers_on
+from tests.helpers.llamacpp import servers_on
+from tests.helpers.proxy import MakeClient, StartProxy
+from tests.helpers.waits import eventually
 
 KEY = "worker-key-7"
 

@@ -27,7 +27,8 @@ from agent_eval.results import RunDirectory
 from agent_eval.rewards import RewardScorer
 from agent_eval.run_parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.waits import eventually
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 3?"}]
 CALLS = {

@@ -20,7 +20,7 @@ from agent_eval.cli.run import EMBEDDED_NEXT
 from agent_eval.errors import ConfigError
 from agent_eval.view.runs import find_runs
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, slow_run, summary, write_dataset
-from tests.helpers.llamacpp import servers_on
+from tests.helpers.llamacpp import run_embedded, servers_on
 from tests.helpers.processes import running_with
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.waits import eventually
@@ -178,7 +178,7 @@ async def test_the_embedded_default_runs_end_to_end_and_leaves_nothing(tmp_path:
     """README's first command, on the first 3 of its word problems."""
     run_dir = tmp_path / "run"
     args = ("run", "--agent", "math_calculator", "--limit", "3", "-o", str(run_dir))
-    code, out, err = await finish(await agent_eval(*args, cwd=tmp_path), 600)
+    code, out, err = await run_embedded(*args, cwd=tmp_path)
     assert code == 0, err
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["dataset"]["name"] == "word_problems" and saved["eval"]["n_samples"] == 4

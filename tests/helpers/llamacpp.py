@@ -1,8 +1,11 @@
-"""The embedded model's llama.cpp workers: the tool-call question put to them, their processes."""
+"""The embedded model's llama.cpp workers: runs on them, the tool-call question put to them,
+their processes. A test that uses a name from here is marked llamacpp (and slow)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from tests.helpers.cli_runs import agent_eval, finish
 
 MULTIPLY = {
     "type": "function",
@@ -37,3 +40,9 @@ def servers_on(ports: set[int]) -> list[int]:
 
 
 MODEL = "smollm2-135m-instruct"
+
+
+async def run_embedded(*args: str, cwd: Path) -> tuple[int, str, str]:
+    """`agent-eval ARGS` on the embedded model's workers, to its end (ten minutes at most):
+    exit code, stdout and stderr."""
+    return await finish(await agent_eval(*args, cwd=cwd), 600)

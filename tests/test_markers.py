@@ -15,8 +15,11 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(autouse=True)
 def settled(pytester: pytest.Pytester) -> None:
-    """The inner runs' pytest-asyncio settings, as the project's."""
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    """Inner runs with the project's pytest-asyncio settings, and no assertion rewriting:
+    they only collect, and rewriting each module they import would take seconds."""
+    pytester.makeini(
+        "[pytest]\naddopts = --assert=plain\nasyncio_default_fixture_loop_scope = function\n"
+    )
 
 
 def marked(pytester: pytest.Pytester, source: str) -> dict[str, tuple[set[str], str | None]]:
@@ -42,11 +45,50 @@ def test_plain(tmp_path): ...
 """,
     )
     assert found == {
-        "test_by_fixture": ({"browser"}, None),
+        "test_by_fixture": ({"browser", "slow"}, None),
         "test_by_helper": (set(), None),  # view_runs serves pages; the fixture brings the browser
-        "test_on_a_terminal": ({"tmux"}, None),
+        "test_on_a_terminal": ({"tmux", "slow"}, None),
         "test_plain": (set(), None),
     }
+
+
+def test_a_test_starting_agent_eval_in_a_process_of_its_own_is_slow(
+    pytester: pytest.Pytester,
+) -> None:
+    found = marked(
+        pytester,
+        """
+from tests.helpers.cli_runs import agent_eval, finish, lines
+
+async def test_in_a_process(tmp_path): await finish(await agent_eval("run", cwd=tmp_path))
+def test_reading_what_it_wrote(tmp_path): assert lines(tmp_path) == []
+""",
+    )
+    assert found == {
+        "test_in_a_process": ({"slow"}, None),
+        "test_reading_what_it_wrote": (set(), None),
+    }
+
+
+def test_processes_of_its_own_and_property_tests_are_slow(pytester: pytest.Pytester) -> None:
+    found = marked(
+        pytester,
+        """
+import subprocess, sys
+from hypothesis import given, strategies as st
+
+def test_a_subprocess(): subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+@given(st.integers())
+def test_a_property(n): ...
+
+def test_a_property_inside():
+    @given(st.integers())
+    def check(n): ...
+    check()
+""",
+    )
+    assert found == {name: ({"slow"}, None) for name in found} and len(found) == 3
 
 
 def test_a_test_reaching_llamacpp_through_its_own_functions_is_slow_and_grouped(
@@ -101,9 +143,10 @@ def test_a_module_about_one_outside_part_marks_every_test_in_it(
     assert [markers_of(item) for item in items] == [{"slurm", "slow"}] * 2
 
 
-def test_conftest_puts_the_group_on_a_test_that_measures_resident_memory(
+def test_conftest_marks_and_groups_a_test_that_measures_resident_memory(
     request: pytest.FixtureRequest,
 ) -> None:
     assert rss_mb(os.getpid()) > 0
+    assert request.node.get_closest_marker("slow") is not None
     groups = [mark.args for mark in request.node.iter_markers("xdist_group")]
     assert groups == [("memory",)]

@@ -509,7 +509,7 @@ async def test_only_the_start_of_a_huge_error_body_is_read(
     body = b'{"error": {"message": "too much", "padding": "' + b"x" * (60 * MIB) + b'"}}'
     # Paced pieces: the proxy is still reading the body's start while the test asks for /health.
     pieces = tuple(body[start : start + PIECE] for start in range(0, len(body), PIECE))
-    script = Script(Script.answer(status, body).head, pieces, delay=0.05)
+    script = Script(Script.answer(status, body).head, pieces, delay=0.02)
     broken = await start_broken(stack, script)
     (good,) = await start_workers(1, model="mock-model")
     config = ProxyConfig(

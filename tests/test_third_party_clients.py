@@ -20,11 +20,10 @@ from agent_eval.launch import LaunchConfig
 from agent_eval.settings import load_settings
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.helpers.cli_runs import served_url_in
+from tests.helpers.cli_runs import CLI, served_url_in
 from tests.helpers.proxy import MakeClient, StartWorkers
 from tests.helpers.waits import wait_ready
 
-CLI = [sys.executable, "-m", "agent_eval"]
 READY = "Ctrl-C stops it."
 
 

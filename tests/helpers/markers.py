@@ -29,37 +29,73 @@ MODULES = {
 }
 # A test parametrized by the scheduler it runs on needs that scheduler.
 SCHEDULERS = {"ray", "slurm"}
-# Real model servers and clusters take seconds to start: what uses them is slow.
-SLOW = {"llamacpp", "ray", "slurm"}
+# Outside parts that take seconds to start (a browser, a terminal, model servers, clusters):
+# what uses them is slow.
+SLOW = {"browser", "tmux", "llamacpp", "ray", "slurm"}
+# Helpers that make a test slow: agent-eval in a process of its own imports the whole package
+# (seconds apiece on a busy machine); resident memory is measured over soaks of many MB; a
+# tune job plays whole trials; the GSM8K test set holds 1,319 problems.
+SLOW_HELPERS = {
+    ("tests.helpers.cli_runs", "CLI"),
+    ("tests.helpers.cli_runs", "agent_eval"),
+    ("tests.helpers.proxy_calls", "serve_process"),
+    ("tests.helpers.processes", "rss_mb"),
+    ("tests.helpers.tune_jobs", "tune_job"),
+    ("tests.helpers.shared_data", "gsm8k_path"),
+}
+# Names whose reading makes a test heavy: it starts processes of its own (a subprocess, the
+# reward pool, a whole evaluation with its scoring pool, local workers: each imports its
+# packages anew, seconds apiece on a busy machine), or draws many examples with hypothesis.
+HEAVY_NAMES = {
+    "subprocess",
+    "create_subprocess_exec",
+    "executable",
+    "RewardScorer",
+    "evaluate",
+    "LocalScheduler",
+    "given",
+}
 # Parts that must not run beside themselves under xdist (one cluster, ports of its own, the
-# CPU a model needs), and helpers whose measurements another test's load would disturb.
+# CPU a model needs), and the memory soaks, whose measure another test's load would disturb.
 GROUPS = {"llamacpp", "ray", "slurm"}
-GROUPED_NAMES = {"rss_mb": "memory"}
+GROUPED_HELPERS = {("tests.helpers.processes", "rss_mb"): "memory"}
 
 
 def markers_of(item: pytest.Function) -> set[str]:
     """The outside parts (browser, tmux, llamacpp, ray, slurm) a test needs, and `slow`."""
-    names = set(item.fixturenames) | used_names(item)
-    helpers = helper_imports(item.module)
-    found = {FIXTURES[name] for name in names if name in FIXTURES}
-    found |= {HELPERS[helpers[name]] for name in names if helpers.get(name) in HELPERS}
+    helpers = helpers_used(item)
+    found = {FIXTURES[name] for name in item.fixturenames if name in FIXTURES}
+    found |= {HELPERS[module] for module, _ in helpers if module in HELPERS}
     module = item.module.__name__.rpartition(".")[2]
     if module in MODULES:
         found.add(MODULES[module])
     callspec = getattr(item, "callspec", None)
     if callspec is not None and callspec.params.get("scheduler") in SCHEDULERS:
         found.add(callspec.params["scheduler"])
-    return found | ({"slow"} if found & SLOW else set())
+    return found | ({"slow"} if found & SLOW or helpers & SLOW_HELPERS or heavy(item) else set())
+
+
+def heavy(item: pytest.Function) -> bool:
+    """Whether a test starts processes of its own, or is a property test drawing many examples."""
+    return bool(used_names(item) & HEAVY_NAMES) or hasattr(item.function, "hypothesis")
 
 
 def group_of(item: pytest.Function, markers: set[str]) -> str | None:
     """The xdist group a test runs in, one worker at a time; None when it can run anywhere."""
     grouped = sorted(markers & GROUPS) or sorted(
-        GROUPED_NAMES[name] for name in used_names(item) if name in GROUPED_NAMES
+        GROUPED_HELPERS[used] for used in helpers_used(item) if used in GROUPED_HELPERS
     )
     return grouped[0] if grouped else None
 
 
+@cache
+def helpers_used(item: pytest.Function) -> set[tuple[str, str]]:
+    """The helpers a test uses, as (helper module, name)."""
+    imports = helper_imports(item.module)
+    return {(imports[name], name) for name in used_names(item) if name in imports}
+
+
+@cache
 def used_names(item: pytest.Function) -> set[str]:
     """Global names a test reads, with those read by the functions and fixtures of its own
     module that it calls or asks for, followed to the end."""

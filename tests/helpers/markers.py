@@ -97,8 +97,8 @@ def helpers_used(item: pytest.Function) -> set[tuple[str, str]]:
 
 @cache
 def used_names(item: pytest.Function) -> set[str]:
-    """Global names a test reads, with those read by the functions and fixtures of its own
-    module that it calls or asks for, followed to the end."""
+    """The names (globals and attributes) a test reads, with those read by the functions and
+    fixtures of its own module that it calls or asks for, followed to the end."""
     module = item.module
     seen: set[str] = set()
     todo = [item.function, *(module.__dict__.get(name) for name in item.fixturenames)]
@@ -120,7 +120,7 @@ def _function(found: object) -> FunctionType | None:
 
 
 def _globals_read(code: CodeType) -> Iterator[str]:
-    """The global names a code object reads, nested code included."""
+    """The names (globals and attributes) a code object reads, nested code included."""
     yield from code.co_names
     for const in code.co_consts:
         if isinstance(const, CodeType):

@@ -157,6 +157,18 @@ def test_a_scheduler_parameter_marks_only_its_own_case(
     assert marked(module, scheduler=scheduler) == {"test_run": expected}
 
 
+def test_a_whole_run_on_a_cluster_is_grouped_with_the_cluster(tmp_path: Path) -> None:
+    module = load(
+        tmp_path,
+        """
+from tests.helpers.llamacpp import run_embedded
+
+async def test_run(scheduler, tmp_path): await run_embedded("run", scheduler, cwd=tmp_path)
+""",
+    )
+    assert marked(module, scheduler="ray") == {"test_run": ({"llamacpp", "ray", "slow"}, "ray")}
+
+
 def test_a_module_about_one_outside_part_marks_every_test_in_it(tmp_path: Path) -> None:
     module = load(tmp_path, "def test_one(): ...\ndef test_two(): ...\n", "test_slurm_scheduler")
     assert marked(module) == {

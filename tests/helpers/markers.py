@@ -57,7 +57,8 @@ HEAVY_NAMES = {
 }
 # Parts that must not run beside themselves under xdist (one cluster, ports of its own, the
 # CPU a model needs), and the memory soaks, whose measure another test's load would disturb.
-GROUPS = {"llamacpp", "ray", "slurm"}
+# A test has one group: a cluster's before llama.cpp's (a whole run on Ray is a Ray test).
+GROUPS = ("ray", "slurm", "llamacpp")
 GROUPED_HELPERS = {("tests.helpers.processes", "rss_mb"): "memory"}
 
 
@@ -82,7 +83,7 @@ def heavy(item: pytest.Function) -> bool:
 
 def group_of(item: pytest.Function, markers: set[str]) -> str | None:
     """The xdist group a test runs in, one worker at a time; None when it can run anywhere."""
-    grouped = sorted(markers & GROUPS) or sorted(
+    grouped = [group for group in GROUPS if group in markers] or sorted(
         GROUPED_HELPERS[used] for used in helpers_used(item) if used in GROUPED_HELPERS
     )
     return grouped[0] if grouped else None

@@ -52,12 +52,15 @@ def rss_mb(pid: int) -> float:
     return int(line.split()[1]) / 1024
 
 
-def running_with(argument: str) -> list[int]:
-    """Pids of processes with this command-line argument, read from /proc."""
+def running_with(argument: str, cwd: Path | None = None) -> list[int]:
+    """Pids of processes with this command-line argument, read from /proc; with `cwd`, only
+    those working there (a test's own, not those of a test running beside it)."""
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if argument.encode() in cmdline.read_bytes().split(b"\0"):
+            if argument.encode() in cmdline.read_bytes().split(b"\0") and (
+                cwd is None or (cmdline.parent / "cwd").readlink() == cwd
+            ):
                 found.append(int(cmdline.parent.name))
         except OSError:
             continue

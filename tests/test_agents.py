@@ -15,8 +15,9 @@ from agent_eval.agents.math_calculator import INSTRUCTIONS, MathCalculatorAgent
 from agent_eval.data import Session, Turn
 from agent_eval.errors import ConfigError
 from agent_eval.testing.replies import JSON, Reply, ToolCall
-from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
-from tests.test_trajectory_endings import kinds
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.records import kinds
+from tests.helpers.waits import eventually
 
 QUESTION = SimpleNamespace(id="q1", question="A box holds 6 rows of 7 eggs. How many eggs?")
 

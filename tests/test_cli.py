@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from agent_eval.cli import app
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import wait_ready
+from tests.helpers.cli_runs import CLI, served_url_in
+from tests.helpers.waits import wait_ready
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "agent_eval"]
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -81,19 +81,13 @@ def serve_process(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[s
         process.wait()
 
 
-def _served_url_in(line: str) -> str:
-    found = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
-    assert found, line
-    return found.group(0)
-
-
 @pytest.mark.parametrize("serve_process", [[]], indirect=True)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_serve_runs_until_signalled(
     serve_process: subprocess.Popen[str], signum: signal.Signals
 ) -> None:
     first = serve_process.stdout.readline()
-    base_url = _served_url_in(first)
+    base_url = served_url_in(first)
     # The first line says how to give it workers: the embedded model, or servers of one's own.
     assert "no workers yet" in first and "--backend llamacpp:d2" in first, first
     assert "--endpoint URL" in first and "POST /workers" in first, first
@@ -138,7 +132,7 @@ async def test_keys_never_reach_the_logs() -> None:
             env={**os.environ, **keys},
         )  # fmt: skip
         try:
-            base_url = _served_url_in((await process.stdout.readline()).decode())
+            base_url = served_url_in((await process.stdout.readline()).decode())
             await wait_ready(base_url, 1)
             async with aiohttp.ClientSession() as http:
                 for key, status in ((client_key, 200), ("wrong-key", 401), (client_key, 503)):

@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import StartWorkers
-from tests.test_cli_run import agent_eval, finish
+from tests.helpers.cli_runs import agent_eval, finish
+from tests.helpers.proxy import StartWorkers
 
 # A problem whose worked solution the `numbers` perturbation replays: it gets a variant.
 REPLAYABLE = {

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import orjson
 import pytest
 import typer
 import yaml
@@ -20,62 +19,11 @@ from agent_eval.cli.common import guarded
 from agent_eval.cli.run import EMBEDDED_NEXT
 from agent_eval.errors import ConfigError
 from agent_eval.view.runs import find_runs
-from tests.conftest import StartWorkers, eventually
-from tests.test_llamacpp_workers import servers_on
-
-ROWS = 10  # "Say i": right on even i (the answer is i), wrong on odd i (the answer is i + 1)
-
-
-def write_dataset(path: Path) -> Path:
-    rows = [
-        {"question": f"Say {i}", "answer": f"#### {i if i % 2 == 0 else i + 1}"}
-        for i in range(ROWS)
-    ]
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    return path
-
-
-async def agent_eval(*args: str, cwd: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent_eval", *args, cwd=cwd,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-
-
-async def finish(process: asyncio.subprocess.Process, timeout: float = 120) -> tuple[int, str, str]:
-    out, err = await asyncio.wait_for(process.communicate(), timeout)
-    return process.returncode, out.decode(), err.decode()
-
-
-def running_with(argument: str) -> list[int]:
-    """Pids of processes with this command-line argument, read from /proc."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if argument.encode() in cmdline.read_bytes().split(b"\0"):
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
-
-
-async def slow_run(start_workers: StartWorkers, tmp_path: Path) -> tuple[str, ...]:
-    """`run`'s arguments for the shipped-style dataset over two mock workers slow enough
-    (0.3 s a call) that a test can step in mid-run."""
-    workers = await start_workers(2)
-    for worker in workers:
-        worker.behavior.latency = 0.3
-    data = write_dataset(tmp_path / "say.jsonl")
-    endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
-    return ("--dataset", str(data), *endpoints, "-n", "2", "-j", "2")
-
-
-def summary(run_dir: Path) -> dict:
-    return json.loads((run_dir / "summary.json").read_text())
-
-
-def lines(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, slow_run, summary, write_dataset
+from tests.helpers.llamacpp import run_embedded, servers_on
+from tests.helpers.processes import running_with
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.waits import eventually
 
 
 async def test_known_answers_give_exact_figures_in_plain_logs(
@@ -230,7 +178,7 @@ async def test_the_embedded_default_runs_end_to_end_and_leaves_nothing(tmp_path:
     """README's first command, on the first 3 of its word problems."""
     run_dir = tmp_path / "run"
     args = ("run", "--agent", "math_calculator", "--limit", "3", "-o", str(run_dir))
-    code, out, err = await finish(await agent_eval(*args, cwd=tmp_path), 600)
+    code, out, err = await run_embedded(*args, cwd=tmp_path)
     assert code == 0, err
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["dataset"]["name"] == "word_problems" and saved["eval"]["n_samples"] == 4

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from agent_eval.schedulers.slurm import JOB_NAME
-from tests.test_cli_run import agent_eval, finish, lines, summary
-from tests.test_llamacpp_workers import servers_on
-from tests.test_slurm_scheduler import needs_slurm
+from tests.helpers.cli_runs import lines, summary
+from tests.helpers.llamacpp import run_embedded, servers_on
+from tests.helpers.slurm import needs_slurm
 
 SETTINGS = {
     "ray": ["scheduler.ray.cpus_per_worker=1"],
@@ -40,7 +40,7 @@ async def test_a_whole_run_on_the_scheduler_leaves_nothing_behind(
     run_dir = tmp_path / "run"
     args = ["run", "--agent", "math_calculator", "--limit", "1", "-o", str(run_dir)]
     args += ["--scheduler", scheduler, "--backend", "llamacpp:d1", "-n", "1"]
-    code, out, err = await finish(await agent_eval(*args, *SETTINGS[scheduler], cwd=tmp_path), 600)
+    code, out, err = await run_embedded(*args, *SETTINGS[scheduler], cwd=tmp_path)
     assert code == 0, err
     (record,) = lines(run_dir)
     assert record["model_calls"] >= 1 and summary(run_dir)["attempts"] == 1

@@ -15,10 +15,11 @@ from agent_eval.data import load_dataset
 from agent_eval.data.subset import seeded_subset
 from agent_eval.tune.study import CONTINUES, INTERRUPTED
 from agent_eval.tune.study_files import CONFIRM_FILE, FAILURE, RUN_DIR, load_study, optuna_module
-from tests.conftest import StartWorkers, eventually
-from tests.terminal import OnTerminal, worker_rows
-from tests.test_cli_run import agent_eval, finish, lines
-from tests.tune_jobs import two_step_workers, write_sums
+from tests.helpers.cli_runs import agent_eval, finish, lines
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.terminal import OnTerminal, worker_rows
+from tests.helpers.tune_jobs import two_step_workers, write_sums
+from tests.helpers.waits import eventually
 
 TEMPERATURE = "sampling.temperature: {float: [0.0, 1.2]}\n"
 

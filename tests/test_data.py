@@ -20,7 +20,7 @@ import pytest
 
 from agent_eval.data import DataError, Sample, Session, Turn, load_dataset, loaders
 from agent_eval.errors import ConfigError
-from tests.shared_data import gsm8k_path
+from tests.helpers.shared_data import gsm8k_path
 
 ANNOTATION = re.compile(r"<<([^=<>]+)=([^<>]+)>>")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

@@ -22,7 +22,9 @@ from agent_eval.rewards import RewardScorer, gsm8k_gold
 from agent_eval.run.config import RunConfig
 from agent_eval.run.engine import Engine, Progress, attempt_seed
 from agent_eval.run.parts import engine_config
-from tests.conftest import StartProxy, StartWorkers, alive, eventually
+from tests.helpers.processes import alive
+from tests.helpers.proxy import StartProxy, StartWorkers
+from tests.helpers.waits import eventually
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}
 

@@ -22,8 +22,9 @@ import pytest
 
 from agent_eval.errors import StorageError
 from agent_eval.results.files import RunDirectory
-from tests.conftest import StartWorkers, eventually
-from tests.test_cli_run import ROWS, finish, lines, slow_run, summary
+from tests.helpers.cli_runs import ROWS, finish, lines, slow_run, summary
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.waits import eventually
 
 REQUIRE = "AGENT_EVAL_REQUIRE_MOUNT"
 STORAGE_EXIT_CODE = 4

@@ -17,7 +17,7 @@ from agent_eval.proxy.upstream.http1 import (
     UpstreamTimeout,
     UpstreamTooLarge,
 )
-from tests.conftest import eventually
+from tests.helpers.waits import eventually
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agent_eval.view.runs import find_runs
-from tests.conftest import StartWorkers
-from tests.terminal import OnTerminal, Screen, worker_rows
-from tests.test_cli_run import agent_eval, finish, lines, write_dataset
+from tests.helpers.cli_runs import agent_eval, finish, lines, write_dataset
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.terminal import OnTerminal, Screen, worker_rows
 
 ATTEMPTS = 20  # test_cli_run's 10 rows, 2 attempts each
 TITLE = "math_calculator on say.jsonl"

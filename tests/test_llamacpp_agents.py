@@ -32,10 +32,9 @@ from agent_eval.run.config import RunConfig as EvalConfig
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
 from agent_eval.testing.ports import free_port
-from tests.conftest import FAST_HEALTH, StartProxy
-from tests.test_llamacpp_workers import MULTIPLY, QUESTION
+from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION
+from tests.helpers.proxy import FAST_HEALTH, StartProxy
 
-MODEL = "smollm2-135m-instruct"
 # The Responses API's flat tool shape.
 MULTIPLY_TOOL = {"type": "function", **MULTIPLY["function"]}
 CALL = {"id": "call_1", "type": "function", "function": {"name": "multiply", "arguments": "{}"}}

@@ -16,21 +16,8 @@ from pydantic import SecretStr
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.schedulers.local import LocalScheduler
-from tests.conftest import eventually, wait_ready
-
-MULTIPLY = {
-    "type": "function",
-    "function": {
-        "name": "multiply",
-        "description": "Multiply two numbers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-}
-QUESTION = [{"role": "user", "content": "What is 12 times 7? Use the multiply tool."}]
+from tests.helpers.llamacpp import MULTIPLY, QUESTION, servers_on
+from tests.helpers.waits import eventually, wait_ready
 
 
 async def ask_for_a_tool_call(base_url: str, api_key: str = "unused") -> dict:
@@ -48,21 +35,6 @@ async def ask_for_a_tool_call(base_url: str, api_key: str = "unused") -> dict:
     (call,) = choice.message.tool_calls
     assert call.function.name == "multiply"
     return json.loads(call.function.arguments)
-
-
-def servers_on(ports: set[int]) -> list[int]:
-    """Pids of llama.cpp servers listening on any of these ports, read from /proc."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"agent_eval.backends.llamacpp_server" in args and any(
-            str(p).encode() in args for p in ports
-        ):
-            found.append(int(cmdline.parent.name))
-    return found
 
 
 def _running(pid: int) -> bool:

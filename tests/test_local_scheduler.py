@@ -24,7 +24,8 @@ from agent_eval.schedulers.errors import GPUAllocationError, WorkerFailedError, 
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.system.diagnostics import last_line
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import alive, answers, eventually
+from tests.helpers.processes import alive, answers
+from tests.helpers.waits import eventually
 
 MOCKS = Allocation("mock", dp=2)
 

@@ -19,7 +19,6 @@ from agents.tool import default_tool_error_function
 from agent_eval.agents.calculator import divide
 from agent_eval.agents.trajectory import ModelCallRecord, ToolCallRecord, Trajectory
 from agent_eval.data import Session, Turn
-from agent_eval.failures import FailureClass
 from agent_eval.metrics import (
     DIRECTIONS,
     AttemptScore,
@@ -56,37 +55,7 @@ from agent_eval.metrics import (
 )
 from agent_eval.run.engine import attempt_record
 from agent_eval.run.scoring import Scored
-
-
-def attempt(
-    sample_id: str,
-    n: int,
-    correct: bool = False,
-    answer: str | None = None,
-    error_kind: str | None = None,
-    scored: bool = True,
-    **kw: Any,
-) -> AttemptScore:
-    """An AttemptScore with dull defaults for the fields a test does not care about; its error
-    of `error_kind` is the model's when `scored`, else the infrastructure's."""
-    whose = FailureClass.MODEL if scored else FailureClass.INFRA
-    fields: dict[str, Any] = {
-        "seed": 0,
-        "session_id": f"{sample_id}-{n}",
-        "reward": float(correct),
-        "turn_rewards": None,
-        "turn_answers": None,
-        "challenge_turns": None,
-        "latency_s": 1.0,
-        "prompt_tokens": 10,
-        "completion_tokens": 5,
-        "model_calls": 0,
-        "tool_calls": 0,
-        "tool_errors": 0,
-        "error": None if error_kind is None and scored else {"kind": error_kind, "class": whose},
-    }
-    fields.update(kw)
-    return AttemptScore(sample_id=sample_id, attempt=n, correct=correct, answer=answer, **fields)
+from tests.helpers.records import attempt
 
 
 def answered(sample_id: str, answers: list[str | None], correct: set[str]) -> list[AttemptScore]:

@@ -19,7 +19,7 @@ from agent_eval.metrics import (
 from agent_eval.metrics.base import is_higher_better
 from agent_eval.metrics.robustness import by_kind, original_accuracy, robust_accuracy
 from agent_eval.metrics.summary import DIRECTIONS
-from tests.test_metrics import attempt
+from tests.helpers.records import attempt
 
 T, F, U = True, False, None
 """Right, wrong, unscored (stopped by the infrastructure)."""

@@ -22,7 +22,7 @@ from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.testing.mock_backend import MockBackend
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.worker_state import Behavior
-from tests.conftest import QuietObserver
+from tests.helpers.observer import QuietObserver
 
 QUESTION = "What is 2 + 3?"
 ADD: ChatCompletionFunctionToolParam = {"type": "function", "function": {"name": "add"}}

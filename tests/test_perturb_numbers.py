@@ -14,7 +14,7 @@ import pytest
 from agent_eval.data import Sample
 from agent_eval.perturb.numbers import new_numbers
 from agent_eval.run.scoring import gold_answer
-from tests.shared_data import gsm8k_path
+from tests.helpers.shared_data import gsm8k_path
 
 WORDS = [
     "zero",

@@ -9,7 +9,7 @@ import re
 from agent_eval.data import Sample
 from agent_eval.perturb.distractor import add_distractor
 from agent_eval.perturb.names import new_names
-from tests.shared_data import gsm8k_path
+from tests.helpers.shared_data import gsm8k_path
 
 JANET = Sample(
     "gsm8k-0",

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import bisect
 import collections
 import math
 import random
 
-from agent_eval.proxy.fleet.breaker import CircuitBreaker
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.policies.least_requests import LeastRequests
 from agent_eval.proxy.policies.power_of_two import PowerOfTwo
 from agent_eval.proxy.policies.round_robin import RoundRobin
-from agent_eval.proxy.policies.session import VIRTUAL_NODES, SessionAffinity, ring_hash
-
-
-def make_workers(n: int) -> list[Worker]:
-    return [Worker(f"http://w{i}", "/health", CircuitBreaker(5, 10.0)) for i in range(n)]
+from agent_eval.proxy.policies.session import SessionAffinity
+from tests.helpers.policies import make_workers, plain_ring_owners
 
 
 def session_policy(workers: list[Worker], **kwargs: float) -> SessionAffinity:
@@ -140,10 +135,3 @@ def test_retry_detour_does_not_move_the_session() -> None:
     detour = RequestInfo("/v1/chat/completions", session_key="s", detour_from=frozenset({home.url}))
     assert policy.choose([other], detour) is other
     assert policy.choose(workers, info("s")) is home
-
-
-def plain_ring_owners(urls: list[str], keys: list[str]) -> list[str]:
-    """Where plain consistent hashing (no bound) would put each key."""
-    ring = sorted((ring_hash(f"{url}#{i}"), url) for url in urls for i in range(VIRTUAL_NODES))
-    points = [point for point, _ in ring]
-    return [ring[bisect.bisect(points, ring_hash(key)) % len(ring)][1] for key in keys]

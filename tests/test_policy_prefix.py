@@ -12,7 +12,7 @@ from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo, build_policy
 from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings, routing_text
 from agent_eval.proxy.policies.prefix_chain import PrefixSet, chunk_chain
-from tests.test_policies import make_workers
+from tests.helpers.policies import make_workers
 
 CHAT = "/v1/chat/completions"
 SYSTEM = {"role": "system", "content": "You are a careful assistant with tools. " * 8}

@@ -22,7 +22,8 @@ from agent_eval.proxy.server.listener import running_proxy
 from agent_eval.results.attempt import Attempt
 from agent_eval.run.engine import Progress
 from agent_eval.testing.ports import free_port
-from tests.conftest import FAST_HEALTH, StartProxy, StartWorkers, eventually, wait_ready
+from tests.helpers.proxy import FAST_HEALTH, StartProxy, StartWorkers
+from tests.helpers.waits import eventually, wait_ready
 
 FAST = {"plain_interval": 0.02, "poll_interval": 0.02}
 ERROR_KINDS = {3: "max_turns", 10: "timeout", 20: "timeout", 30: "timeout"}

@@ -24,8 +24,9 @@ import pytest
 
 from agent_eval.testing.broken_worker import BrokenWorker, Script, chat_chunk, sse_event
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import MakeClient, StartProxy, until, wait_ready
-from tests.test_cli import CLI
+from tests.helpers.cli_runs import CLI
+from tests.helpers.proxy import MakeClient, StartProxy
+from tests.helpers.waits import until, wait_ready
 
 BROKEN, GOOD = "broken-model", "mock-model"
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
@@ -107,34 +108,22 @@ async def read_tail(
     return tail
 
 
-async def timed(call: Any) -> float:
-    begun = time.monotonic()
-    await call
-    return time.monotonic() - begun
-
-
-async def latencies_while(
+async def served_while(
     stream: asyncio.Task[bytes], http: aiohttp.ClientSession, base_url: str
-) -> tuple[list[float], list[float]]:
-    """Seconds each `/health` and each chat request to the good worker took, until `stream` ends."""
+) -> int:
+    """Rounds of a `/health` and a chat request to the good worker, both answered, that ended
+    while `stream` still went on."""
     root = base_url.removesuffix("/v1")
     chat = {"model": GOOD, "messages": [{"role": "user", "content": "hi"}]}
-    health: list[float] = []
-    served: list[float] = []
-
-    async def get_health() -> None:
+    rounds = 0
+    while not stream.done():
         async with http.get(f"{root}/health") as response:
             assert response.status == 200
-
-    async def ask_good() -> None:
         async with http.post(f"{base_url}/chat/completions", json=chat) as response:
             assert response.status == 200
-
-    while not stream.done():
-        health.append(await timed(get_health()))
-        served.append(await timed(ask_good()))
+        rounds += not stream.done()
         await asyncio.sleep(0.05)
-    return health, served
+    return rounds
 
 
 @pytest.mark.parametrize("route", [CHAT, RESPONSES], ids=["chat-recorded", "responses-native"])
@@ -156,18 +145,16 @@ async def test_an_event_without_end_is_cut_at_the_bound_and_the_proxy_serves_on(
         stream = asyncio.create_task(read_tail(http, base_url, route, started))
         await asyncio.wait_for(started.wait(), 10)
         cpu, begun = cpu_seconds(pid), time.monotonic()
-        health, served = await latencies_while(stream, http, base_url)
+        rounds = await served_while(stream, http, base_url)
         busy = (cpu_seconds(pid) - cpu) / (time.monotonic() - begun)
         tail = await stream
         workers = await workers_by_url(base_url)
     assert "--max-event-bytes" in error_message(route, last_event(tail))
     assert broken.bytes_sent > EVENT_LIMIT
-    print(
-        f"{route}: /health max {max(health) * 1000:.1f} ms over {len(health)}, good worker max "
-        f"{max(served) * 1000:.1f} ms, proxy CPU {busy:.0%} of a core"
-    )
-    # Generous bounds: before, the parser's quadratic work took seconds and a whole core.
-    assert max(health) < 1.0 and max(served) < 1.0
+    print(f"{route}: {rounds} rounds served meanwhile, proxy CPU {busy:.0%} of a core")
+    # The proxy served others while it followed the event; before, the parser's quadratic
+    # work took a whole core (a generous bound on its share of one).
+    assert rounds > 0
     assert busy < 0.5
     assert workers[good.url]["healthy"] and workers[good.url]["failures"] == 0
     assert workers[broken.url]["failures"] == 1
@@ -288,12 +275,12 @@ async def test_the_total_timeout_ends_a_stream_that_keeps_sending(
     script = Script.sse([], forever=text, delay=0.01)  # well-formed, paced, without end
     async with BrokenWorker(script) as broken:
         base_url = await start_proxy([broken.url], timeouts={"total": 1.5})
-        begun = time.monotonic()
         body = await post_stream(base_url, CHAT)
-        took = time.monotonic() - begun
         workers = await workers_by_url(base_url)
-    assert "did not answer in time" in error_message(CHAT, event_json(client_events(body)[-1]))
-    assert took < 15, f"the stream lasted {took:.1f} s"  # a generous bound over the 1.5 s
+    events = client_events(body)
+    assert "did not answer in time" in error_message(CHAT, event_json(events[-1]))
+    # One event per 10 ms at most: ended at the 1.5 s deadline, well under 1,500 events came.
+    assert len(events) < 1500, f"the stream lasted {len(events)} events"
     assert workers[broken.url]["failures"] == 1
 
 

@@ -14,8 +14,9 @@ from agent_eval.proxy.server.metrics import CacheTally
 from agent_eval.proxy.upstream.streaming import Passthrough
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.usage import reported_tokens
-from tests.caching_worker import MODEL, CachingWorker
-from tests.conftest import MakeClient, StartProxy, StartWorkers, until
+from tests.helpers.caching_worker import MODEL, CachingWorker
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.waits import until
 
 CHAT: dict[str, Any] = {"model": MODEL, "messages": [{"role": "user", "content": "2 + 2?"}]}
 

@@ -7,7 +7,7 @@ import json
 import aiohttp
 
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.conftest import MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 
 async def test_chat_completion_through_proxy(

@@ -10,25 +10,9 @@ import aiohttp
 import pytest
 
 from agent_eval.proxy.recorder import session_file_name
-from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually, until
-from tests.test_proxy_failures import CHAT, metric_total
-
-
-async def raw(
-    method: str, url: str, data: bytes | None = None, headers: dict | None = None
-) -> tuple[int, dict]:
-    async with (
-        aiohttp.ClientSession() as http,
-        http.request(method, url, data=data, headers=headers) as r,
-    ):
-        return r.status, await r.json(content_type=None)
-
-
-def assert_openai_error(body: dict, code: str) -> str:
-    error = body["error"]
-    assert set(error) >= {"message", "type", "code"}
-    assert error["code"] == code
-    return error["message"]
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy_calls import CHAT, assert_openai_error, metric_total, raw
+from tests.helpers.waits import eventually, until
 
 
 @pytest.mark.parametrize(

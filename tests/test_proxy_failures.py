@@ -13,22 +13,12 @@ from contextlib import AsyncExitStack
 import aiohttp
 import openai
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.listener import running_proxy
-from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import (
-    FAST_HEALTH,
-    MakeClient,
-    StartProxy,
-    StartWorkers,
-    eventually,
-    until,
-    wait_ready,
-)
-
-CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "hello"}]}
+from tests.helpers.proxy import FAST_HEALTH, MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy_calls import CHAT, metric_total, worker_state
+from tests.helpers.waits import eventually, until, wait_ready
 
 
 async def post(base_url: str, body: dict, headers: dict | None = None) -> tuple[int, dict]:
@@ -38,11 +28,6 @@ async def post(base_url: str, body: dict, headers: dict | None = None) -> tuple[
         http.post(f"{base_url}/chat/completions", json=body, headers=headers) as response,
     ):
         return response.status, await response.json()
-
-
-async def worker_state(base_url: str, worker: MockWorker) -> dict:
-    body = await until(lambda _: True, base_url, "/workers")
-    return next(w for w in body["workers"] if w["url"] == worker.url)
 
 
 async def test_retryable_status_goes_to_another_worker(
@@ -256,12 +241,3 @@ async def test_killed_worker_under_load_fails_no_client_request(
 async def _drain(stream: object) -> None:
     async for _ in stream:  # type: ignore[attr-defined]
         pass
-
-
-async def metric_total(base_url: str, family: str) -> float:
-    """The sum of a counter family's samples on the proxy's /metrics."""
-    root = base_url.removesuffix("/v1")
-    async with aiohttp.ClientSession() as http, http.get(root + "/metrics") as response:
-        text = await response.text()
-    families = {f.name: f for f in text_string_to_metric_families(text)}
-    return sum(s.value for s in families[family].samples if s.name.endswith("_total"))

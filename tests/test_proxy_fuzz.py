@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import StartProxy, StartWorkers
-from tests.json_values import DELETE, JSON, mutated, paths
+from tests.helpers.json_values import DELETE, JSON, mutated, paths
+from tests.helpers.proxy import StartProxy, StartWorkers
 
 MODEL = "mock-model"
 ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")

@@ -4,13 +4,10 @@ or its workers down, and what a request causes is charged to that request."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gzip
 import json
 import os
-import re
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +18,10 @@ import pytest
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.process import proxy_process
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import (
-    FAST_HEALTH,
-    StartProxy,
-    StartWorkers,
-    eventually,
-    rss_mb,
-    wait_ready,
-)
-from tests.test_cli import CLI
-from tests.test_proxy_edges import assert_openai_error, raw
-from tests.test_proxy_failures import CHAT, worker_state
+from tests.helpers.processes import rss_mb
+from tests.helpers.proxy import FAST_HEALTH, StartProxy, StartWorkers
+from tests.helpers.proxy_calls import CHAT, assert_openai_error, raw, serve_process, worker_state
+from tests.helpers.waits import eventually, wait_ready
 
 ADMIN = "admin-token-for-tests"
 
@@ -407,23 +397,6 @@ async def test_malformed_http_gets_an_openai_error(
 
 
 # 6. Memory bounded by bytes: stored conversations and session ids.
-
-
-@contextlib.asynccontextmanager
-async def serve_process(worker_url: str, *flags: str) -> AsyncIterator[tuple[str, int]]:
-    """`agent-eval serve` over one worker in a process of its own: its base URL and pid."""
-    serve = await asyncio.create_subprocess_exec(
-        *CLI, "serve", "--port", "0", "--endpoint", worker_url, *flags,
-        stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert serve.stdout is not None
-        base_url = re.search(r"http://\S+/v1", (await serve.stdout.readline()).decode())[0]
-        await wait_ready(base_url, 1)
-        yield base_url, serve.pid
-    finally:
-        serve.terminate()
-        await serve.wait()
 
 
 async def respond(http: aiohttp.ClientSession, base_url: str, **fields: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from agent_eval.wire import WORKER_HEADER
-from tests.conftest import MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 MODEL = "mock-model"
 SYSTEM = "You are a calculator agent: call add, then answer."

@@ -11,14 +11,9 @@ import pytest
 from agent_eval.errors import ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.process import proxy_process
-from tests.conftest import (
-    FAST_HEALTH,
-    MakeClient,
-    StartWorkers,
-    alive,
-    listener_pid,
-    wait_ready,
-)
+from tests.helpers.processes import alive, listener_pid
+from tests.helpers.proxy import FAST_HEALTH, MakeClient, StartWorkers
+from tests.helpers.waits import wait_ready
 
 
 async def test_serves_over_workers_and_stops_with_the_block(

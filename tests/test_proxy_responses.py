@@ -13,7 +13,8 @@ from openai.types.responses import Response
 from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.conftest import MakeClient, StartProxy, StartWorkers, until
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.waits import until
 
 MODEL = "mock-model"
 WEATHER = {

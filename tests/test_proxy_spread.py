@@ -8,8 +8,9 @@ import pytest
 from openai import AsyncOpenAI
 
 from agent_eval.proxy.fleet.urls import normalize_worker_url
-from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
-from tests.test_policies import plain_ring_owners
+from tests.helpers.policies import plain_ring_owners
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.waits import eventually
 
 MODEL = "mock-model"
 PER_WORKER = 4  # attempts in flight per worker, as in the default run: 8 on 2 workers

@@ -54,8 +54,10 @@ from agent_eval.testing.replies import (
     response_body,
     response_stream,
 )
-from tests.conftest import FAST_HEALTH, listener_pid, rss_mb, wait_ready
-from tests.json_values import DELETE, JSON, mutated, paths
+from tests.helpers.json_values import DELETE, JSON, mutated, paths
+from tests.helpers.processes import listener_pid, rss_mb
+from tests.helpers.proxy import FAST_HEALTH
+from tests.helpers.waits import wait_ready
 
 CHAT, COMPLETIONS, RESPONSES = ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
 GOOD_REQUEST = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}

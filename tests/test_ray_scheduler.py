@@ -45,7 +45,8 @@ from agent_eval.schedulers.ray_cluster import (
 )
 from agent_eval.testing.mock_backend import MockBackend
 from agent_eval.testing.ports import free_port
-from tests.conftest import alive, answers, eventually
+from tests.helpers.processes import alive, answers
+from tests.helpers.waits import eventually
 
 MOCKS = Allocation("mock", dp=2)
 RAY_CLI = str(Path(sys.executable).parent / "ray")

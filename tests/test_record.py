@@ -10,39 +10,21 @@ import pytest
 from agent_eval.agents.trajectory import (
     ModelCallRecord,
     ModelSetup,
-    ToolCallRecord,
     ToolDefinition,
     Trajectory,
     TrajectoryError,
 )
-from agent_eval.data import Sample, Session, Turn
+from agent_eval.data import Sample
 from agent_eval.errors import ConfigError
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import SCHEMA, AttemptRecord
 from agent_eval.run.engine import attempt_record
 from agent_eval.run.scoring import Scored
+from tests.helpers.records import OLD_LINE, session_record
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.
 ADDED = ("variant_of", "perturbation")
 """Keys written since OLD_LINE's version, each with a default a line without it reads as."""
-OLD_LINE = (
-    b'{"sample_id":"q1","attempt":0,"seed":7,"session_id":"q1-0","reward":1.0,"correct":true,'
-    b'"answer":"42","turn_rewards":null,"turn_answers":null,"challenge_turns":null,'
-    b'"latency_s":0.5,"prompt_tokens":100,"completion_tokens":20,"model_calls":2,'
-    b'"tool_calls":1,"tool_errors":0,"error":{"kind":"timeout","message":"late"},'
-    b'"trajectory":{"messages":[],"error":{"kind":"timeout","message":"late"}}}\n'
-)
-
-
-def session_record(error: TrajectoryError | None = None) -> AttemptRecord:
-    session = Session("s", [Turn("6*7?", "42"), Turn("Are you sure?", challenge=True)])
-    trajectory = Trajectory(
-        tool_calls=[ToolCallRecord("multiply", '{"a": 6, "b": 7}', "42.0")],
-        model_calls=[ModelCallRecord(0.1), ModelCallRecord(0.1)],
-        error=error,
-    )
-    scores = Scored(0.5, False, "41", [1.0, 0.0], ["42", "41"], failure=None)
-    return attempt_record(session, 0, 1, "s-0", trajectory, scores, 0.5)
 
 
 def test_a_record_round_trips_through_its_line() -> None:

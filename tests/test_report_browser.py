@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_eval.run.config import load_run_config, save_run_config
-from tests.browser import BrowserPage
-from tests.test_report import make_run, record, report
+from tests.helpers.browser import BrowserPage
+from tests.helpers.reports import make_run, record, report
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMAGE = '<img src=x onerror="window.__pwned=1">'

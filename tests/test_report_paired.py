@@ -14,7 +14,7 @@ from agent_eval.metrics import Pair, mcnemar_exact, paired_differences
 from agent_eval.report.compare import mean_difference
 from agent_eval.report.paired import paired_comparison
 from agent_eval.report.runs import load_run
-from tests.test_report import EVIL, Page, make_run, record, report
+from tests.helpers.reports import EVIL, Page, make_run, record, report
 
 INFRA = {"kind": "timeout", "class": "infra", "message": "no answer in time"}
 KEYS = {"paired", "pairs", "a_only", "b_only", "mcnemar_p", "accuracy_diff", "reward_diff"}

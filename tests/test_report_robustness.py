@@ -8,7 +8,7 @@ from pathlib import Path
 from agent_eval.report.paired import paired_comparison
 from agent_eval.report.runs import load_run
 from agent_eval.results.record import AttemptRecord
-from tests.test_report import EVIL, Page, make_run, record, report, table_row
+from tests.helpers.reports import EVIL, Page, make_run, record, report, table_row
 
 QUESTIONS = {
     "g1": "Tom has 3 apples.",

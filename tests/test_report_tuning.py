@@ -25,7 +25,7 @@ from agent_eval.report.tuning_page import curse_sentence, tune_page
 from agent_eval.results import summary as summary_file
 from agent_eval.results.files import RunDirectory
 from agent_eval.tune import study_files
-from tests.test_report import EVIL, Page, report, runs_of_one_agent
+from tests.helpers.reports import EVIL, Page, report, runs_of_one_agent
 
 ACCURACY, TOKENS, LATENCY = (
     "quality.accuracy",

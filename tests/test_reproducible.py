@@ -26,9 +26,9 @@ from agent_eval.run.engine import attempt_seed
 from agent_eval.schedulers.local import LocalScheduler
 from agent_eval.seeds import SeedScope
 from agent_eval.settings import load_settings
-from tests.conftest import StartWorkers
-from tests.test_cli_run import agent_eval, finish, lines, summary, write_dataset
-from tests.test_llamacpp_agents import MODEL
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.llamacpp import MODEL, run_embedded
+from tests.helpers.proxy import StartWorkers
 
 BUS = "A bus has 11 rows with 2 seats in each row. How many seats does the bus have?"
 KEYS = [f"gsm8k-{i}-{attempt}" for i in range(40) for attempt in range(4)]
@@ -143,9 +143,7 @@ async def test_two_reproducible_runs_of_the_embedded_model_play_the_same_attempt
     pinned = "with 1 thread(s), 1 for prompts, one request at a time, each prompt read whole"
     for run_dir in runs:
         args = ("--agent", "math_calculator", "--limit", "3", "-n", "2", "--reproducible")
-        code, _, err = await finish(
-            await agent_eval("run", *args, "-o", str(run_dir), cwd=tmp_path), 600
-        )
+        code, _, err = await run_embedded("run", *args, "-o", str(run_dir), cwd=tmp_path)
         assert code == 0, err
         logs = [log.read_text() for log in (run_dir / "workers").glob("*.log")]
         assert len(logs) == 2 and all(pinned in log for log in logs)

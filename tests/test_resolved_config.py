@@ -12,7 +12,8 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends import get_backend
 from agent_eval.run.config import CONFIG_FILE, load_run_config
 from agent_eval.run.evaluation import evaluate, plan, resolved_config
-from tests.conftest import QuietObserver, StartWorkers
+from tests.helpers.observer import QuietObserver
+from tests.helpers.proxy import StartWorkers
 
 
 async def run_and_read(path: Path | None, run_dir: Path, overrides: list[str]) -> dict[str, Any]:

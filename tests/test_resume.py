@@ -22,8 +22,8 @@ from agent_eval.run.engine import attempt_record
 from agent_eval.run.evaluation import resolved_config, resume_differences
 from agent_eval.run.identity import DIGEST, RUN_FACTS, describe, save_run_facts
 from agent_eval.run.scoring import Scored
-from tests.conftest import StartWorkers
-from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.proxy import StartWorkers
 
 
 def record_line(sample_id: str, error: TrajectoryError | None) -> bytes:

@@ -18,8 +18,9 @@ from agent_eval.progress.stats import RunStats
 from agent_eval.run.config import load_run_config
 from agent_eval.run.engine import Progress
 from agent_eval.run.evaluation import evaluate, plan
-from tests.conftest import QuietObserver, StartWorkers
-from tests.tune_jobs import two_step_workers, write_sums
+from tests.helpers.observer import QuietObserver
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.tune_jobs import two_step_workers, write_sums
 
 SHIFT = "tests.test_robustness_run:shift"
 LEAD = "tests.test_robustness_run:lead"

@@ -11,8 +11,8 @@ import aiohttp
 
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.ports import free_port
-from tests.test_cli_run import finish, write_dataset
-from tests.test_worker_key import files_holding
+from tests.helpers.cli_runs import finish, write_dataset
+from tests.helpers.files import files_holding
 
 CLIENT_KEY, WORKER_KEY = "client-key-5e1f0a", "worker-key-c72d94"
 KEYS = {"AGENT_EVAL_API_KEY": CLIENT_KEY, "AGENT_EVAL_WORKER_API_KEY": WORKER_KEY}

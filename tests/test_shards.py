@@ -9,16 +9,10 @@ from pathlib import Path
 from agent_eval.run.config import RunConfig
 from agent_eval.run.parts import scoring_workers
 from agent_eval.run.shards import shard_of
-from tests.conftest import StartWorkers, eventually
-from tests.test_cli_run import (
-    ROWS,
-    agent_eval,
-    finish,
-    lines,
-    running_with,
-    summary,
-    write_dataset,
-)
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.processes import running_with
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.waits import eventually
 
 CHILD = "agent_eval.run.shards.child"
 CRASHING_RUNNER = """
@@ -83,7 +77,7 @@ async def test_three_processes_give_the_figures_of_one(
     for group in ("quality", "stability"):
         assert summary(three)[group] == summary(one)[group]
     assert summary(three)["quality"]["accuracy"]["value"] == 0.5
-    assert "0.500" in out and not running_with(CHILD)
+    assert "0.500" in out and not running_with(CHILD, cwd=tmp_path)
 
 
 async def test_ctrl_c_stops_every_process_and_resume_finishes(
@@ -98,7 +92,7 @@ async def test_ctrl_c_stops_every_process_and_resume_finishes(
     process.send_signal(signal.SIGINT)
     code, _, err = await finish(process, 60)
     assert code == 130 and f"agent-eval run --resume {run_dir}" in err
-    assert not running_with(CHILD)
+    assert not running_with(CHILD, cwd=tmp_path)
     code, _, err = await finish(await agent_eval("run", "--resume", str(run_dir), cwd=tmp_path))
     assert code == 0, err
     played = [(r["sample_id"], r["attempt"]) for r in lines(run_dir)]
@@ -115,4 +109,4 @@ async def test_a_crashed_engine_process_ends_the_run_with_its_log(
     assert code == 2 and "Traceback" not in err
     assert "engine process 1 exited with code 3" in err and "engine-1.log" in err
     assert f"agent-eval run --resume {tmp_path / 'run'}" in err
-    assert not running_with(CHILD)
+    assert not running_with(CHILD, cwd=tmp_path)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,23 +14,10 @@ from agent_eval.launch.schedulers import SlurmConfig
 from agent_eval.schedulers.errors import WorkerFailedError
 from agent_eval.schedulers.slurm import SlurmScheduler
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import answers, eventually
+from tests.helpers.processes import answers
+from tests.helpers.slurm import needs_slurm
+from tests.helpers.waits import eventually
 
-
-def _slurm_ready() -> bool:
-    if shutil.which("sinfo") is None:
-        return False
-    result = subprocess.run(
-        ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, check=False
-    )
-    return result.returncode == 0 and bool({"idle", "mix"} & set(result.stdout.split()))
-
-
-# CI starts Slurm and sets AGENT_EVAL_REQUIRE_SLURM, so there a missing cluster fails loudly.
-needs_slurm = pytest.mark.skipif(
-    not os.environ.get("AGENT_EVAL_REQUIRE_SLURM") and not _slurm_ready(),
-    reason="no Slurm here: run scripts/slurm/start-local-slurm.sh",
-)
 pytestmark = needs_slurm
 
 FAST = SlurmConfig(poll_interval=0.3, time="00:10:00", host="127.0.0.1")

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.launch.schedulers import SlurmConfig
-from tests.test_slurm_scheduler import needs_slurm
-from tests.test_slurm_script import SHAPES, scripts, shape_config
+from tests.helpers.slurm import SHAPES, needs_slurm, scripts, shape_config
 
 pytestmark = needs_slurm
 

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from agent_eval.metrics import AttemptScore, Summary, summarize
 from agent_eval.report.table import summary_table
-from tests.test_metrics import attempt as scored
+from tests.helpers.records import attempt as scored
 
 
 def attempt(sample_id: str, n: int, correct: bool = False, **kw: Any) -> AttemptScore:

@@ -20,10 +20,10 @@ from agent_eval.agents.trajectory import ModelCallRecord, Trajectory
 from agent_eval.metrics import AttemptScore, Summary, summarize
 from agent_eval.report.table import summary_table
 from agent_eval.results.record import AttemptRecord
-from tests.caching_worker import MODEL, CachingWorker
-from tests.conftest import MakeClient, StartProxy
-from tests.test_metrics import attempt as scored
-from tests.test_record import OLD_LINE, session_record
+from tests.helpers.caching_worker import MODEL, CachingWorker
+from tests.helpers.proxy import MakeClient, StartProxy
+from tests.helpers.records import OLD_LINE, session_record
+from tests.helpers.records import attempt as scored
 
 
 def attempt(sample_id: str, model_calls: int, **telemetry: Any) -> AttemptScore:

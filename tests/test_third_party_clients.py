@@ -20,10 +20,10 @@ from agent_eval.launch.config import LaunchConfig
 from agent_eval.settings import load_settings
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.conftest import MakeClient, StartWorkers, wait_ready
-from tests.test_cli import _served_url_in
+from tests.helpers.cli_runs import CLI, served_url_in
+from tests.helpers.proxy import MakeClient, StartWorkers
+from tests.helpers.waits import wait_ready
 
-CLI = [sys.executable, "-m", "agent_eval"]
 READY = "Ctrl-C stops it."
 
 
@@ -56,7 +56,7 @@ async def serving(*args: str) -> AsyncIterator[Served]:
     served: Served | None = None
     try:
         first = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
-        served = Served(process, _served_url_in(first), first)
+        served = Served(process, served_url_in(first), first)
         yield served
     finally:
         if process.returncode is None:

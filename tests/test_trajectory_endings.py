@@ -26,8 +26,9 @@ from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.conftest import MakeClient, StartProxy, StartWorkers
-from tests.test_cli_run import lines
+from tests.helpers.cli_runs import lines
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.records import kinds
 
 QUESTION = SimpleNamespace(id="q1", question="A box holds 6 rows of 7 eggs. How many eggs?")
 SESSION = Session("s1", [Turn("What is 2 + 3?", "5"), Turn("Now double it.", "10")])
@@ -51,11 +52,6 @@ async def scorer() -> AsyncIterator[RewardScorer]:
 
 def multiply_call(a: float, b: float) -> ToolCall:
     return ToolCall("multiply", json.dumps({"a": a, "b": b}))
-
-
-def kinds(messages: list[dict[str, Any]]) -> list[str]:
-    """Each message's role, or its item type when it has no role (tool calls and outputs)."""
-    return [message.get("role") or message["type"] for message in messages]
 
 
 def outputs(messages: list[dict[str, Any]]) -> list[str]:

@@ -13,8 +13,8 @@ from agent_eval.results.files import RunDirectory
 from agent_eval.tune.outputs import choose
 from agent_eval.tune.search import Tuner
 from agent_eval.tune.study_files import FAILURE, RUN_DIR, optuna_module
-from tests.conftest import StartWorkers
-from tests.tune_jobs import Outcomes, tune_job, two_step_workers
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.tune_jobs import Outcomes, tune_job, two_step_workers
 
 TURNS = "agent.max_turns: {int: [1, 3]}\n"
 """The two-step mock needs two model calls: one turn is always wrong, two or three right."""

@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import StartWorkers
-from tests.test_cli_run import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.proxy import StartWorkers
 
 # One replay, no proxy retry; breakers that stay closed, so each try fails at random.
 FAST_REPLAYS = (

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser import BrowserPage
-from tests.view_runs import append, cells, record, run_route, served, write_run
+from tests.helpers.browser import BrowserPage
+from tests.helpers.view_runs import append, cells, record, run_route, served, write_run
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMAGE = '<img src=x onerror="window.__pwned=1">'

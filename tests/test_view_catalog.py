@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_eval.view.catalog import Catalog
-from tests.view_runs import append, record, write_run
+from tests.helpers.view_runs import append, record, write_run
 
 
 async def test_a_runs_report_is_kept_until_its_samples_change(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from agent_eval.report.runs import Run
 from agent_eval.view import compare as compare_module
 from agent_eval.view.compare import comparison
 from agent_eval.view.server import create_app
-from tests.view_runs import append, get_json, record, write_run
+from tests.helpers.view_runs import append, get_json, record, write_run
 
 Client = TestClient[Any, Any]
 

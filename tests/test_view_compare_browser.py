@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import BrowserPage
-from tests.view_runs import cells, record, served, write_run
+from tests.helpers.browser import BrowserPage
+from tests.helpers.view_runs import cells, record, served, write_run
 
 # A folder name cannot hold "/", so the run id's markup has none; the sample id's can.
 HOSTILE_ID = '<img src=x onerror="window.__pwned=1">'

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.view.hosts import AllowedHosts
-from tests.view_runs import record, write_run
+from tests.helpers.view_runs import record, write_run
 
 QUESTION = "A crate holds 16 bottles"  # in every transcript of the run served
 PATHS = ("/", "/static/app.js", "/api/runs", "/api/runs/runs/done/samples/s1", "/api/nowhere")

@@ -11,7 +11,7 @@ import pytest
 
 from agent_eval.errors import ConfigError
 from agent_eval.view.index import Filter, RunIndex
-from tests.run_files import valid_record
+from tests.helpers.run_files import valid_record
 
 A, B = "http://a:8000", "http://b:8000"
 

@@ -13,44 +13,9 @@ from aiohttp.test_utils import TestClient
 
 from agent_eval.metrics import summarize, wilson_interval
 from agent_eval.results.record import AttemptRecord
-from tests.view_runs import append, get_json, record, variant, write_run
+from tests.helpers.view_runs import append, get_json, perturbed, record, write_run
 
 ROBUST = "/api/runs/runs/perturbed/robustness"
-
-
-def stopped(line: dict[str, Any]) -> dict[str, Any]:
-    """The attempt stopped by a timeout: unscored, neither right nor wrong."""
-    line.update(correct=False, reward=0.0, answer=None)
-    line["error"] = {"kind": "timeout", "class": "infra", "message": "slow"}
-    return line
-
-
-def perturbed(first: str = "p1", broken_answer: str = "19") -> list[dict[str, Any]]:
-    """Four originals at two attempts each, their numbers variants (p3's failed to recompute), then
-    their distractor variants (p4 has none); `first` names p1, `broken_answer` is what p1's
-    numbers variant answers at attempt 0, where it breaks."""
-    return [
-        record(first, 0, True),
-        record(first, 1, True),
-        record("p2", 0, True),
-        record("p2", 1, False),
-        record("p3", 0, False),
-        record("p3", 1, False),
-        record("p4", 0, True),
-        stopped(record("p4", 1, True)),
-        variant(first, "numbers", 0, False, broken_answer),  # broke
-        variant(first, "numbers", 1, True),
-        variant("p2", "numbers", 0, True),
-        variant("p2", "numbers", 1, True),  # fixed
-        variant("p4", "numbers", 0, True),
-        variant("p4", "numbers", 1, True),  # its original attempt is unscored: no pair
-        variant(first, "distractor", 0, False),  # broke
-        variant(first, "distractor", 1, False),  # broke
-        variant("p2", "distractor", 0, True),
-        stopped(variant("p2", "distractor", 1, True)),  # unscored: no pair
-        variant("p3", "distractor", 0, True),  # fixed
-        variant("p3", "distractor", 1, False),
-    ]
 
 
 def estimate(right: int, n: int) -> dict[str, Any]:

@@ -10,9 +10,8 @@ from urllib.parse import quote
 import pytest
 
 from agent_eval.metrics import wilson_interval
-from tests.browser import BrowserPage
-from tests.test_view_robustness import perturbed
-from tests.view_runs import cells, record, run_route, served, variant, write_run
+from tests.helpers.browser import BrowserPage
+from tests.helpers.view_runs import cells, perturbed, record, run_route, served, variant, write_run
 
 HOSTILE = "<img src=x onerror=\"window.pwned='id'\">&'"
 """p1's sample id: markup, quotes and an ampersand, never a slash (ids are one URL segment)."""

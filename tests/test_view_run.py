@@ -14,7 +14,7 @@ from agent_eval.failures import failure_class
 from agent_eval.metrics import Summary
 from agent_eval.report.runs import load_run
 from agent_eval.report.table import summary_sections
-from tests.view_runs import append, finish, get_json, record, write_run
+from tests.helpers.view_runs import append, get_json, record, write_run, write_summary
 
 HOSTILE = "<script>&'</script>"  # short enough for the heatmap's labels
 SVG = "{http://www.w3.org/2000/svg}"
@@ -49,7 +49,7 @@ RECORDS = [
 def root(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     write_run(runs / "done", RECORDS, finished=False)
-    finish(runs / "done")
+    write_summary(runs / "done")
     workers = [
         {"url": W0, "served": 7, "failures": 1, "healthy": True, "breaker": "closed"},
         {"url": "http://127.0.0.1:30003", "served": 0, "healthy": False, "breaker": "open"},

@@ -9,9 +9,16 @@ from typing import Any
 import pytest
 
 from agent_eval.failures import failure_class
-from tests.browser import BrowserPage
-from tests.test_view_run import finish
-from tests.view_runs import append, cells, record, run_route, served, write_run
+from tests.helpers.browser import BrowserPage
+from tests.helpers.view_runs import (
+    append,
+    cells,
+    record,
+    run_route,
+    served,
+    write_run,
+    write_summary,
+)
 
 WAIT_MS = 10_000  # the live page polls every second; room for a loaded machine
 ATTEMPTS = 120
@@ -47,7 +54,7 @@ BIG = [attempt(i) for i in range(ATTEMPTS)]
 def root(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     write_run(runs / "big", BIG, finished=False)
-    finish(runs / "big")
+    write_summary(runs / "big")
     write_run(runs / "live", BIG[:4], finished=False)
     return runs
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from agent_eval.agents import math_calculator, multi_turn_chat
-from tests.browser import BrowserPage
-from tests.conftest import StartWorkers
-from tests.test_cli_run import agent_eval, finish
-from tests.test_view_sample import CRATES, answered, session_record, stopped_session
-from tests.view_runs import record, run_route, served, write_run
+from tests.helpers.browser import BrowserPage
+from tests.helpers.cli_runs import agent_eval, finish
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.view_runs import record, run_route, served, write_run
+from tests.helpers.view_samples import CRATES, answered, session_record, stopped_session
 
 
 def untyped_calls() -> dict[str, Any]:

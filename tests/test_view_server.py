@@ -18,8 +18,8 @@ from agent_eval.metrics import summarize
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.summary import summary_json
 from agent_eval.view.server import create_app
-from tests.run_files import valid_record, valid_summary
-from tests.view_runs import get_json
+from tests.helpers.run_files import valid_record, valid_summary
+from tests.helpers.view_runs import get_json
 
 # One line of a real run's samples.jsonl, its trajectory trimmed.
 TEMPLATE: dict[str, Any] = {

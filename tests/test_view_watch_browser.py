@@ -8,9 +8,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import BrowserPage
-from tests.test_view_watch import age, checkpoint, schedule, three_steps, written
-from tests.view_runs import cells, served
+from tests.helpers.browser import BrowserPage
+from tests.helpers.view_runs import cells, served
+from tests.helpers.watches import age, checkpoint, schedule, three_steps, written
 
 # Long enough for a loaded browser; the page polls every second.
 WAIT_MS = 10_000

@@ -22,8 +22,9 @@ from agent_eval.run.serving import Served
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.trigger import checkpoint_server
 from agent_eval.trigger.checkpoint_server import CheckpointServer, _swap
-from tests.conftest import MakeClient, StartProxy, eventually
-from tests.test_llamacpp_workers import servers_on
+from tests.helpers.llamacpp import servers_on
+from tests.helpers.proxy import MakeClient, StartProxy
+from tests.helpers.waits import eventually
 
 KEY = "worker-key-7"
 

@@ -24,15 +24,11 @@ from agent_eval.schedulers.slurm import SlurmScheduler, task_commands
 from agent_eval.schedulers.slurm_script import job_layout
 from agent_eval.system.credentials import WORKER_API_KEY
 from agent_eval.testing.mock_backend import MockBackend
-from tests.conftest import MakeClient, StartProxy
-from tests.test_proxy_failures import CHAT
+from tests.helpers.files import files_holding
+from tests.helpers.proxy import MakeClient, StartProxy
+from tests.helpers.proxy_calls import CHAT
 
 KEY = "k3y-that-must-not-leak"
-
-
-def files_holding(folder: Path, text: str) -> list[Path]:
-    """The files under `folder` whose content holds `text`."""
-    return [p for p in folder.rglob("*") if p.is_file() and text in p.read_text("utf-8", "replace")]
 
 
 def keyed(backend: str) -> WorkerCommand:

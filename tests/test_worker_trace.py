@@ -27,7 +27,8 @@ from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.wire import WORKER_HEADER
-from tests.conftest import MakeClient, StartProxy, StartWorkers, eventually
+from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.waits import eventually
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 3?"}]
 CALLS = {

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from agent_eval.testing.mock_worker import MockWorker
-from tests.conftest import StartProxy, StartWorkers
-from tests.test_cli_run import finish, write_dataset
+from tests.helpers.cli_runs import finish, write_dataset
+from tests.helpers.proxy import StartProxy, StartWorkers
 
 SECRET = "s3cret-in-a-url"
 TOKEN = "admin-token-for-the-test"

@@ -17,7 +17,8 @@ from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.tune.search import TrialOutcome, Tune
 from agent_eval.tune.space import SearchSpace
 from agent_eval.tune.study import PrunerName, SamplerName, StudySetup
-from tests.conftest import QuietObserver, StartWorkers
+from tests.helpers.observer import QuietObserver
+from tests.helpers.proxy import StartWorkers
 
 
 def write_sums(path: Path, rows: int = 20, wrong_gold: frozenset[int] = frozenset()) -> Path:

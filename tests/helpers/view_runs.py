@@ -14,12 +14,13 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from agent_eval.metrics import summarize
+from agent_eval.report.runs import load_run
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.summary import summary_json
 from agent_eval.run.config import load_run_config, save_run_config
 from agent_eval.view.server import create_app
-from tests.browser import BrowserPage
-from tests.run_files import valid_record, valid_summary
+from tests.helpers.browser import BrowserPage
+from tests.helpers.run_files import valid_record, valid_summary
 
 # One attempt in the shape a real run writes: messages as the Agents SDK dumps them, a tool call
 # with its arguments and result, and two model calls on different workers.
@@ -152,3 +153,44 @@ async def get_json(client: TestClient[Any, Any], url: str, status: int = 200) ->
     assert response.status == status, await response.text()
     assert response.headers["Content-Type"].startswith("application/json")
     return await response.json()
+
+
+def stopped(line: dict[str, Any]) -> dict[str, Any]:
+    """The attempt stopped by a timeout: unscored, neither right nor wrong."""
+    line.update(correct=False, reward=0.0, answer=None)
+    line["error"] = {"kind": "timeout", "class": "infra", "message": "slow"}
+    return line
+
+
+def perturbed(first: str = "p1", broken_answer: str = "19") -> list[dict[str, Any]]:
+    """Four originals at two attempts each, their numbers variants (p3's did not replay), then
+    their distractor variants (p4 has none); `first` names p1, `broken_answer` is what p1's
+    numbers variant answers at attempt 0, where it breaks."""
+    return [
+        record(first, 0, True),
+        record(first, 1, True),
+        record("p2", 0, True),
+        record("p2", 1, False),
+        record("p3", 0, False),
+        record("p3", 1, False),
+        record("p4", 0, True),
+        stopped(record("p4", 1, True)),
+        variant(first, "numbers", 0, False, broken_answer),  # broke
+        variant(first, "numbers", 1, True),
+        variant("p2", "numbers", 0, True),
+        variant("p2", "numbers", 1, True),  # fixed
+        variant("p4", "numbers", 0, True),
+        variant("p4", "numbers", 1, True),  # its original attempt is unscored: no pair
+        variant(first, "distractor", 0, False),  # broke
+        variant(first, "distractor", 1, False),  # broke
+        variant("p2", "distractor", 0, True),
+        stopped(variant("p2", "distractor", 1, True)),  # unscored: no pair
+        variant("p3", "distractor", 0, True),  # fixed
+        variant("p3", "distractor", 1, False),
+    ]
+
+
+def write_summary(path: Path) -> None:
+    """summary.json as the engine writes it, with a wall time."""
+    scores = load_run(path).scores
+    (path / "summary.json").write_bytes(json.dumps(summarize(scores, 20.0).to_dict()).encode())

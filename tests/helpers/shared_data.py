@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 REQUIRE = "AGENT_EVAL_REQUIRE_SHARED"
-SHARED = Path(os.environ.get("AGENT_EVAL_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+REPOSITORY = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("AGENT_EVAL_SHARED") or REPOSITORY.parent / "shared")
 GSM8K = SHARED / "data" / "gsm8k" / "test.jsonl"
 
 

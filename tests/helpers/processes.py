@@ -1,0 +1,67 @@
+"""What a test reads of live processes and servers: alive, answering, listening, resident."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import aiohttp
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def answers(url: str, path: str = "/health") -> bool:
+    """Whether a server answers 200 on `path`; False when nothing listens."""
+    try:
+        async with aiohttp.ClientSession() as http, http.get(url + path) as response:
+            return response.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
+def listener_pid(base_url: str) -> int | None:
+    """The pid of the process listening on the server's port, found through /proc."""
+    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                inodes.add(fields[9])
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            target = fd.readlink().name
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return int(fd.parts[2])
+    return None
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of a process, in MB (2^20 bytes), read from /proc."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def running_with(argument: str, cwd: Path | None = None) -> list[int]:
+    """Pids of processes with this command-line argument, read from /proc; with `cwd`, only
+    those working there (a test's own, not those of a test running beside it)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes().split(b"\0") and (
+                cwd is None or (cmdline.parent / "cwd").readlink() == cwd
+            ):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found

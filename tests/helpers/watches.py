@@ -1,0 +1,74 @@
+"""A watch directory as `agent-eval watch` leaves it: its schedule, decisions and step runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from agent_eval.metrics import accuracy
+from agent_eval.metrics.summary import json_ready
+from agent_eval.run.config import WatchSection
+from agent_eval.trigger.watch import Schedule
+from tests.helpers.view_runs import record, write_run
+
+Score = tuple[int, int]  # correct, attempts
+
+
+def result(score: Score) -> dict[str, Any]:
+    """A probe's or full evaluation's result as `agent-eval watch` records it."""
+    return {"accuracy": json_ready(dataclasses.asdict(accuracy(*score))), "attempts": score[1]}
+
+
+def schedule(watch: Path) -> Schedule:
+    """The watcher's schedule, carried on from trigger.json: a move of 0.1 in the probe fires."""
+    watch.mkdir(parents=True, exist_ok=True)
+    return Schedule.load(watch, WatchSection(threshold=0.1, alpha=1.0))
+
+
+def checkpoint(plan: Schedule, step: int, probe: Score, full: Score) -> bool:
+    """Probe a step as the watcher does: its probe run, the full run when the trigger fires,
+    then the decision's line; True when it fired."""
+    step_dir = plan.root / f"step-{step}"
+    write_run(step_dir / "probe", [record("s1", 0, True), record("s2", 0, False)])
+    fired = plan.trigger.observe(step, probe[0] / probe[1])
+    made = plan.trigger.last_decision
+    assert made is not None
+    entry: dict[str, Any] = {
+        "time": time.time(),
+        "checkpoint": f"/checkpoints/step-{step}",
+        "model": f"step-{step}",
+        "probe": result(probe),
+        **dataclasses.asdict(made),
+    }
+    if fired:
+        write_run(step_dir / "full", [record(f"s{i}", 0, i % 2 == 0) for i in range(5)])
+        entry["full"] = result(full)
+    plan.last_step = step
+    plan.record(entry)
+    return fired
+
+
+def three_steps(watch: Path) -> None:
+    """Step 100 fires (first), 200 fires (the probe moved 0.4), 300 does not (it stayed)."""
+    plan = schedule(watch)
+    fired = [
+        checkpoint(plan, 100, (5, 10), (12, 20)),
+        checkpoint(plan, 200, (9, 10), (16, 20)),
+        checkpoint(plan, 300, (9, 10), (0, 20)),
+    ]
+    assert fired == [True, True, False]
+
+
+def age(*paths: Path) -> None:
+    """Make files look long untouched: nothing written to them for a minute."""
+    past = time.time() - 60
+    for path in paths:
+        os.utime(path, (past, past))
+
+
+def written(watch: Path) -> list[Path]:
+    """What a watch writes as it goes: its decisions and its step runs' samples."""
+    return [watch / "decisions.jsonl", *watch.glob("step-*/*/samples.jsonl")]

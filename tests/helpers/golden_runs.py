@@ -1,13 +1,16 @@
-"""The same deterministic runs on two versions of agent-eval, and their results compared.
+"""Deterministic runs whose results are pinned: what a change to the code does to them.
 
-`python -m tests.results_golden OUT [--agent-eval CMD]` plays each scenario on one mock worker
-(one attempt at a time, so lines come in one order) into OUT/<scenario>/; `--compare A B`
-says which samples.jsonl and summary.json fields differ, timings and ports masked.
+Each scenario plays on one mock worker, one attempt at a time (so lines come in one order).
+tests/test_results_golden.py compares today's results with tests/golden/results.json.gz,
+timings, ports and the mock's random ids masked. `python -m tests.helpers.golden_runs OUT
+[--agent-eval CMD]` plays them into OUT/<scenario>/ (with another version's command, say);
+`--compare A B` says which fields differ; `--update` writes the pinned file from today's code.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import shlex
 import shutil
@@ -26,6 +29,8 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "perturbed": (*MATH, "--perturb", "numbers,names"),
     "resumed": MATH,
 }
+PINNED = Path(__file__).parents[1] / "golden" / "results.json.gz"
+"""The scenarios' results as the code gave them when last pinned (masked)."""
 RESUMED_KEPT = 5
 """The resumed scenario's run is cut back to this many attempts, then resumed."""
 
@@ -120,11 +125,27 @@ def differences(before: Any, after: Any, where: str = "") -> list[str]:
 
 def compare(before: Path, after: Path) -> list[str]:
     """Every scenario's differences between two played folders."""
+    return pinned_differences({name: results(before / name) for name in SCENARIOS}, after)
+
+
+def pinned_differences(pinned: dict[str, Any], played: Path) -> list[str]:
+    """Every scenario's differences between pinned results and a played folder."""
     return [
         f"{name}{line}"
         for name in SCENARIOS
-        for line in differences(results(before / name), results(after / name))
+        for line in differences(pinned[name], results(played / name))
     ]
+
+
+def read_pinned() -> dict[str, Any]:
+    """The pinned results, by scenario."""
+    return json.loads(gzip.decompress(PINNED.read_bytes()))
+
+
+def write_pinned(played: Path) -> None:
+    """Pin the results of a played folder."""
+    data = {name: results(played / name) for name in SCENARIOS}
+    PINNED.write_bytes(gzip.compress(json.dumps(data, indent=1, sort_keys=True).encode(), mtime=0))
 
 
 def main() -> None:
@@ -132,7 +153,12 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--agent-eval", default=f"{sys.executable} -m agent_eval")
     parser.add_argument("--compare", type=Path, help="compare OUT with this played folder")
+    parser.add_argument("--update", action="store_true", help="play OUT, then pin its results")
     args = parser.parse_args()
+    if args.update:
+        play(args.out, shlex.split(args.agent_eval))
+        write_pinned(args.out)
+        return
     if args.compare is not None:
         found = compare(args.out, args.compare)
         print("\n".join(found) or "same results, field by field")

@@ -31,9 +31,9 @@ from agent_eval.cli import watch as watch_cli
 from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.launch.config import LaunchConfig
 from agent_eval.launch.schedulers import SCHEDULERS
-from agent_eval.launch.workers import WorkerEndpoint, build_scheduler
 from agent_eval.metrics import summarize
 from agent_eval.run.config import CONFIG_FILE
+from agent_eval.run.workers import WorkerEndpoint, build_scheduler
 from agent_eval.settings import load_settings
 from agent_eval.tune import study_files
 

@@ -8,17 +8,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "agent_eval"
 
-# Bottom first. A module may import from its own unit and from units of lower layers only. A unit
-# is a top-level module or package of agent_eval, or a module of one named here on its own:
-# launch's settings sit below the schedulers built from them, its workers above; a run's
-# attempt below the metrics that count it, its record and summary above.
+# Bottom first. A module may import from its own unit (a top-level module or package of
+# agent_eval) and from units of lower layers only.
 LAYERS: list[set[str]] = [
     {"errors", "shims"},
     {"settings", "registry", "allocation", "failures", "usage", "seeds", "system", "wire"},
-    {"data", "rewards", "results.attempt", "agents", "backends", "proxy", "launch.schedulers"},
-    {"perturb", "launch.config", "metrics"},
+    {"data", "rewards", "agents", "backends", "proxy"},
+    {"perturb", "launch", "metrics"},
     {"results", "schedulers", "testing"},
-    {"launch"},
     {"run"},
     {"trigger", "progress"},
     {"tune"},
@@ -61,11 +58,9 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def unit(module: str) -> str:
-    """The unit a module belongs to: the longest one LAYERS names, else its top-level module or
-    package under agent_eval."""
-    parts = module.split(".")[1:]
-    prefixes = (".".join(parts[:end]) for end in range(len(parts), 1, -1))
-    return next((prefix for prefix in prefixes if prefix in LAYER), parts[0] if parts else "")
+    """The top-level module or package under agent_eval a module belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
 
 
 def test_every_unit_has_a_layer() -> None:

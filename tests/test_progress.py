@@ -13,13 +13,13 @@ from rich.console import Console
 
 from agent_eval.metrics import AttemptCounts
 from agent_eval.metrics.accuracy import accuracy
+from agent_eval.metrics.attempt import Attempt
 from agent_eval.metrics.performance import Throughput
 from agent_eval.progress import RunView
 from agent_eval.progress.stats import RunStats, duration_text, errors_text, stats_parts
 from agent_eval.progress.view import HEARTBEAT_INTERVALS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.listener import running_proxy
-from agent_eval.results.attempt import Attempt
 from agent_eval.run.engine import Progress
 from agent_eval.testing.ports import free_port
 from tests.helpers.proxy import FAST_HEALTH, StartProxy, StartWorkers

@@ -15,12 +15,12 @@ from agent_eval.agents import RunContext, load_runner
 from agent_eval.backends import Backend, get_backend
 from agent_eval.errors import ConfigError
 from agent_eval.launch.config import LaunchConfig
-from agent_eval.launch.workers import build_scheduler
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import Policy, RequestInfo, build_policy
 from agent_eval.registry import Registry, UnknownNameError
 from agent_eval.rewards import load_reward
+from agent_eval.run.workers import build_scheduler
 from agent_eval.schedulers.local import LocalScheduler
 
 # --- a third party's extensions, one of each kind ------------------------------------------

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.cli import app
-from agent_eval.launch.workers import WorkerEndpoint
 from agent_eval.run.config import RunConfig
 from agent_eval.run.serving import Served
+from agent_eval.run.workers import WorkerEndpoint
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.trigger import checkpoint_server
 from agent_eval.trigger.checkpoint_server import CheckpointServer, _swap

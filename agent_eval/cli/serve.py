@@ -14,9 +14,9 @@ from agent_eval.cli.common import WaitReporter, console, guarded
 from agent_eval.cli.options import WHERE, default, option, overrides_argument, settings_given
 from agent_eval.cli.serve_screen import ServeScreen
 from agent_eval.launch.config import LaunchConfig, ServeConfig
-from agent_eval.launch.workers import WorkerEndpoint, hold_workers, serve_over_workers
 from agent_eval.proxy.server.auth import save_admin_token
 from agent_eval.proxy.server.listener import serve_forever
+from agent_eval.run.workers import WorkerEndpoint, hold_workers, serve_over_workers
 from agent_eval.settings import load_settings
 from agent_eval.system.lifecycle import run_until_signalled
 

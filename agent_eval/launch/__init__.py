@@ -1,2 +1,2 @@
-"""From an allocation to running workers: the launch settings, the schedulers by name, and
-the block that keeps the workers up."""
+"""What to launch and where: the launch settings and the schedulers by name, settled before
+anything starts; `run/workers.py` puts them to work."""

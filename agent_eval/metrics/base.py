@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from agent_eval.results.attempt import Attempt
+from agent_eval.metrics.attempt import Attempt
 
 F = TypeVar("F", bound=Callable[..., Any])
 

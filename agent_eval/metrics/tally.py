@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from agent_eval.metrics.attempt import Attempt
 from agent_eval.metrics.base import AttemptScore, normalize_answer
 from agent_eval.metrics.robustness import RobustnessTally
-from agent_eval.results.attempt import Attempt
 
 
 @dataclass

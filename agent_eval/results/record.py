@@ -10,7 +10,7 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore
-from agent_eval.results.attempt import SCHEMA, Attempt
+from agent_eval.metrics.attempt import SCHEMA, Attempt
 
 
 @dataclass

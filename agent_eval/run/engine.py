@@ -18,7 +18,7 @@ from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.data import Item, Sample, Session
 from agent_eval.failures import FailureClass
 from agent_eval.metrics import AttemptCounts, Summary, is_tool_error
-from agent_eval.results.attempt import Attempt
+from agent_eval.metrics.attempt import Attempt
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary

@@ -15,12 +15,12 @@ from openai import AsyncOpenAI
 from pydantic import SecretStr
 
 from agent_eval.errors import ConfigError, ProxyStartError, StorageError
-from agent_eval.launch.workers import WorkerEndpoint, launched_workers
 from agent_eval.proxy.admin_client import WorkerLoad, fetch_workers, load_since
 from agent_eval.proxy.server.process import proxy_process
 from agent_eval.proxy.upstream.headers import bearer
 from agent_eval.results.files import save_worker_snapshot
 from agent_eval.run.config import RunConfig
+from agent_eval.run.workers import WorkerEndpoint, launched_workers
 from agent_eval.system.credentials import client_key
 from agent_eval.system.diagnostics import os_reason
 

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from agent_eval.launch.workers import WorkerEndpoint
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig
 from agent_eval.run.parts import warm_scorer
 from agent_eval.run.serving import Served, proxied, worker_endpoints
+from agent_eval.run.workers import WorkerEndpoint
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import orjson
 from agent_eval.agents.trajectory import question
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore
-from agent_eval.results.attempt import SCORE_FIELDS
+from agent_eval.metrics.attempt import SCORE_FIELDS
 from agent_eval.results.record import AttemptRecord
 
 CHUNK = 8 << 20

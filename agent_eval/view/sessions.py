@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_eval.results.attempt import Attempt
+from agent_eval.metrics.attempt import Attempt
 from agent_eval.view.index import RunIndex
 from agent_eval.view.params import Query
 

@@ -30,7 +30,7 @@ from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
 from agent_eval.run.config import RunConfig, load_run_config, save_run_config
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
-from tests.test_metrics import attempt
+from tests.helpers.records import attempt
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}  # answered one too high
 BROKEN = "gsm8k_mini-5"  # the runner crashes: no output to score

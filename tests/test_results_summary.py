@@ -8,7 +8,7 @@ from pathlib import Path
 from agent_eval.metrics import summarize
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.summary import SUMMARY_SCHEMA, read_summary, summary_json, write_summary
-from tests.test_report import record
+from tests.helpers.reports import record
 
 
 def test_a_written_summary_reads_back_with_its_version(tmp_path: Path) -> None:

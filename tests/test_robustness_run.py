@@ -71,8 +71,9 @@ async def test_a_perturbed_run_gives_exactly_the_expected_robustness(
     await evaluate(plan(load_run_config(None, {}, settings)), seen)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     # The live view's accuracy is the summary's: the originals' only.
-    assert seen.last is not None and seen.last.played == 40
-    assert (seen.last.correct, seen.last.variants_judged) == (12, 24)
+    assert seen.last is not None and seen.last.played.attempts == 40
+    counts = seen.last.run
+    assert (counts.correct, counts.scored - counts.original_scored) == (12, 24)
     stats = RunStats()
     stats.update(seen.last)
     assert stats.snapshot().accuracy == accuracy(12, 16)

@@ -1,5 +1,7 @@
 """`python -m agent_eval` and the `agent-eval` command: a first line at once, then the CLI."""
 
+import os
+import signal
 import sys
 
 LOADING = {
@@ -11,12 +13,19 @@ LOADING = {
 def main() -> None:
     """Say what a slow-to-start command does, then import the command line and run it."""
     _announce(sys.argv[1:])
-    try:
-        # Imported only now: the agent SDK, metrics and rich take seconds on a busy machine.
-        from agent_eval.cli import app
-    except KeyboardInterrupt:
-        sys.exit(130)  # Ctrl-C among the imports: nothing has started, no traceback to show
+    # Ctrl-C among the imports ends the command at once: nothing has started yet. Raised as
+    # KeyboardInterrupt instead, it can land in one of importlib's callbacks, which Python
+    # ignores, and the command would carry on.
+    signal.signal(signal.SIGINT, _quit_while_loading)
+    # Imported only now: the agent SDK, metrics and rich take seconds on a busy machine.
+    from agent_eval.cli import app
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     app(prog_name="agent-eval")
+
+
+def _quit_while_loading(signum: int, frame: object) -> None:
+    os._exit(130)
 
 
 def _announce(args: list[str]) -> None:

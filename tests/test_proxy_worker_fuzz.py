@@ -57,7 +57,7 @@ from agent_eval.testing.replies import (
 from tests.helpers.json_values import DELETE, JSON, mutated, paths
 from tests.helpers.processes import listener_pid, rss_mb
 from tests.helpers.proxy import FAST_HEALTH
-from tests.helpers.waits import wait_ready
+from tests.helpers.waits import until, wait_ready
 
 CHAT, COMPLETIONS, RESPONSES = ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
 GOOD_REQUEST = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}
@@ -471,6 +471,10 @@ async def _status(request: contextlib.AbstractAsyncContextManager[aiohttp.Client
 
 
 async def _play(http: aiohttp.ClientSession, proxy: Proxy, case: Case) -> Outcome:
+    # A case is played on the broken worker: the proxy sends a request to the worker with the
+    # fewest in flight, so wait until it has let go of the last case's (a cut body can take a
+    # moment to close on a busy machine).
+    await until(lambda body: _in_flight(body, proxy.broken.url) == 0, proxy.root, "/workers")
     proxy.broken.script = case.answer.script
     stop = asyncio.Event()
     beside = asyncio.create_task(_beside(http, proxy.root, stop))
@@ -479,6 +483,10 @@ async def _play(http: aiohttp.ClientSession, proxy: Proxy, case: Case) -> Outcom
     finally:
         stop.set()
     return Outcome(*answer, *await beside, proxy.new_log())
+
+
+def _in_flight(workers: dict[str, Any], url: str) -> int:
+    return next(w["in_flight"] for w in workers["workers"] if w["url"] == url)
 
 
 # ---------------------------------------------------------------- what must hold

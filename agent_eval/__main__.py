@@ -15,12 +15,15 @@ def main() -> None:
     _announce(sys.argv[1:])
     # Ctrl-C among the imports ends the command at once: nothing has started yet. Raised as
     # KeyboardInterrupt instead, it can land in one of importlib's callbacks, which Python
-    # ignores, and the command would carry on.
-    signal.signal(signal.SIGINT, _quit_while_loading)
+    # ignores, and the command would carry on. A process started with SIGINT ignored (a
+    # background job) keeps ignoring it.
+    before = signal.getsignal(signal.SIGINT)
+    if before is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _quit_while_loading)
     # Imported only now: the agent SDK, metrics and rich take seconds on a busy machine.
     from agent_eval.cli import app
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, before)
     app(prog_name="agent-eval")
 
 

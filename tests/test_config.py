@@ -10,7 +10,6 @@ import yaml
 from agent_eval.cli.options import FLAGS
 from agent_eval.errors import ConfigError
 from agent_eval.launch.config import LaunchConfig, ServeConfig
-from agent_eval.proxy.policies import build_policy
 from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings
 from agent_eval.proxy.policies.session import SessionSettings
 from agent_eval.run.config import RunConfig, load_run_config, save_run_config
@@ -180,7 +179,7 @@ def test_a_config_with_the_policy_settings_beside_the_policy_loads_to_the_same_s
             sessions,
             prefix,
         )
-    policy = build_policy(run.proxy.policy, run.proxy.policies.of(run.proxy.policy))
+    policy = run.proxy.routing_policy()
     assert isinstance(policy, PrefixAware) and policy.settings == prefix
     save_run_config(run, tmp_path)
     assert load_run_config(tmp_path / "config.yaml", {}, []).proxy == run.proxy

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.fleet.worker import Worker
-from agent_eval.proxy.policies import RequestInfo, build_policy
+from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings, routing_text
 from agent_eval.proxy.policies.prefix_chain import PrefixSet, chunk_chain
 from tests.helpers.policies import make_workers
@@ -214,7 +214,7 @@ def test_routing_text_is_the_whole_conversation_and_grows_at_its_end(
 def test_the_config_builds_the_policy_and_refuses_wrong_settings() -> None:
     settings = {"cache_threshold": 0.8, "chunk_bytes": 128, "sessions": {"ttl": 5.0}}
     config = ProxyConfig(policy="prefix", policies={"prefix": settings})
-    policy = build_policy(config.policy, config.policies.of(config.policy))
+    policy = config.routing_policy()
     assert isinstance(policy, PrefixAware)
     assert policy.settings.cache_threshold == 0.8
     assert policy.settings.sessions.ttl == 5.0

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from agent_eval.proxy.fleet.urls import normalize_worker_url
-from agent_eval.proxy.policies import POLICIES
+from agent_eval.proxy.policies import POLICIES, Policy, build_policy
 from agent_eval.proxy.policies.prefix import PrefixSettings
 from agent_eval.proxy.policies.session import SessionSettings
 from agent_eval.proxy.server.auth import new_admin_token
@@ -197,6 +197,10 @@ class ProxyConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     policies: PolicySettings = Field(default_factory=PolicySettings)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+
+    def routing_policy(self) -> Policy:
+        """The chosen policy, built with its settings."""
+        return build_policy(self.policy, self.policies.of(self.policy))
 
     def with_admin_token(self) -> ProxyConfig:
         """This config with an admin token, made now when it has none."""

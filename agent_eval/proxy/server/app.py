@@ -30,7 +30,7 @@ from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.forward import Forwarder
-from agent_eval.proxy.policies import RequestInfo, build_policy, session_key
+from agent_eval.proxy.policies import RequestInfo, session_key
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.responses.dialect import is_responses
 from agent_eval.proxy.responses.errors import RequestRefused
@@ -64,7 +64,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def build_app(config: ProxyConfig) -> web.Application:
     """The proxy app over the configured workers; upstream resources live as long as it."""
-    pool = WorkerPool(config.health, build_policy(config.policy, config.policies.of(config.policy)))
+    pool = WorkerPool(config.health, config.routing_policy())
     for url in config.endpoints:
         pool.add(url)
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])

@@ -15,6 +15,7 @@ from openai import AsyncOpenAI
 
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
+from agent_eval.testing.worker_state import LOG_SIZE
 
 USER = [{"role": "user", "content": "what is two plus two"}]
 DEFAULT = "mock reply from w-test: what is two plus two"
@@ -274,6 +275,40 @@ async def test_control_api_changes_behavior_and_reports_stats(
         stats = await response.json()
     assert stats["requests"] == {"/mock/behavior": 3, "/v1/completions": 1, "/mock/stats": 1}
     assert (stats["generation_requests"], stats["authorizations"]) == (1, [None])
+
+
+async def test_log_holds_each_request_and_the_answer_the_client_got(
+    worker: MockWorker, client: AsyncOpenAI, http: aiohttp.ClientSession
+) -> None:
+    worker.script(Reply(tool_calls=[ADD]))
+    async with client.chat.completions.stream(model="m", messages=USER) as stream:
+        streamed = await stream.get_final_completion()
+    plain = await client.responses.create(model="m", input="what is two plus two")
+    called, answered = worker.served()
+    assert (called.path, called.stream, called.status) == ("/v1/chat/completions", True, 200)
+    assert called.request == {"model": "m", "messages": USER, "stream": True}
+    assert called.answer["id"] == streamed.id
+    [call] = called.answer["choices"][0]["message"]["tool_calls"]
+    assert (call["id"], call["function"]["arguments"]) == (ADD.id, ADD.arguments)
+    [message] = answered.answer["output"]
+    assert (answered.answer["id"], message["content"][0]["text"]) == (plain.id, plain.output_text)
+    assert worker.served("/v1/responses") == [answered]
+    async with http.get(f"{worker.url}/mock/requests") as response:
+        logged = await response.json()
+    assert [entry["answer"]["id"] for entry in logged] == [streamed.id, plain.id]
+
+
+async def test_log_holds_injected_errors_and_stays_bounded(worker: MockWorker) -> None:
+    worker.behavior.update({"error_status": 503, "error_count": 1})
+    async with AsyncOpenAI(base_url=f"{worker.url}/v1", api_key="k", max_retries=0) as sdk:
+        with pytest.raises(openai.InternalServerError):
+            await sdk.completions.create(model="m", prompt="hi")
+        for _ in range(LOG_SIZE):
+            await sdk.completions.create(model="m", prompt="again")
+    served = worker.served()
+    assert len(served) == LOG_SIZE
+    assert {entry.request["prompt"] for entry in served} == {"again"}
+    assert worker.stats.generation_requests == LOG_SIZE + 1
 
 
 async def test_runs_as_a_process_until_sigterm(http: aiohttp.ClientSession) -> None:

@@ -24,7 +24,7 @@ from aiohttp import web
 from agent_eval.testing.kv_cache import CacheConfig, Lookup, Prefill
 from agent_eval.testing.replies import ENDPOINTS, JSON, Endpoint, Prompt, Reply, ReplyMeta
 from agent_eval.testing.templates import TEMPLATES, Template
-from agent_eval.testing.worker_state import Behavior, HoldGate, WorkerState, WorkerStats
+from agent_eval.testing.worker_state import Behavior, HoldGate, Served, WorkerState, WorkerStats
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,15 @@ def _error_type(status: int) -> str:
     return name if name.endswith("Error") else f"{name}Error"
 
 
+def _error_body(status: int, message: str) -> JSON:
+    """An error body in SGLang's shape."""
+    body = {"object": "error", "message": message, "type": _error_type(status), "param": None}
+    return {**body, "code": status}
+
+
 def _error(status: int, message: str) -> web.Response:
     """An error answer in SGLang's shape."""
-    body = {"object": "error", "message": message, "type": _error_type(status), "param": None}
-    return _json({**body, "code": status}, status)
+    return _json(_error_body(status, message), status)
 
 
 def _parse_object(raw: bytes) -> JSON:
@@ -148,6 +153,11 @@ async def _stats(request: web.Request) -> web.Response:
     return _json(request.app[STATE].stats.as_dict())
 
 
+async def _served(request: web.Request) -> web.Response:
+    """The latest generation requests and their answers, oldest first."""
+    return _json([asdict(served) for served in request.app[STATE].served])
+
+
 async def _clear_cache(request: web.Request) -> web.Response:
     """Empty the simulated prefix cache, so a benchmark's next run starts cold."""
     prefill = request.app[STATE].prefill
@@ -236,18 +246,22 @@ async def _generate(
     # A body of the wrong shape (say, messages that are not objects) is the client's fault.
     except (ValueError, TypeError, AttributeError) as exc:
         return _error(400, f"invalid request body: {exc}")
-    behavior = state.behavior
+    behavior, stream = state.behavior, body.get("stream") is True
     if (status := behavior.take_error()) is not None:
-        return _error(status, f"error injected into mock worker {state.name}")
+        error = _error_body(status, f"error injected into mock worker {state.name}")
+        state.served.append(Served(request.path, body, status, stream, error))
+        return _json(error, status)
     if behavior.latency > 0:
         await asyncio.sleep(behavior.latency)
     if behavior.hang:
         await state.gate.hold()
     lookup = await _prefill(state, text)
     reply, meta = state.next_reply(prompt), _meta(state, endpoint, body, prompt, lookup)
-    if body.get("stream"):
+    answer = endpoint.body(reply, meta)
+    state.served.append(Served(request.path, body, 200, stream, answer))
+    if stream:
         return await _stream(request, state, endpoint.stream(reply, meta))
-    return _json(endpoint.body(reply, meta))
+    return _json(answer)
 
 
 def _generation(path: str) -> Handler:
@@ -302,6 +316,7 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_get("/mock/behavior", _get_behavior)
     app.router.add_post("/mock/behavior", _set_behavior)
     app.router.add_get("/mock/stats", _stats)
+    app.router.add_get("/mock/requests", _served)
     app.router.add_delete("/mock/cache", _clear_cache)
     for path in ENDPOINTS:
         if path != "/v1/responses" or state.responses_api:
@@ -364,6 +379,10 @@ class MockWorker:
     def requests_to(self, path: str) -> list[JSON]:
         """The bodies of the latest generation requests on `path`, oldest first."""
         return [orjson.loads(body) for seen, body in self.stats.bodies if seen == path]
+
+    def served(self, path: str | None = None) -> list[Served]:
+        """The latest generation requests (on `path`, or all) and their answers, oldest first."""
+        return [served for served in self.state.served if path in (None, served.path)]
 
     def assert_script_used_up(self) -> None:
         """Raises: AssertionError if scripted replies were never asked for."""

@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agent_eval.testing.kv_cache import Lookup, Prefill
-from agent_eval.testing.replies import Prompt, Reply, two_step_reply
+from agent_eval.testing.replies import JSON, Prompt, Reply, two_step_reply
+
+LOG_SIZE = 256  # exchanges a worker keeps: a few agent attempts, bounded for benchmarks
 
 
 @dataclass
@@ -113,6 +115,20 @@ class WorkerStats:
             self.in_flight -= 1
 
 
+@dataclass(frozen=True)
+class Served:
+    """One generation request as the worker read it, and what it answered.
+
+    `answer` is the body sent; for a stream, the body its events add up to.
+    """
+
+    path: str
+    request: JSON
+    status: int
+    stream: bool
+    answer: JSON
+
+
 class HoldGate:
     """Holds requests until released, so tests wait for arrivals instead of sleeping."""
 
@@ -163,6 +179,8 @@ class WorkerState:
     stats: WorkerStats = field(default_factory=WorkerStats)
     gate: HoldGate = field(default_factory=HoldGate)
     script: deque[Reply] = field(default_factory=deque)
+    # The latest generation requests and their answers, oldest first: GET /mock/requests.
+    served: deque[Served] = field(default_factory=lambda: deque(maxlen=LOG_SIZE))
     port: int = 0
     ids: Iterator[int] = field(default_factory=itertools.count)
     # The weights loaded, as SGLang's model_path: `model` until /update_weights_from_disk.

@@ -34,8 +34,10 @@ SCHEDULERS = {"ray", "slurm"}
 SLOW = {"browser", "tmux", "llamacpp", "ray", "slurm"}
 # Helpers that make a test slow: agent-eval in a process of its own imports the whole package
 # (seconds apiece on a busy machine); resident memory is measured over soaks of many MB; a
-# tune job plays whole trials; the GSM8K test set holds 1,319 problems.
+# tune job plays whole trials; the GSM8K test set holds 1,319 problems; an agent program is a
+# process of its own that imports its framework (smolagents, the Agents SDK, a coding CLI).
 SLOW_HELPERS = {
+    ("tests.helpers.agent_programs", "run_agent"),
     ("tests.helpers.cli_runs", "CLI"),
     ("tests.helpers.cli_runs", "agent_eval"),
     ("tests.helpers.proxy_calls", "serve_process"),

@@ -1,0 +1,117 @@
+"""Agent programs of examples/agents/ run as agent-eval's `command` runner runs them, and
+their proxy record checked against what the mock worker logged."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_eval.testing.worker_state import Served
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
+MODEL = "mock-model"
+# The environment an agent program sees is this test's, less any real provider settings.
+_PROVIDER_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENT_EVAL_", "CODEX_")
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How an agent program ended: its exit code and its output."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def answer(self) -> str:
+        """The last non-empty line of stdout: the command runner's answer."""
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        return lines[-1].strip() if lines else ""
+
+
+def agent_env(base_url: str, sample_file: Path, workdir: Path, key: str) -> dict[str, str]:
+    """The variables the command runner sets, over this process's environment."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(_PROVIDER_PREFIXES)}
+    return {
+        **inherited,
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": key,
+        "ANTHROPIC_BASE_URL": base_url.removesuffix("/v1"),
+        "ANTHROPIC_API_KEY": key,
+        "AGENT_EVAL_MODEL": MODEL,
+        "AGENT_EVAL_SAMPLE_FILE": str(sample_file),
+        "AGENT_EVAL_WORKDIR": str(workdir),
+    }
+
+
+async def run_agent(
+    argv: Sequence[str],
+    base_url: str,
+    sample: Mapping[str, Any],
+    workdir: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,
+) -> Finished:
+    """Run one agent program in `workdir` with the sample on stdin and in a file."""
+    sample_file = await asyncio.to_thread(_place_sample, sample, workdir)
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=workdir,
+        env={**agent_env(base_url, sample_file, workdir, "attempt-key"), **(env or {})},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(orjson.dumps(sample)), timeout)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    assert process.returncode is not None
+    return Finished(process.returncode, out.decode(), err.decode())
+
+
+def _place_sample(sample: Mapping[str, Any], workdir: Path) -> Path:
+    """Make `workdir` and write the sample beside it, as the command runner does."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    sample_file = workdir.parent / f"{workdir.name}-sample.json"
+    sample_file.write_bytes(orjson.dumps(sample))
+    return sample_file
+
+
+def python_example(name: str) -> list[str]:
+    """The command line of one Python example agent."""
+    return [sys.executable, str(EXAMPLES / name)]
+
+
+def recorded(record_dir: Path) -> list[dict[str, Any]]:
+    """Every exchange the proxy recorded, in the order it recorded them."""
+    return [
+        orjson.loads(line)
+        for path in sorted(record_dir.glob("*.jsonl"))
+        for line in path.read_bytes().splitlines()
+    ]
+
+
+def assert_record_is_what_the_worker_saw(
+    records: list[dict[str, Any]], served: list[Served]
+) -> None:
+    """Each recorded exchange is one the worker logged: the same request, the same answer."""
+    assert len(records) == len(served), (len(records), [s.path for s in served])
+    for record, seen in zip(records, served, strict=True):
+        assert (record["route"], record["status"]) == (seen.path, seen.status)
+        assert record["request"] == seen.request
+        assert _answer_of(record["response"]) == _answer_of(seen.answer)
+
+
+def _answer_of(body: Mapping[str, Any]) -> Any:
+    """What an answer says, apart from fields a stream carries differently (usage)."""
+    return {k: v for k, v in body.items() if k != "usage"}

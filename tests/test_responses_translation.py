@@ -245,6 +245,7 @@ def test_tools_flattened_and_sampling_settings() -> None:
             "parallel_tool_calls": False,
             "store": False,
             "metadata": {"k": "v"},
+            "client_metadata": {"session_id": "s-1"},
             "seed": 7,
             "top_k": 20,
             "stop": ["\n\n"],
@@ -265,7 +266,7 @@ def test_tools_flattened_and_sampling_settings() -> None:
     assert chat["parallel_tool_calls"] is False
     # Extra sampling fields SGLang, vLLM and llama.cpp accept pass as they are.
     assert (chat["seed"], chat["top_k"], chat["stop"]) == (7, 20, ["\n\n"])
-    assert "store" not in chat and "metadata" not in chat
+    assert not {"store", "metadata", "client_metadata"} & chat.keys()
 
 
 @pytest.mark.parametrize(

@@ -38,10 +38,12 @@ SAMPLING_EXTRAS = (
 # store, not the worker; `reasoning` and `text.verbosity` are hints that chat templates
 # handle (or not) per model; `truncation: auto` only matters on context overflow, where the
 # worker's own error reaches the client; `max_tool_calls` limits built-in tools, which are
-# refused; `include` asks for extras we do not produce.
+# refused; `include` asks for extras we do not produce; `client_metadata` is the Codex CLI's
+# bookkeeping (its session, turn and window ids), sent on every request.
 IGNORED = {
     "store",
     "metadata",
+    "client_metadata",
     "user",
     "safety_identifier",
     "prompt_cache_key",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.agent_programs import (
+    CHAT,
     assert_record_is_what_the_worker_saw,
     python_example,
     recorded,
@@ -18,7 +19,6 @@ from tests.helpers.proxy import StartProxy, StartWorkers
 
 SAMPLE = {"question": "A crate holds 16 bottles. How many bottles are in 3 crates?"}
 MULTIPLY = ToolCall("multiply", json.dumps({"a": 16, "b": 3}))
-CHAT = "/v1/chat/completions"
 
 
 async def test_smolagents_tool_calling_agent(

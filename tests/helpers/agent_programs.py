@@ -13,10 +13,13 @@ from typing import Any
 
 import orjson
 
+from agent_eval.proxy.responses.request import to_chat_request
+from agent_eval.proxy.responses.response import output_items
 from agent_eval.testing.worker_state import Served
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 MODEL = "mock-model"
+CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 # The environment an agent program sees is this test's, less any real provider settings.
 _PROVIDER_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENT_EVAL_", "CODEX_")
 
@@ -104,14 +107,31 @@ def recorded(record_dir: Path) -> list[dict[str, Any]]:
 def assert_record_is_what_the_worker_saw(
     records: list[dict[str, Any]], served: list[Served]
 ) -> None:
-    """Each recorded exchange is one the worker logged: the same request, the same answer."""
+    """Each recorded exchange is one the worker logged: the same request and answer, or, where
+    the proxy translated a Responses request to Chat Completions, their translations."""
     assert len(records) == len(served), (len(records), [s.path for s in served])
     for record, seen in zip(records, served, strict=True):
-        assert (record["route"], record["status"]) == (seen.path, seen.status)
-        assert record["request"] == seen.request
-        assert _answer_of(record["response"]) == _answer_of(seen.answer)
+        assert record["status"] == seen.status
+        if record["route"] == RESPONSES and seen.path == CHAT:
+            assert to_chat_request(record["request"]) == seen.request
+            message = seen.answer["choices"][0]["message"]
+            response = record["response"]
+            assert _texts(response["output"]) == _texts(output_items(message, response["id"], ""))
+            continue
+        assert (record["route"], record["request"]) == (seen.path, seen.request)
+        assert _without_usage(record["response"]) == _without_usage(seen.answer)
 
 
-def _answer_of(body: Mapping[str, Any]) -> Any:
-    """What an answer says, apart from fields a stream carries differently (usage)."""
+def _without_usage(body: Mapping[str, Any]) -> dict[str, Any]:
+    """An answer apart from its usage, which a stream reports only when asked."""
     return {k: v for k, v in body.items() if k != "usage"}
+
+
+def _texts(items: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """What output items say: each message's text, each call's id, name and arguments."""
+    return [
+        ("message", *(part["text"] for part in item["content"]))
+        if item["type"] == "message"
+        else (item["type"], item["call_id"], item["name"], item["arguments"])
+        for item in items
+    ]

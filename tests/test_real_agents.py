@@ -4,8 +4,11 @@ the worker logged it was asked and answered."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+
+import pytest
 
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.agent_programs import (
@@ -19,6 +22,9 @@ from tests.helpers.proxy import StartProxy, StartWorkers
 
 SAMPLE = {"question": "A crate holds 16 bottles. How many bottles are in 3 crates?"}
 MULTIPLY = ToolCall("multiply", json.dumps({"a": 16, "b": 3}))
+CALCULATE = ToolCall("calculator", json.dumps({"expression": "16 * 3"}))
+# The Anthropic agent speaks the Messages API: the proxy serves it from agent_eval.proxy.messages.
+MESSAGES_ROUTE = importlib.util.find_spec("agent_eval.proxy.messages") is not None
 
 
 async def test_smolagents_tool_calling_agent(
@@ -65,3 +71,35 @@ async def test_openai_agents_sdk_over_chat_completions(
     assert (result["role"], result["tool_call_id"]) == ("tool", MULTIPLY.id)
     assert float(str(result["content"])) == 48
     assert_record_is_what_the_worker_saw(recorded(tmp_path / "record"), worker.served())
+
+
+@pytest.mark.skipif(
+    not MESSAGES_ROUTE,
+    reason="the proxy serves no /v1/messages yet (no agent_eval.proxy.messages), "
+    "which the anthropic SDK's tool loop needs",
+)
+async def test_anthropic_sdk_tool_loop(
+    start_workers: StartWorkers, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    [worker] = await start_workers(1)
+    base_url = await start_proxy([worker], record_dir=tmp_path / "record")
+    worker.script(Reply(tool_calls=[CALCULATE]), Reply("48"))
+    finished = await run_agent(
+        python_example("anthropic_tool_loop.py"), base_url, SAMPLE, tmp_path / "work"
+    )
+    assert (finished.returncode, finished.answer) == (0, "48"), finished.stderr
+    worker.assert_script_used_up()
+    [first, second] = worker.served()
+    assert SAMPLE["question"] in json.dumps(first.request["messages"])
+    # The calculator ran in the agent: its result goes back under the model's call id.
+    assert _tool_result(second.request) == (CALCULATE.id, "48")
+    assert_record_is_what_the_worker_saw(recorded(tmp_path / "record"), worker.served())
+
+
+def _tool_result(request: dict[str, object]) -> tuple[object, object]:
+    """The id and content of the tool result a request ends with, chat or Messages shaped."""
+    last = _messages(request)[-1]
+    if last["role"] == "tool":
+        return last["tool_call_id"], last["content"]
+    [block] = last["content"]  # type: ignore[misc]
+    return block["tool_use_id"], block["content"]

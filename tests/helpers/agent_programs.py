@@ -4,6 +4,8 @@ their proxy record checked against what the mock worker logged."""
 from __future__ import annotations
 
 import asyncio
+import importlib
+import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -13,13 +15,16 @@ from typing import Any
 
 import orjson
 
-from agent_eval.proxy.responses.request import to_chat_request
-from agent_eval.proxy.responses.response import output_items
 from agent_eval.testing.worker_state import Served
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 MODEL = "mock-model"
-CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
+CHAT, RESPONSES, MESSAGES = "/v1/chat/completions", "/v1/responses", "/v1/messages"
+# The modules whose `to_chat_request` gives what the proxy sends a worker that lacks a route.
+TRANSLATIONS = {
+    RESPONSES: "agent_eval.proxy.responses.request",
+    MESSAGES: "agent_eval.proxy.messages.request",
+}
 # The environment an agent program sees is this test's, less any real provider settings.
 _PROVIDER_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AGENT_EVAL_", "CODEX_")
 
@@ -108,18 +113,17 @@ def assert_record_is_what_the_worker_saw(
     records: list[dict[str, Any]], served: list[Served]
 ) -> None:
     """Each recorded exchange is one the worker logged: the same request and answer, or, where
-    the proxy translated a Responses request to Chat Completions, their translations."""
+    the proxy translated the request to Chat Completions, the translation and the same words."""
     assert len(records) == len(served), (len(records), [s.path for s in served])
     for record, seen in zip(records, served, strict=True):
         assert record["status"] == seen.status
-        if record["route"] == RESPONSES and seen.path == CHAT:
-            assert to_chat_request(record["request"]) == seen.request
-            message = seen.answer["choices"][0]["message"]
-            response = record["response"]
-            assert _texts(response["output"]) == _texts(output_items(message, response["id"], ""))
+        if record["route"] == seen.path:
+            assert record["request"] == seen.request
+            assert _without_usage(record["response"]) == _without_usage(seen.answer)
             continue
-        assert (record["route"], record["request"]) == (seen.path, seen.request)
-        assert _without_usage(record["response"]) == _without_usage(seen.answer)
+        translate = importlib.import_module(TRANSLATIONS[record["route"]]).to_chat_request
+        assert (seen.path, translate(record["request"])) == (CHAT, seen.request)
+        assert said(record["response"]) == said(seen.answer)
 
 
 def _without_usage(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,11 +131,28 @@ def _without_usage(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k != "usage"}
 
 
-def _texts(items: list[dict[str, Any]]) -> list[tuple[str, ...]]:
-    """What output items say: each message's text, each call's id, name and arguments."""
+def said(answer: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """What a Chat Completions, Responses or Messages answer says: its texts, and its tool
+    calls as (id, name, arguments)."""
+    if "choices" in answer:
+        message = answer["choices"][0]["message"]
+        text = [("text", message["content"])] if message.get("content") else []
+        return text + [
+            ("call", c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in message.get("tool_calls") or []
+        ]
+    if "output" in answer:
+        return [_said_item(item) for item in answer["output"]]
     return [
-        ("message", *(part["text"] for part in item["content"]))
-        if item["type"] == "message"
-        else (item["type"], item["call_id"], item["name"], item["arguments"])
-        for item in items
+        ("text", block["text"])
+        if block["type"] == "text"
+        else ("call", block["id"], block["name"], block["input"])
+        for block in answer["content"]
     ]
+
+
+def _said_item(item: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A Responses output item as `said` gives it."""
+    if item["type"] == "message":
+        return ("text", "".join(part["text"] for part in item["content"]))
+    return ("call", item["call_id"], item["name"], json.loads(item["arguments"]))

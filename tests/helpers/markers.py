@@ -18,6 +18,7 @@ HELPERS = {
     "tests.helpers.browser": "browser",
     "tests.helpers.terminal": "tmux",
     "tests.helpers.llamacpp": "llamacpp",
+    "tests.helpers.codex": "codex",
 }
 # Test modules about one outside part from their first test to their last.
 MODULES = {
@@ -31,7 +32,7 @@ MODULES = {
 SCHEDULERS = {"ray", "slurm"}
 # Outside parts that take seconds to start (a browser, a terminal, model servers, clusters):
 # what uses them is slow.
-SLOW = {"browser", "tmux", "llamacpp", "ray", "slurm"}
+SLOW = {"browser", "tmux", "llamacpp", "ray", "slurm", "codex"}
 # Helpers that make a test slow: agent-eval in a process of its own imports the whole package
 # (seconds apiece on a busy machine); resident memory is measured over soaks of many MB; a
 # tune job plays whole trials; the GSM8K test set holds 1,319 problems; an agent program is a
@@ -65,7 +66,7 @@ GROUPED_HELPERS = {("tests.helpers.processes", "rss_mb"): "memory"}
 
 
 def markers_of(item: pytest.Function) -> set[str]:
-    """The outside parts (browser, tmux, llamacpp, ray, slurm) a test needs, and `slow`."""
+    """The outside parts (browser, tmux, llamacpp, ray, slurm, codex) a test needs, and `slow`."""
     helpers = helpers_used(item)
     found = {FIXTURES[name] for name in item.fixturenames if name in FIXTURES}
     found |= {HELPERS[module] for module, _ in helpers if module in HELPERS}

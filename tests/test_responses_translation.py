@@ -381,6 +381,14 @@ def test_a_tool_without_a_type_is_said_to_miss_it() -> None:
     assert "missing" in raised.value.message and "None" not in raised.value.message
 
 
+def test_a_namespace_of_tools_is_not_called_built_in() -> None:
+    group = {"type": "namespace", "name": "agents", "tools": [WEATHER_TOOL]}
+    with pytest.raises(UnsupportedField) as raised:
+        to_chat_request({"model": "m", "input": "hi", "tools": [WEATHER_TOOL, group]})
+    assert raised.value.field == "tools[1]"
+    assert "namespace" in raised.value.message and "OpenAI's servers" not in raised.value.message
+
+
 def message(content: Any) -> dict[str, Any]:
     return {"input": [{"role": "user", "content": content}]}
 

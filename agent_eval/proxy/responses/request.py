@@ -238,6 +238,13 @@ def _tool(value: object, where: str) -> dict[str, Any]:
     """The nested Chat Completions shape of a flat Responses function tool."""
     tool = _typed(value, where, "object")
     kind = _field(tool, "type", where, "string")
+    if kind == "namespace":
+        # The Codex CLI groups its sub-agent tools so; they are functions, not built-in tools.
+        raise UnsupportedField(
+            where,
+            "a namespace of tools has no Chat Completions form; "
+            "offer its functions as tools of type 'function'",
+        )
     if kind != "function":
         raise UnsupportedField(
             where,

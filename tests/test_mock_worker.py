@@ -311,6 +311,23 @@ async def test_log_holds_injected_errors_and_stays_bounded(worker: MockWorker) -
     assert worker.stats.generation_requests == LOG_SIZE + 1
 
 
+async def test_script_over_http_queues_replies_as_the_python_method_does(
+    worker: MockWorker, client: AsyncOpenAI, http: aiohttp.ClientSession
+) -> None:
+    script = [{"tool_calls": [{"name": "add", "arguments": ADD.arguments, "id": ADD.id}]}]
+    async with http.post(f"{worker.url}/mock/script", json=[*script, {"content": "4"}]) as answer:
+        assert (answer.status, await answer.json()) == (200, {"queued": 2})
+    async with http.post(f"{worker.url}/mock/script", json=[{"tool_calls": [{}]}]) as refused:
+        assert refused.status == 400
+        assert "tool_calls" in (await refused.json())["message"]
+    call = await client.responses.create(model="m", input=USER)
+    [item] = call.output
+    assert item.type == "function_call" and (item.call_id, item.name) == (ADD.id, "add")
+    text = await client.chat.completions.create(model="m", messages=USER)
+    assert text.choices[0].message.content == "4"
+    worker.assert_script_used_up()
+
+
 async def test_runs_as_a_process_until_sigterm(http: aiohttp.ClientSession) -> None:
     command = [
         "-m",

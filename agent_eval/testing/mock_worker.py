@@ -1,7 +1,8 @@
 """A mock SGLang worker: a real aiohttp server with knobs, a hold gate and counters.
 
 Tests and benchmarks of the proxy stand it in for GPU servers. As a process:
-`python -m agent_eval.testing.mock_worker --port N --name NAME --model M`.
+`python -m agent_eval.testing.mock_worker --port N --name NAME --model M`; its /mock/ routes
+(behavior, script, requests, stats) do over HTTP what the MockWorker methods do.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from pydantic import TypeAdapter, ValidationError
 
 from agent_eval.testing.kv_cache import CacheConfig, Lookup, Prefill
 from agent_eval.testing.replies import ENDPOINTS, JSON, Endpoint, Prompt, Reply, ReplyMeta
@@ -35,6 +37,7 @@ _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"
 _MAX_BODY = 64 * 1024**2  # long agent trajectories outgrow aiohttp's 1 MiB default
 _SHUTDOWN_TIMEOUT = 1.0  # a fixture should stop fast; stragglers are cancelled
 _KEYLESS = ("/health", "/metrics", "/mock/")
+_REPLIES = TypeAdapter(list[Reply])
 
 
 def _json(payload: object, status: int = 200) -> web.Response:
@@ -151,6 +154,17 @@ async def _set_behavior(request: web.Request) -> web.Response:
 
 async def _stats(request: web.Request) -> web.Response:
     return _json(request.app[STATE].stats.as_dict())
+
+
+async def _add_script(request: web.Request) -> web.Response:
+    """Queue the replies of the body (a JSON list of Reply fields), as `MockWorker.script`."""
+    state = request.app[STATE]
+    try:
+        replies = _REPLIES.validate_json(await request.read())
+    except ValidationError as exc:
+        return _error(400, f"invalid script: {exc.errors(include_url=False)}")
+    state.script.extend(replies)
+    return _json({"queued": len(state.script)})
 
 
 async def _served(request: web.Request) -> web.Response:
@@ -317,6 +331,7 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_post("/mock/behavior", _set_behavior)
     app.router.add_get("/mock/stats", _stats)
     app.router.add_get("/mock/requests", _served)
+    app.router.add_post("/mock/script", _add_script)
     app.router.add_delete("/mock/cache", _clear_cache)
     for path in ENDPOINTS:
         if path != "/v1/responses" or state.responses_api:

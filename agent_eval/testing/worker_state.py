@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 from agent_eval.testing.kv_cache import Lookup, Prefill
 from agent_eval.testing.replies import JSON, Prompt, Reply, two_step_reply
 
-LOG_SIZE = 256  # exchanges a worker keeps: a few agent attempts, bounded for benchmarks
+LOG_SIZE = 64  # exchanges a worker keeps: many agent attempts; few of the proxy tests' huge bodies
 
 
 @dataclass

@@ -5,7 +5,7 @@
 import { api, content, el, num, outcome, runHref, runPath, show, table } from "./common.js";
 import { variantLinks } from "./robustness.js";
 
-// Every message comes in one shape, whichever its runner recorded (agent_eval/view/messages.py):
+// Every message comes in one shape, whichever its runner recorded (agent_eval/results/messages.py):
 // {role, content, tool_calls: [{id, name, arguments}], call_id}, a tool's output of role `tool`.
 const callsOf = (m) => m.tool_calls;
 

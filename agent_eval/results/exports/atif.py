@@ -33,10 +33,9 @@ from agent_eval.results.record import AttemptRecord
 EXTENSION = "agent_eval"
 """Our key in ATIF's `extra` objects."""
 IN_STEPS = ("messages", "model_calls", "tool_calls", "setups")
-"""What of our trajectory the steps and the agent hold; the rest goes under `extra`."""
+"""What of our trajectory the steps and the agent hold; the rest (final output, error, replays,
+a command's program) goes under `extra.agent_eval.trajectory`, with the record's own fields."""
 TOKENS = ("prompt_tokens", "completion_tokens", "cached_tokens")
-OURS_ONLY = ("final_output", "error", "turn_outputs", "replays", "program")
-"""What of our trajectory only our own `extra` holds, read back from it."""
 UNPAIRED = "model_calls_without_step"
 """Model calls beyond the assistant messages (a call that failed, say): kept under `extra`."""
 
@@ -59,7 +58,8 @@ def record_attempt(record: AttemptRecord, runner: str, model: str | None) -> Ati
     rest = {key: value for key, value in trajectory.items() if key not in IN_STEPS}
     tools = _tool_definitions(trajectory.get("setups") or ())
     agent = Agent(name=runner, version=__version__, model_name=model, tool_definitions=tools)
-    return AtifAttempt(trajectory, record.session_id, agent, {EXTENSION: {**line, **rest}})
+    ours = {**line, "trajectory": rest}
+    return AtifAttempt(trajectory, record.session_id, agent, {EXTENSION: ours})
 
 
 def to_atif(attempt: AtifAttempt) -> Trajectory:
@@ -107,7 +107,7 @@ def from_atif(document: Trajectory) -> AtifAttempt:
         "replays": [],
         "setups": [],
     }
-    trajectory.update({key: ours[key] for key in OURS_ONLY if key in ours})
+    trajectory.update(ours.get("trajectory") or {})
     return AtifAttempt(trajectory, document.session_id, document.agent, document.extra)
 
 

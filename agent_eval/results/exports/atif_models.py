@@ -13,11 +13,11 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = "ATIF-v1.7"
 Version = Literal[
     "ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6",
     "ATIF-v1.7",
 ]  # fmt: skip
+SCHEMA_VERSION: Version = "ATIF-v1.7"
 AGENT_ONLY = ("model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics")
 
 

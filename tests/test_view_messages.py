@@ -83,7 +83,20 @@ def test_a_record_keeps_everything_but_its_messages_shape() -> None:
         {"role": "tool", "content": "48.0", "tool_calls": [], "call_id": "c1", "reasoning": None}
     ]
     assert record["trajectory"]["messages"][0]["tool_call_id"] == "c1"  # the record is untouched
-    assert drawable({"sample_id": "q2"})["trajectory"] == {"messages": []}
+    assert drawable({"sample_id": "q2"})["trajectory"] == {"messages": [], "program": None}
+
+
+def test_a_program_comes_in_the_page_s_shape_whatever_its_record_holds() -> None:
+    ran = {"command": "python a.py", "exit_code": 0, "duration_s": 1, "diff": "@@ -1 +1 @@\n-a\n+b"}
+    program = drawable({"trajectory": {"program": ran}})["trajectory"]["program"]
+    assert program["ending"] == "exit 0" and program["duration_s"] == 1.0
+    assert program["diff_lines"] == [("hunk", "@@ -1 +1 @@"), ("del", "-a"), ("add", "+b")]
+    assert (program["stderr_tail"], program["check"], program["signal"]) == ("", None, None)
+    odd = {"exit_code": "1", "signal": "SIGKILL", "check": "passed", "duration_s": True}
+    program = drawable({"trajectory": {"program": odd}})["trajectory"]["program"]
+    assert program["ending"] == "killed by SIGKILL"
+    assert (program["exit_code"], program["check"], program["duration_s"]) == (None, None, None)
+    assert drawable({"trajectory": {"program": "not a dict"}})["trajectory"]["program"] is None
 
 
 def test_anthropic_messages_as_the_proxy_records_them() -> None:

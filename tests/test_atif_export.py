@@ -14,7 +14,7 @@ from agent_eval import __version__
 from agent_eval.agents.math_calculator import MathCalculatorAgent
 from agent_eval.cli import app
 from agent_eval.data import load_dataset
-from agent_eval.results.exports.atif import EXTENSION, from_atif
+from agent_eval.results.exports.atif import EXTENSION, from_atif, record_attempt, to_atif
 from agent_eval.results.exports.atif_models import SCHEMA_VERSION, Trajectory
 from agent_eval.results.files import SAMPLES, RunDirectory
 from agent_eval.results.messages import messages
@@ -23,6 +23,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig, save_run_config
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
+from tests.helpers.programs import program_record
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 SETTINGS = {
@@ -192,3 +193,41 @@ def test_a_mistake_is_one_message_and_nothing_is_written(tmp_path: Path) -> None
         assert result.exit_code == 2, (args, result.output)
         assert said in result.output and "Traceback" not in result.output
     assert not (tmp_path / "missing").exists() and not (tmp_path / "not-a-run" / "atif").exists()
+
+
+def test_a_command_attempt_exports_its_anthropic_calls_and_its_program() -> None:
+    line = program_record("q1", 0)
+    record = AttemptRecord.from_line(json.dumps(line).encode(), "a command attempt")
+    document = to_atif(record_attempt(record, "command", "mock-model"))
+    assert Trajectory.model_validate(document.to_json()) == document
+    user, called, answered = (step.model_dump(exclude_none=True) for step in document.steps)
+    assert user == {
+        "step_id": 1,
+        "source": "user",
+        "message": line["trajectory"]["messages"][0]["content"],
+    }
+    assert called["message"] == [{"type": "text", "text": "Let me multiply."}]
+    assert called["tool_calls"] == [
+        {"tool_call_id": "tu_1", "function_name": "multiply", "arguments": {"a": 16, "b": 3}}
+    ]
+    assert called["observation"] == {"results": [{"source_call_id": "tu_1", "content": "48.0"}]}
+    assert called["metrics"]["extra"][EXTENSION]["worker"] == "w0"
+    assert answered["message"] == [{"type": "text", "text": "48"}]
+    assert answered["metrics"]["extra"][EXTENSION]["worker"] == "w1"
+    assert document.extra is not None
+    assert document.extra[EXTENSION]["trajectory"]["program"] == line["trajectory"]["program"]
+    assert from_atif(document).trajectory["program"] == line["trajectory"]["program"]
+
+
+def test_an_attempt_that_said_nothing_is_one_system_step_saying_why() -> None:
+    line = program_record("q1", 0)
+    line["trajectory"].update(messages=[], model_calls=[], tool_calls=[])
+    line["error"] = line["trajectory"]["error"] = {
+        "kind": "runner_error",
+        "message": "no such file",
+    }
+    record = AttemptRecord.from_line(json.dumps(line).encode(), "a failed attempt")
+    (step,) = to_atif(record_attempt(record, "command", None)).steps
+    assert (step.source, step.message) == (
+        "system", "no message was recorded: it ended with runner_error: no such file",
+    )  # fmt: skip

@@ -66,6 +66,7 @@ def to_atif(attempt: AtifAttempt) -> Trajectory:
     """The attempt as one ATIF trajectory, validated."""
     trajectory = attempt.trajectory
     steps = _steps(messages(trajectory.get("messages") or ()), _system_prompt(trajectory))
+    steps = steps or [_nothing_said(trajectory)]
     calls = list(trajectory.get("model_calls") or ())
     agent_steps = [step for step in steps if step["source"] == "agent"]
     for step, call in zip(agent_steps, calls, strict=False):
@@ -76,7 +77,7 @@ def to_atif(attempt: AtifAttempt) -> Trajectory:
     document = {
         "session_id": attempt.session_id,
         "agent": attempt.agent.model_dump(exclude_none=True),
-        "steps": steps or [{"source": "system", "message": ""}],
+        "steps": steps,
         "final_metrics": _totals([step.get("metrics") for step in agent_steps]),
         "extra": extra,
     }
@@ -147,6 +148,14 @@ def _steps(said: list[Message], system_prompt: str | None) -> list[dict[str, Any
         else:
             steps.append(_step(message))
     return steps
+
+
+def _nothing_said(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """The one step of an attempt that ended before any message (ATIF needs one): a system
+    step saying why."""
+    error = trajectory.get("error") or {}
+    why = f": it ended with {error.get('kind')}: {error.get('message')}" if error else ""
+    return {"source": "system", "message": f"no message was recorded{why}"}
 
 
 def _open(steps: list[dict[str, Any]]) -> bool:

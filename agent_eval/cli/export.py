@@ -19,7 +19,7 @@ UNKNOWN_RUNNER = "agent-eval"
 def export(
     ctx: typer.Context,
     run: Annotated[Path, typer.Argument(help="The run directory to export.", metavar="RUN_DIR")],
-    format: Annotated[
+    kind: Annotated[
         str,
         typer.Option("--format", "-f", help=f"The format: {', '.join(FORMATS)}.", metavar="FORMAT"),
     ] = "atif",
@@ -37,14 +37,14 @@ def export(
 
     Files are named SAMPLE.ATTEMPT.json; each is written whole or not at all.
     """
-    exported = guarded(ctx, _export, run, format, out)
+    exported = guarded(ctx, _export, run, kind, out)
     for where in exported.torn:
         console.print(Text(f"note: {where} was cut off mid-write and is left out"), soft_wrap=True)
-    console.print(Text(f"Wrote {exported.files} {format} files to {exported.folder}"))
+    console.print(Text(f"Wrote {exported.files} {kind} files to {exported.folder}"))
 
 
-def _export(run: Path, format: str, out: Path | None) -> Exported:
-    return export_run(run, format, out, played_by(run))
+def _export(run: Path, kind: str, out: Path | None) -> Exported:
+    return export_run(run, kind, out, played_by(run))
 
 
 def played_by(run: Path) -> PlayedBy:

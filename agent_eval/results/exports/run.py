@@ -47,14 +47,15 @@ def _atif(record: AttemptRecord, played_by: PlayedBy) -> str:
 FORMATS: dict[str, Writer] = {"atif": _atif}
 
 
-def export_run(run_dir: Path, format: str, out: Path | None, played_by: PlayedBy) -> Exported:
-    """Write each attempt of the run in `run_dir` in `format` to `out` (default RUN_DIR/FORMAT/),
-    as SAMPLE.ATTEMPT.json; a missing run or an unknown format is a ConfigError."""
-    writer = FORMATS.get(format)
+def export_run(run_dir: Path, kind: str, out: Path | None, played_by: PlayedBy) -> Exported:
+    """Write each attempt of the run in `run_dir` in the format `kind` to `out` (default
+    RUN_DIR/KIND/), as SAMPLE.ATTEMPT.json; a missing run or an unknown format is a
+    ConfigError."""
+    writer = FORMATS.get(kind)
     if writer is None:
-        raise ConfigError(f"unknown export format {format!r}; the known ones: {', '.join(FORMATS)}")
+        raise ConfigError(f"unknown export format {kind!r}; the known ones: {', '.join(FORMATS)}")
     _check_run(run_dir)
-    exported = Exported(out or run_dir / format)
+    exported = Exported(out or run_dir / kind)
     folder = RunDirectory(exported.folder)
     folder.create()
     for record in _records(run_dir, exported.torn.append):

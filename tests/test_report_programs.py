@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from agent_eval.report.programs import MAX_PROGRAMS
 from agent_eval.results.record import AttemptRecord
@@ -14,7 +15,7 @@ from tests.helpers.programs import HOSTILE, program, program_record
 from tests.helpers.reports import Page, make_run, record, report
 
 
-def ran(sample_id: str, correct: bool, **ended: object) -> AttemptRecord:
+def ran(sample_id: str, correct: bool, **ended: Any) -> AttemptRecord:
     """An attempt of the command runner: its Anthropic tool loop on w0 and w1, its program."""
     attempt = record(sample_id, 0, correct)
     attempt.trajectory = program_record(sample_id, 0, **ended)["trajectory"]

@@ -23,7 +23,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig, save_run_config
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
-from tests.helpers.programs import program_record
+from tests.helpers.programs import THOUGHT, program_record
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 SETTINGS = {
@@ -207,6 +207,7 @@ def test_a_command_attempt_exports_its_anthropic_calls_and_its_program() -> None
         "message": line["trajectory"]["messages"][0]["content"],
     }
     assert called["message"] == [{"type": "text", "text": "Let me multiply."}]
+    assert called["reasoning_content"] == THOUGHT
     assert called["tool_calls"] == [
         {"tool_call_id": "tu_1", "function_name": "multiply", "arguments": {"a": 16, "b": 3}}
     ]

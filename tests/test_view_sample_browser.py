@@ -15,7 +15,7 @@ import pytest
 from agent_eval.agents import math_calculator, multi_turn_chat
 from tests.helpers.browser import BrowserPage
 from tests.helpers.cli_runs import agent_eval, finish
-from tests.helpers.programs import HOSTILE, STDERR, program_record
+from tests.helpers.programs import HOSTILE, STDERR, THOUGHT, program_record
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.view_runs import record, run_route, served, write_run
 from tests.helpers.view_samples import CRATES, answered, session_record, stopped_session
@@ -330,6 +330,7 @@ async def test_a_command_attempt_shows_its_program_beside_its_calls(
         calls = attempt.locator(".messages .tool-call")
         await expect(calls.locator(":scope > .role")).to_have_text(["tool call multiply"])
         await expect(calls.locator(".tool-result")).to_have_text(["48.0"])
+        await expect(attempt.locator(".messages details.reasoning pre")).to_have_text(THOUGHT)
         await expect(attempt.locator("tr.model-call td:nth-child(4)")).to_have_text(["w0", "w1"])
         # The program's output is text on the page, never markup it runs.
         assert await page.locator("#app script").count() == 0

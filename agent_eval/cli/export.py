@@ -40,7 +40,7 @@ def export(
     exported = guarded(ctx, _export, run, kind, out)
     for where in exported.torn:
         console.print(Text(f"note: {where} was cut off mid-write and is left out"), soft_wrap=True)
-    console.print(Text(f"Wrote {exported.files} {kind} files to {exported.folder}"))
+    console.print(Text(f"Wrote {exported.files} {kind} files to {exported.folder}"), soft_wrap=True)
 
 
 def _export(run: Path, kind: str, out: Path | None) -> Exported:

@@ -13,6 +13,7 @@ DIFF = (
     "--- a/hello.py\n+++ b/hello.py\n@@ -1,2 +1,2 @@\n def hello():\n"
     "-    return 'hi'\n+    return 'hello, world'\n"
 )
+THOUGHT = "16 bottles a crate, 3 crates: multiply."
 STDERR = f"warning: {HOSTILE}\nTraceback (most recent call last):\nValueError: almost\n"
 
 
@@ -42,11 +43,15 @@ def program_record(sample: str, attempt: int, **ran: Any) -> dict[str, Any]:
     two workers, and the program it ran."""
     line = record(sample, attempt, correct=False)
     use = {"type": "tool_use", "id": "tu_1", "name": "multiply", "input": {"a": 16, "b": 3}}
+    thought = {"type": "thinking", "thinking": THOUGHT, "signature": "sig"}
     result = {"type": "tool_result", "tool_use_id": "tu_1", "content": "48.0"}
     line["trajectory"].update(
         messages=[
             {"role": "user", "content": "A crate holds 16 bottles. How many in 3 crates?"},
-            {"role": "assistant", "content": [{"type": "text", "text": "Let me multiply."}, use]},
+            {
+                "role": "assistant",
+                "content": [thought, {"type": "text", "text": "Let me multiply."}, use],
+            },
             {"role": "user", "content": [result]},
             {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "48"}]},
         ],

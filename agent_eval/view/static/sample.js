@@ -36,6 +36,7 @@ function messages(list) {
       continue;
     }
     const calls = callsOf(m);
+    if (m.reasoning) nodes.push(folded("reasoning", "reasoning", el("pre", { text: m.reasoning })));
     if (!calls.length || (m.content != null && m.content !== "")) {
       nodes.push(el("div", { class: "message role-" + m.role },
         el("span", { class: "role", text: m.role }), el("pre", { text: content(m.content) })));

@@ -232,3 +232,15 @@ def test_an_attempt_that_said_nothing_is_one_system_step_saying_why() -> None:
     assert (step.source, step.message) == (
         "system", "no message was recorded: it ended with runner_error: no such file",
     )  # fmt: skip
+
+
+def test_a_folder_that_cannot_be_written_is_one_message(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / SAMPLES).write_text(json.dumps(program_record("q1", 0)) + "\n")
+    (tmp_path / "a-file").write_text("")
+    result = export(str(run), "-o", str(tmp_path / "a-file" / "atif"))
+    assert result.exit_code == 4, result.output
+    assert "cannot write" in result.output and "Traceback" not in result.output
+    assert export(str(run)).exit_code == 0
+    assert [path.name for path in (run / "atif").iterdir()] == ["q1.0.json"]

@@ -244,3 +244,27 @@ def test_a_folder_that_cannot_be_written_is_one_message(tmp_path: Path) -> None:
     assert "cannot write" in result.output and "Traceback" not in result.output
     assert export(str(run)).exit_code == 0
     assert [path.name for path in (run / "atif").iterdir()] == ["q1.0.json"]
+
+
+def test_reasoning_items_join_the_answer_they_precede() -> None:
+    """Responses reasoning items (as the Agents SDK records a reasoning model's) are the next
+    agent step's reasoning, not steps of their own: each model call keeps its step."""
+    line = program_record("q1", 0)
+    thought = {"type": "reasoning", "id": "rs_1", "summary": [],
+               "content": [{"type": "reasoning_text", "text": "16 times 3"}]}  # fmt: skip
+    answer = [{"type": "output_text", "text": "48"}]
+    line["trajectory"]["messages"] = [
+        {"role": "developer", "content": "Use the tools."},
+        {"role": "user", "content": "16 * 3?"},
+        thought,
+        {"type": "function_call", "call_id": "c1", "name": "multiply", "arguments": "[16, 3]"},
+        {"type": "function_call_output", "call_id": "c1", "output": "48.0"},
+        {"type": "message", "role": "assistant", "content": answer},
+    ]
+    record = AttemptRecord.from_line(json.dumps(line).encode(), "a reasoning attempt")
+    steps = to_atif(record_attempt(record, "math_calculator", None)).to_json()["steps"]
+    assert [step["source"] for step in steps] == ["system", "user", "agent", "agent"]
+    assert steps[2]["reasoning_content"] == "16 times 3"
+    assert steps[2]["tool_calls"][0]["arguments"] == {"input": "[16, 3]"}
+    workers = [step["metrics"]["extra"][EXTENSION]["worker"] for step in steps[2:]]
+    assert workers == ["w0", "w1"]

@@ -36,6 +36,8 @@ IN_STEPS = ("messages", "model_calls", "tool_calls", "setups")
 """What of our trajectory the steps and the agent hold; the rest (final output, error, replays,
 a command's program) goes under `extra.agent_eval.trajectory`, with the record's own fields."""
 TOKENS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+SYSTEM = {"system", "developer"}
+"""Roles whose messages are ATIF system steps (Responses calls the system prompt developer's)."""
 UNPAIRED = "model_calls_without_step"
 """Model calls beyond the assistant messages (a call that failed, say): kept under `extra`."""
 
@@ -138,15 +140,19 @@ def _steps(said: list[Message], system_prompt: str | None) -> list[dict[str, Any
     """One step per message; a message of tool calls alone that follows an assistant's text
     (one model call's answer, recorded as two items) joins its step."""
     steps: list[dict[str, Any]] = []
-    if system_prompt is not None and not any(m.role == "system" for m in said):
+    if system_prompt is not None and not any(m.role in SYSTEM for m in said):
         steps.append({"source": "system", "message": system_prompt})
+    thought: list[str] = []
     for message in said:
-        if message.role == "tool":
+        if message.role == "reasoning":
+            thought.append(_plain(message.content))
+        elif message.role == "tool":
             _observe(steps, message)
         elif message.role == "assistant" and message.content is None and _open(steps):
             steps[-1].setdefault("tool_calls", []).extend(map(_atif_call, message.tool_calls))
         else:
-            steps.append(_step(message))
+            steps.append(_step(message, thought))
+            thought = []
     return steps
 
 
@@ -163,11 +169,13 @@ def _open(steps: list[dict[str, Any]]) -> bool:
     return bool(steps) and steps[-1]["source"] == "agent" and "observation" not in steps[-1]
 
 
-def _step(message: Message) -> dict[str, Any]:
-    source = {"system": "system", "user": "user"}.get(message.role, "agent")
+def _step(message: Message, thought: list[str]) -> dict[str, Any]:
+    """A message as a step; an agent's carries the reasoning items recorded before it."""
+    source = "system" if message.role in SYSTEM else "user" if message.role == "user" else "agent"
     step: dict[str, Any] = {"source": source, "message": _content(message.content) or ""}
     if source == "agent":
-        step["reasoning_content"] = message.reasoning
+        reasoning = [*thought, *([message.reasoning] if message.reasoning else [])]
+        step["reasoning_content"] = "\n".join(reasoning) if reasoning else None
         if message.tool_calls:
             step["tool_calls"] = [_atif_call(call) for call in message.tool_calls]
     return step
@@ -186,6 +194,13 @@ def _observe(steps: list[dict[str, Any]], output: Message) -> None:
     answered = output.call_id if _calls(owner, output.call_id) else None
     result = {"source_call_id": answered, "content": _content(output.content)}
     owner.setdefault("observation", {"results": []})["results"].append(result)
+
+
+def _plain(content: Any) -> str:
+    """Content as plain text: a string, or its parts' texts joined."""
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+    return "" if content is None else str(content)
 
 
 def _calls(step: dict[str, Any], call_id: str | None) -> bool:

@@ -1,6 +1,6 @@
 """The sample page in a real browser: question, gold and agreement, tool calls in every shape,
-what the model was given (system prompt, tools) folded, and a multi-turn run's heatmap leading
-into the turn it shows."""
+what the model was given (system prompt, tools) folded, a multi-turn run's heatmap leading
+into the turn it shows, and a command runner's program (tails, diff, check) shown as text."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from agent_eval.agents import math_calculator, multi_turn_chat
 from tests.helpers.browser import BrowserPage
 from tests.helpers.cli_runs import agent_eval, finish
+from tests.helpers.programs import HOSTILE, STDERR, THOUGHT, program_record
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.view_runs import record, run_route, served, write_run
 from tests.helpers.view_samples import CRATES, answered, session_record, stopped_session
@@ -294,4 +295,54 @@ async def test_calls_given_different_setups_say_which_was_given_what(
         ["system prompt (3 words)", "tools: multiply"]
     )
     await expect(setups.nth(1).locator(".note")).to_have_text(["no system prompt", "no tools"])
+    assert browser.errors == []
+
+
+async def test_a_command_attempt_shows_its_program_beside_its_calls(
+    tmp_path: Path, browser: BrowserPage
+) -> None:
+    from playwright.async_api import expect
+
+    write_run(tmp_path / "runs" / "command", [program_record("word_problems-1", 0)])
+    async with served([tmp_path / "runs"]) as base:
+        page = browser.page
+        await page.goto(base + run_route("runs/command") + "/sample/word_problems-1")
+        attempt = page.locator("#attempt-0")
+        await expect(attempt.locator(".program-command")).to_have_text(
+            "python agent.py --task {id}"
+        )
+        await expect(attempt.locator(".program-ending")).to_have_text("exit 1")
+        await expect(attempt.locator(".program-duration")).to_have_text("2.50")
+        await expect(attempt.locator(".program-check")).to_have_text(
+            "pytest -q · exit 1 · score 0.00"
+        )
+        await expect(attempt.locator("pre.program-stderr")).to_have_text(STDERR)
+        await expect(attempt.locator("pre.program-stdout")).to_contain_text(HOSTILE)
+        await expect(attempt.locator(".diff .diff-add")).to_have_text(
+            ["+    return 'hello, world'"]
+        )
+        await expect(attempt.locator(".diff .diff-del")).to_have_text(["-    return 'hi'"])
+        await expect(attempt.locator(".diff .diff-hunk")).to_have_text(["@@ -1,2 +1,2 @@"])
+        added = await attempt.locator(".diff-add").evaluate("n => getComputedStyle(n).color")
+        removed = await attempt.locator(".diff-del").evaluate("n => getComputedStyle(n).color")
+        assert added != removed
+        # Next to what every attempt shows: the Anthropic tool loop, each call's worker.
+        calls = attempt.locator(".messages .tool-call")
+        await expect(calls.locator(":scope > .role")).to_have_text(["tool call multiply"])
+        await expect(calls.locator(".tool-result")).to_have_text(["48.0"])
+        await expect(attempt.locator(".messages details.reasoning pre")).to_have_text(THOUGHT)
+        await expect(attempt.locator("tr.model-call td:nth-child(4)")).to_have_text(["w0", "w1"])
+        # The program's output is text on the page, never markup it runs.
+        assert await page.locator("#app script").count() == 0
+        assert await page.title() != "owned"
+        assert browser.errors == []
+
+
+async def test_an_attempt_without_a_program_shows_none(url: str, browser: BrowserPage) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(url + run_route("runs/single") + "/sample/word_problems-1")
+    await expect(page.locator("#attempt-0 .answer")).to_have_text("48")
+    await expect(page.locator(".program, .program-diff")).to_have_count(0)
     assert browser.errors == []

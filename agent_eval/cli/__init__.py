@@ -1,4 +1,5 @@
-"""The `agent-eval` command line: run, serve, workers, report, rescore, watch, tune, view."""
+"""The `agent-eval` command line: run, serve, workers, report, rescore, export, watch, tune,
+view."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agent_eval.cli import report, rescore, run, serve, tune, view, watch
+from agent_eval.cli import export, report, rescore, run, serve, tune, view, watch
 from agent_eval.cli.common import err_console
 from agent_eval.shims.typer_help import show_flags_without_a_value
 from agent_eval.system.lifecycle import setup_logging
@@ -33,6 +34,7 @@ def main(
 
 app.command()(report.report)
 app.command("rescore")(rescore.rescore_command)
+app.command()(export.export)
 app.command()(run.run)
 app.command()(serve.serve)
 app.command()(view.view)

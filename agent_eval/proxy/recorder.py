@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from agent_eval.system.names import safe_stem
+
 log = logging.getLogger(__name__)
 
 ANONYMOUS = "_no_session"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def session_file_name(session: str | None) -> str:
@@ -26,11 +25,7 @@ def session_file_name(session: str | None) -> str:
     """
     if not session:
         return f"{ANONYMOUS}.jsonl"
-    clean = _UNSAFE.sub("_", session).lstrip(".")[:80]
-    if clean != session or not clean:
-        digest = hashlib.blake2b(session.encode(), digest_size=4).hexdigest()
-        clean = f"{clean or 'session'}-{digest}"
-    return f"{clean}.jsonl"
+    return f"{safe_stem(session, 'session')}.jsonl"
 
 
 class Recorder:

@@ -27,6 +27,7 @@ from agent_eval.report.paired import (
     flip_label,
     flips,
 )
+from agent_eval.report.programs import programs_section
 from agent_eval.report.runs import Run
 from agent_eval.report.svg import Bar, Group, bar_chart, heatmap, histogram
 from agent_eval.report.table import summary_caption, summary_sections
@@ -64,6 +65,12 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .breaks td { vertical-align: top; max-width: 320px; }
 .better { color: #1a7f37; font-weight: bold; } .worse { color: #c62828; font-weight: bold; }
 footer { margin-top: 3rem; color: #999; font-size: .8rem; }
+.program { margin: .6rem 0; } .program summary { cursor: pointer; font-weight: bold; }
+pre.tail, pre.diff { background: #f6f6f6; padding: .4rem; max-height: 24rem; overflow: auto;
+                     white-space: pre-wrap; }
+.diff span { display: block; } .diff-add { background: #e6ffec; color: #116329; }
+.diff-del { background: #ffebe9; color: #a3231a; } .diff-hunk { color: #0550ae; }
+.diff-file { font-weight: bold; }
 """
 
 
@@ -80,6 +87,7 @@ def run_page(run: Run) -> str:
         *_figures(run, ""),
         _unsolved(run),
         _broken(run),
+        programs_section(run.programs),
     ]
     return page(f"agent-eval report: {run.title}", body)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore, Summary
+from agent_eval.report.programs import Programs
 from agent_eval.results.files import SAMPLES, SUMMARY, WORKERS, RunDirectory
 from agent_eval.results.summary import UNMEASURED, build_summary, read_summary
 from agent_eval.run.config import CONFIG_FILE, EvalSection, RunConfig, load_run_config
@@ -42,6 +43,8 @@ class Run:
     summary: Summary
     workers: list[WorkerLoad] | None
     notes: list[str]
+    programs: Programs = field(default_factory=Programs)
+    """The attempts that ran a program (the command runner's), and those to show."""
 
     @property
     def title(self) -> str:
@@ -62,7 +65,8 @@ def load_run(path: Path) -> Run:
             "`agent-eval run` wrote its results to (its --run-dir)"
         )
     notes: list[str] = []
-    scores = _read_scores(path, notes)
+    programs = Programs()
+    scores = _read_scores(path, notes, programs)
     config = _read_config(path)
     ks = _k_values(config, scores, notes)
     stored = _stored(path / SUMMARY, notes)
@@ -72,17 +76,22 @@ def load_run(path: Path) -> Run:
         summary = build_summary(scores, ks, rates, complete, seed)
     except ValueError as exc:  # a repeated (sample_id, attempt): the file was edited or merged
         raise ConfigError(f"{samples}: {exc}") from None
-    return Run(path, config, scores, summary, read_workers(path / WORKERS, notes), notes)
+    workers = read_workers(path / WORKERS, notes)
+    return Run(path, config, scores, summary, workers, notes, programs)
 
 
-def _read_scores(path: Path, notes: list[str]) -> list[AttemptScore]:
-    """Every attempt's score; a torn last line (a crash mid-write) is left out, with a note."""
+def _read_scores(path: Path, notes: list[str], programs: Programs) -> list[AttemptScore]:
+    """Every attempt's score, its program counted in `programs`; a torn last line (a crash
+    mid-write) is left out, with a note."""
     run_dir = RunDirectory(path)
 
     def torn(where: str) -> None:
         notes.append(f"{where} was cut off mid-write and is left out")
 
-    scores = [record.score() for record in run_dir.records(on_torn=torn)]
+    scores = []
+    for record in run_dir.records(on_torn=torn):
+        programs.add(record)
+        scores.append(record.score())
     if not scores:
         raise ConfigError(
             f"{run_dir.samples} holds no attempts yet; report on a run that has started"

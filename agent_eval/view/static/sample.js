@@ -5,7 +5,7 @@
 import { api, content, el, num, outcome, runHref, runPath, show, table } from "./common.js";
 import { variantLinks } from "./robustness.js";
 
-// Every message comes in one shape, whichever its runner recorded (agent_eval/view/messages.py):
+// Every message comes in one shape, whichever its runner recorded (agent_eval/results/messages.py):
 // {role, content, tool_calls: [{id, name, arguments}], call_id}, a tool's output of role `tool`.
 const callsOf = (m) => m.tool_calls;
 
@@ -36,6 +36,7 @@ function messages(list) {
       continue;
     }
     const calls = callsOf(m);
+    if (m.reasoning) nodes.push(folded("reasoning", "reasoning", el("pre", { text: m.reasoning })));
     if (!calls.length || (m.content != null && m.content !== "")) {
       nodes.push(el("div", { class: "message role-" + m.role },
         el("span", { class: "role", text: m.role }), el("pre", { text: content(m.content) })));
@@ -116,6 +117,37 @@ function turns(record, body) {
   }));
 }
 
+// A command runner's program (agent_eval/view/messages.py hands it in one shape): how it
+// ended, its output's last lines, its check, and what it changed in its working directory as a
+// diff whose added and removed lines are coloured. Every piece goes in as text.
+function program(p) {
+  if (!p) return [];
+  const check = p.check;
+  const checked = check ? [row("check", "program-check", checkSays(check))] : [];
+  const checkTails = check ? [tail("check stdout", "check-stdout", check.stdout_tail),
+    tail("check stderr", "check-stderr", check.stderr_tail)] : [];
+  return [el("h3", { text: "program" }),
+    el("table", { class: "verdict program" }, row("command", "program-command", p.command),
+      row("ended", "program-ending", p.ending), row("duration s", "program-duration", num(p.duration_s)),
+      row("answer from", "program-answer-source", p.answer_source ?? ""), ...checked),
+    tail("stdout", "program-stdout", p.stdout_tail), tail("stderr", "program-stderr", p.stderr_tail),
+    ...checkTails, diff(p.diff_lines)];
+}
+
+const checkSays = (c) => `${c.command} · ${c.exit_code == null ? "no exit code" : "exit " + c.exit_code}` +
+  ` · score ${c.score == null ? "none" : num(c.score)}`;
+
+function tail(label, cls, text) {
+  return el("div", { class: "message program-tail" }, el("span", { class: "role", text: label + " (last lines)" }),
+    text ? el("pre", { class: cls, text }) : el("p", { class: "note " + cls, text: "empty" }));
+}
+
+function diff(lines) {
+  if (!lines.length) return el("p", { class: "note diff-none", text: "no changes in its working directory" });
+  return el("div", { class: "message program-diff" }, el("span", { class: "role", text: "changes (diff)" }),
+    el("pre", { class: "diff" }, ...lines.map(([kind, line]) => el("span", { class: "diff-" + kind, text: line }))));
+}
+
 function agreement(a) {
   if (a.others === 0) return "the only attempt";
   if (!a.answered) return "no answer to agree with";
@@ -150,6 +182,7 @@ function attempt(body, record, n) {
       row("correct", "", record.correct == null ? "unscored" : String(record.correct)),
       row("latency s", "", num(record.latency_s))),
     ...(error ? [el("pre", { class: "error", text: content(error) })] : []),
+    ...program(t.program),
     el("h3", { text: "model calls" }),
     table("", ["#", "latency s", "tokens", "worker"].map((h) => el("th", { text: h })), calls),
     el("h3", { text: "tool calls" }), ...tools,

@@ -23,17 +23,29 @@ HANDLED: dict[str, tuple[str, ...]] = {
     "top_k": ("integer",),
     "stop_sequences": ("array",),
     "metadata": ("object",),
+    "output_config": ("object",),
     "stream": ("boolean",),
 }
 # Fields safe to drop: `metadata.user_id` is the proxy's session key, not the worker's;
-# `service_tier` is a hosting option; `thinking` is a hint chat templates handle (or not) per
-# model, as the Responses route treats `reasoning`.
-IGNORED = {"service_tier", "thinking"}
+# `service_tier`, `speed`, `inference_geo`, `workspace_id` and `user_profile_id` are hosting
+# options and bookkeeping; `thinking` (and `output_config.effort`) are hints chat templates
+# handle (or not) per model, as the Responses route treats `reasoning`; `cache_control` asks
+# for prompt caching, which a worker's prefix cache does unasked.
+IGNORED = {
+    "service_tier",
+    "speed",
+    "inference_geo",
+    "workspace_id",
+    "user_profile_id",
+    "thinking",
+    "cache_control",
+}
 # Fields refused even though a client may send them, with the reason the client sees.
 REFUSED = {
     "container": "containers run code on Anthropic's servers; leave the field out",
     "mcp_servers": "MCP servers are called by Anthropic's servers; give their tools as `tools`",
     "context_management": "context editing happens on Anthropic's servers; leave it out",
+    "diagnostics": "prompt-cache diagnostics come from Anthropic's servers; leave it out",
 }
 # Content blocks of past turns that carry nothing a Chat Completions model reads again: chat
 # templates drop earlier reasoning, and the worker reasons afresh.
@@ -55,6 +67,8 @@ def to_chat_request(body: dict[str, Any], counting: bool = False) -> dict[str, A
     for name in ("temperature", "top_p", "top_k", "max_tokens"):
         if body.get(name) is not None:
             chat[name] = body[name]
+    if (output := body.get("output_config")) and output.get("format") is not None:
+        chat["response_format"] = _response_format(output["format"])
     if body.get("stop_sequences"):
         chat["stop"] = [
             typed(stop, f"stop_sequences[{i}]", "string")
@@ -271,3 +285,13 @@ def _tool_choice(choice: dict[str, Any]) -> dict[str, Any]:
     if FIELDS.optional(choice, "disable_parallel_tool_use", "tool_choice", "boolean"):
         fields["parallel_tool_calls"] = False
     return fields
+
+
+def _response_format(value: object) -> dict[str, Any]:
+    """The chat `response_format` for `output_config.format`, a JSON schema."""
+    fmt = typed(value, "output_config.format", "object")
+    kind = FIELDS.required(fmt, "type", "output_config.format", "string")
+    if kind != "json_schema":
+        raise FIELDS.unsupported("output_config.format.type", f"format '{kind}' is not supported")
+    schema = FIELDS.required(fmt, "schema", "output_config.format", "object")
+    return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema}}

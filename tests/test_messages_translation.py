@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import orjson
@@ -351,3 +353,9 @@ def test_the_client_key_is_taken_as_x_api_key_on_anthropics_routes_only() -> Non
     assert not client_authorized("/v1/chat/completions", headers(**{"x-api-key": "k3y"}), key)
     assert not client_authorized("/v1/messages", headers(**{"x-api-key": "k3"}), key)
     assert not client_authorized("/v1/messages", headers(), key)
+
+
+def test_the_proxy_serves_messages_without_anthropics_sdk() -> None:
+    code = "import sys, agent_eval.proxy.server.listener; print('anthropic' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -134,7 +134,7 @@ def _parse_args() -> argparse.Namespace:
 def _progress(console: Console, round_: int, run: Run) -> None:
     load = run.load
     console.print(
-        f"  round {round_}  {run.mode.name:<15} {run.target:<14} {load.rps:8,.0f} req/s"
+        f"  round {round_}  {run.mode.name:<15} {run.target:<19} {load.rps:8,.0f} req/s"
         f"  p50 {load.p50_ms:7.2f} ms  p99 {load.p99_ms:7.2f} ms  failures {load.failures}",
         highlight=False,
     )

@@ -21,7 +21,7 @@ from bench.parts.results_file import describe
 MESSAGES_TARGET = "agent-eval messages"
 """The proxy's /v1/messages under the same load, translated to chat for the workers."""
 TARGETS = ("direct", "agent-eval", "sglang-router", MESSAGES_TARGET)
-WIDTH = 100
+WIDTH = 120
 ADDED = "added p50 ms"
 FIGURES: dict[str, Callable[[LoadResult], float]] = {
     "req/s": lambda r: r.rps,

@@ -207,9 +207,8 @@ def _tool_result(block: dict[str, Any], where: str) -> dict[str, Any]:
     call_id = FIELDS.required(block, "tool_use_id", where, "string")
     content = FIELDS.optional(block, "content", where, "string", "array") or ""
     if isinstance(content, list):
-        parts = [
-            _part(part, f"{where}.content[{i}]") for i, part in enumerate(_blocks(content, where))
-        ]
+        blocks = _blocks(content, f"{where}.content")
+        parts = [_part(part, f"{where}.content[{i}]") for i, part in enumerate(blocks)]
         if any(part["type"] != "text" for part in parts):
             raise FIELDS.unsupported(f"{where}.content", "tool results can only carry text")
         content = "\n".join(part["text"] for part in parts)

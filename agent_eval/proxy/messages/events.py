@@ -168,7 +168,7 @@ class StreamTranslator:
         if call.block is None:
             # The block's start must carry the name; arguments wait for it in `call.arguments`.
             return self._announce(call) if call.name else []
-        return self._arguments_delta("".join(fragment))
+        return self._arguments_delta(fragment)
 
     def _announce(self, call: _Call) -> list[dict[str, Any]]:
         call.call_id = call.call_id or fallback_tool_id(self.message_id, call.position)

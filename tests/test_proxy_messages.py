@@ -13,6 +13,7 @@ import orjson
 import pytest
 from anthropic.types import Message, MessageParam
 
+from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.testing.broken_worker import BrokenWorker, Script, sse_event
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
@@ -45,7 +46,8 @@ async def test_a_message_is_translated_for_a_chat_worker(
 ) -> None:
     (worker,) = await start_workers(1)
     worker.script(Reply("Bonjour."))
-    client = make_anthropic(await start_proxy([worker]))
+    base_url = await start_proxy([worker])
+    client = make_anthropic(base_url)
     message = await create(
         client,
         False,
@@ -72,6 +74,32 @@ async def test_a_message_is_translated_for_a_chat_worker(
     assert asked["stop"] == ["END"]
     (headers,) = worker.stats.headers
     assert not any(name.startswith("anthropic-") or name == "x-api-key" for name in headers)
+    assert (await messages_modes(base_url)) == ["translated"]
+
+
+async def test_a_404_from_a_worker_of_unknown_kind_switches_it_to_translation(
+    start_workers: StartWorkers,
+    start_proxy: StartProxy,
+    make_anthropic: MakeAnthropic,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def inconclusive(self: HealthChecker, worker: Any, route: str) -> None:
+        return None
+
+    monkeypatch.setattr(HealthChecker, "_serves", inconclusive)
+    (worker,) = await start_workers(1)
+    worker.script(Reply("Translated."))
+    base_url = await start_proxy([worker])
+    assert (await messages_modes(base_url)) == ["unknown"]
+    message = await create(make_anthropic(base_url), False, messages=[QUESTION])
+    assert message.content[0].text == "Translated."  # type: ignore[union-attr]
+    assert worker.stats.requests[MESSAGES] == 1 and len(worker.requests_to(CHAT)) == 1
+    assert (await messages_modes(base_url)) == ["translated"]
+
+
+async def messages_modes(base_url: str) -> list[str]:
+    workers = await until(lambda body: bool(body["workers"]), base_url, "/workers")
+    return [w["messages_api"] for w in workers["workers"]]
 
 
 async def test_the_stream_has_anthropics_events_in_anthropics_order(

@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from agent_eval.proxy.errors import error_response, in_envelope
 from agent_eval.proxy.fields import InvalidType, UnsupportedField
+from agent_eval.proxy.messages.assemble import MessageAssembler
 from agent_eval.proxy.messages.events import StreamTranslator
 from agent_eval.proxy.messages.native import MessagesNativeFailure
 from agent_eval.proxy.messages.request import to_chat_request
@@ -277,6 +278,16 @@ def test_a_stream_translates_to_anthropic_events_and_the_same_message() -> None:
     whole = to_message(chat_body(reply, META), {**BASE, "messages": []}, "msg_1")
     assert translator.result() == whole
     assert events[-2]["usage"] == whole["usage"]
+
+
+def test_a_native_stream_assembles_into_its_message() -> None:
+    reply = Reply("one two", [ToolCall("f", '{"x": [1, 2]}', "call_1")])
+    events, translator = stream_events(reply)
+    assembler = MessageAssembler()
+    for event in [*events, {"type": "content_block_delta", "delta": "odd"}, {"type": 7}]:
+        assembler.follow(event)
+    assert assembler.result() == translator.result()
+    assert MessageAssembler().result() is None
 
 
 def test_text_after_a_tool_call_opens_a_block_of_its_own() -> None:

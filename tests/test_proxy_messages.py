@@ -29,6 +29,17 @@ WEATHER = {
     "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
 }
 QUESTION: MessageParam = {"role": "user", "content": "Weather in Paris?"}
+NATIVE = {
+    "id": "msg_native",
+    "type": "message",
+    "role": "assistant",
+    "content": [{"type": "text", "text": "From the worker itself."}],
+    "model": "broken-model",
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 5},
+}
+"""What a worker serving /v1/messages itself answers."""
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n not really a picture").decode()
 
 
@@ -277,17 +288,7 @@ async def test_a_broken_worker_before_the_stream_is_an_anthropic_error(
 async def test_a_native_worker_gets_the_request_untouched(
     start_proxy: StartProxy, make_anthropic: MakeAnthropic
 ) -> None:
-    native = {
-        "id": "msg_native",
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": "From the worker itself."}],
-        "model": "broken-model",
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 3, "output_tokens": 5},
-    }
-    script = Script.answer(200, orjson.dumps(native))
+    script = Script.answer(200, orjson.dumps(NATIVE))
     async with BrokenWorker(script, messages_api=True) as worker:
         base_url = await start_proxy([worker.url])
         kinds = await until(lambda body: bool(body["workers"]), base_url, "/workers")
@@ -304,6 +305,40 @@ async def test_a_native_worker_gets_the_request_untouched(
         "messages": [QUESTION],
         "odd": 1,
     }
+
+
+async def test_a_native_stream_passes_whole_and_is_recorded_assembled(
+    start_proxy: StartProxy, make_anthropic: MakeAnthropic, tmp_path: Path
+) -> None:
+    usage = {"input_tokens": 3, "output_tokens": 0}
+    start = {"type": "message_start", "message": {**NATIVE, "content": [], "usage": usage}}
+    events: list[dict[str, Any]] = [
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 2},
+        },
+        {"type": "message_stop"},
+    ]
+    sse = [f"event: {e['type']}\n".encode() + sse_event(e) for e in events]
+    async with BrokenWorker(Script.sse(sse), messages_api=True) as worker:
+        base_url = await start_proxy([worker.url], record_dir=str(tmp_path))
+        client = make_anthropic(base_url)
+        final = await create(
+            client, True, model="broken-model", metadata={"user_id": "n1"}, messages=[QUESTION]
+        )
+    assert final.content[0].text == "Hi!" and final.usage.output_tokens == 2  # type: ignore[union-attr]
+    assert worker.received[0].path == MESSAGES
+    record = tmp_path / "n1.jsonl"
+    await eventually(record.exists, 10.0, lambda: f"{record} was never written")
+    (recorded,) = (json.loads(line) for line in record.read_text().splitlines())
+    assert recorded["response"]["content"] == [{"type": "text", "text": "Hi!"}]
+    assert recorded["response"]["usage"] == {"input_tokens": 3, "output_tokens": 2}
 
 
 async def test_a_native_stream_broken_mid_way_ends_with_an_error_event(

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.fields import RequestRefused
 from agent_eval.proxy.fleet.worker import Worker
+from agent_eval.proxy.messages.assemble import MessageAssembler
 from agent_eval.proxy.messages.native import MessagesNativeFailure
 from agent_eval.proxy.messages.translation import CountTranslation, MessagesTranslation
 from agent_eval.proxy.responses.native import NativeFailure
@@ -21,7 +22,8 @@ from agent_eval.proxy.routes import (
     MISSING_ROUTE_STATUSES,
     RESPONSES_ROUTE,
 )
-from agent_eval.proxy.upstream.streaming import BreakEnding, Relay
+from agent_eval.proxy.upstream.assemble import StreamAssembler
+from agent_eval.proxy.upstream.streaming import BreakEnding, Follower, Relay
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +58,15 @@ class Dialect:
     translate: Callable[[dict[str, Any]], Translation]
     ending: Callable[[dict[str, Any]], BreakEnding] | None = None
     follow: bool = False
+    assembler: Callable[[], Follower] = StreamAssembler
+    """What assembles a native stream's answer when it is followed."""
 
 
 DIALECTS: dict[str, Dialect] = {
     RESPONSES_ROUTE: Dialect(ResponsesTranslation.of, NativeFailure, follow=True),
-    MESSAGES_ROUTE: Dialect(MessagesTranslation.of, MessagesNativeFailure),
+    MESSAGES_ROUTE: Dialect(
+        MessagesTranslation.of, MessagesNativeFailure, assembler=MessageAssembler
+    ),
     COUNT_TOKENS_ROUTE: Dialect(CountTranslation.of),
 }
 
@@ -88,6 +94,12 @@ def follows(exchange: Exchange) -> bool:
     """Whether a native answer on this route is followed whatever the recorder wants."""
     dialect = DIALECTS.get(exchange.info.route)
     return dialect is not None and dialect.follow
+
+
+def assembler_for(exchange: Exchange) -> Follower:
+    """What assembles a passed-through stream's answer on this route."""
+    dialect = DIALECTS.get(exchange.info.route)
+    return dialect.assembler() if dialect is not None else StreamAssembler()
 
 
 def lacks_route(

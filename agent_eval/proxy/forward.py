@@ -15,6 +15,7 @@ from aiohttp import web
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.dialects import (
     Translation,
+    assembler_for,
     follows,
     lacks_route,
     stream_ending,
@@ -36,7 +37,6 @@ from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.server.metrics import ProxyMetrics
 from agent_eval.proxy.server.request_bounds import MAX_NESTING, NestingBound, choices_over
-from agent_eval.proxy.upstream.assemble import StreamAssembler
 from agent_eval.proxy.upstream.connections import UpstreamPool
 from agent_eval.proxy.upstream.failures import (
     ERROR_BODY_BYTES,
@@ -267,7 +267,7 @@ class Forwarder:
         else:
             follow = self._recorder is not None or follows(exchange)
             ending = stream_ending(exchange)
-            relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
+            relay = Passthrough(assembler_for(exchange) if follow else None, ending, *limits)
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()

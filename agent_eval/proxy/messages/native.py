@@ -14,6 +14,7 @@ class MessagesNativeFailure:
     """Follows a native Messages event stream; `broken` gives the event that ends it."""
 
     def __init__(self, request: dict[str, Any]) -> None:
+        # Built from the request as every dialect's ending is; Anthropic's error needs none of it.
         self._ended = False
 
     def follow(self, event: dict[str, Any]) -> None:

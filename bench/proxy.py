@@ -1,7 +1,9 @@
 """Benchmark the agent-eval proxy against sglang-router and direct access, on loopback.
 
 Two mock workers, our proxy and sglang-router run as processes; a fresh load-generator
-process measures each (mode, target) pair. Run from the repository root:
+process measures each (mode, target) pair. The same load also goes to the proxy's Anthropic
+Messages route (translated to chat for the workers), shown beside its chat figures. Run from
+the repository root:
 `python -m bench.proxy [--requests N] [--concurrency C] [--json [PATH]]`.
 """
 
@@ -30,7 +32,7 @@ from bench.parts.fleet import (
 )
 from bench.parts.loadgen import LoadResult
 from bench.parts.results_file import add_json_option, machine, write_results
-from bench.parts.tables import Mode, Run, combine, render, wide_console
+from bench.parts.tables import MESSAGES_TARGET, Mode, Run, combine, render, wide_console
 
 RUN_TIMEOUT = 300.0
 # Our policy and sglang-router's nearest one, the peer it is measured beside.
@@ -48,6 +50,8 @@ class Target:
     name: str
     urls: list[str]
     router: Proc | None
+    messages: bool = False
+    """The load speaks Anthropic's Messages API, to /v1/messages."""
 
 
 def start_workers(fleet: Fleet) -> list[Proc]:
@@ -68,6 +72,7 @@ def start_targets(fleet: Fleet, policy: str) -> tuple[list[Proc], list[Target]]:
         Target("direct", urls, None),
         Target("agent-eval", [proxy_url], proxy),
         Target("sglang-router", [router_url], router),
+        Target(MESSAGES_TARGET, [proxy_url], proxy, messages=True),
     ]
 
 
@@ -91,6 +96,7 @@ def measure(mode: Mode, target: Target, workers: list[Proc]) -> Run:
     argv += ["--concurrency", str(mode.concurrency), "--warmup", str(warmup)]
     argv += [arg for url in target.urls for arg in ("--url", url)]
     argv += ["--stream"] if mode.stream else []
+    argv += ["--messages"] if target.messages else []
     procs = [*workers, target.router] if target.router else workers
     before = [proc.cpu_seconds() for proc in procs]
     load = _load(argv, target.name)
@@ -128,7 +134,7 @@ def _parse_args() -> argparse.Namespace:
 def _progress(console: Console, round_: int, run: Run) -> None:
     load = run.load
     console.print(
-        f"  round {round_}  {run.mode.name:<15} {run.target:<14} {load.rps:8,.0f} req/s"
+        f"  round {round_}  {run.mode.name:<15} {run.target:<19} {load.rps:8,.0f} req/s"
         f"  p50 {load.p50_ms:7.2f} ms  p99 {load.p99_ms:7.2f} ms  failures {load.failures}",
         highlight=False,
     )

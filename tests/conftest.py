@@ -16,9 +16,11 @@ from agent_eval.view.server import create_app
 from tests.helpers.browser import BrowserPage, browser_page
 from tests.helpers.markers import group_of, markers_of
 from tests.helpers.proxy import (
+    MakeAnthropic,
     MakeClient,
     StartProxy,
     StartWorkers,
+    anthropic_maker,
     client_maker,
     proxy_starter,
     worker_starter,
@@ -77,6 +79,12 @@ def start_workers(stack: AsyncExitStack) -> StartWorkers:
 def make_client(stack: AsyncExitStack) -> MakeClient:
     """An AsyncOpenAI client for a proxy (with a session header if given), closed after the test."""
     return client_maker(stack)
+
+
+@pytest.fixture
+def make_anthropic(stack: AsyncExitStack) -> MakeAnthropic:
+    """An AsyncAnthropic client for a proxy's base URL, closed after the test."""
+    return anthropic_maker(stack)
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from agent_eval.proxy.responses.events import StreamTranslator, encode_event
+from agent_eval.proxy.responses.events import StreamTranslator
 from agent_eval.proxy.responses.native import NativeFailure
 from agent_eval.proxy.upstream.assemble import StreamAssembler
-from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
+from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader, encode_event
 from agent_eval.proxy.upstream.streaming import Passthrough
 
 EVENTS = TypeAdapter(ResponseStreamEvent)

@@ -302,10 +302,10 @@ async def test_a_404_from_a_worker_of_unknown_kind_switches_it_to_translation(
     make_client: MakeClient,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async def inconclusive(self: HealthChecker, worker: Any) -> None:
+    async def inconclusive(self: HealthChecker, worker: Any, route: str) -> None:
         return None
 
-    monkeypatch.setattr(HealthChecker, "_serves_responses", inconclusive)
+    monkeypatch.setattr(HealthChecker, "_serves", inconclusive)
     (worker,) = await start_workers(1, responses_api=False)
     worker.script(Reply("Translated."))
     base_url = await start_proxy([worker])

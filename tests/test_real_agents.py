@@ -4,11 +4,8 @@ the worker logged it was asked and answered."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-
-import pytest
 
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.agent_programs import (
@@ -23,8 +20,6 @@ from tests.helpers.proxy import StartProxy, StartWorkers
 SAMPLE = {"question": "A crate holds 16 bottles. How many bottles are in 3 crates?"}
 MULTIPLY = ToolCall("multiply", json.dumps({"a": 16, "b": 3}))
 CALCULATE = ToolCall("calculator", json.dumps({"expression": "16 * 3"}))
-# The Anthropic agent speaks the Messages API: the proxy serves it from agent_eval.proxy.messages.
-MESSAGES_ROUTE = importlib.util.find_spec("agent_eval.proxy.messages") is not None
 
 
 async def test_smolagents_tool_calling_agent(
@@ -73,11 +68,6 @@ async def test_openai_agents_sdk_over_chat_completions(
     assert_record_is_what_the_worker_saw(recorded(tmp_path / "record"), worker.served())
 
 
-@pytest.mark.skipif(
-    not MESSAGES_ROUTE,
-    reason="the proxy serves no /v1/messages yet (no agent_eval.proxy.messages), "
-    "which the anthropic SDK's tool loop needs",
-)
 async def test_anthropic_sdk_tool_loop(
     start_workers: StartWorkers, start_proxy: StartProxy, tmp_path: Path
 ) -> None:

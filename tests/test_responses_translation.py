@@ -13,18 +13,15 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from agent_eval.proxy.responses.errors import (
-    InvalidType,
-    PreviousResponseNotFound,
-    UnsupportedField,
-)
-from agent_eval.proxy.responses.events import StreamTranslator, encode_event
+from agent_eval.proxy.fields import InvalidType, UnsupportedField
+from agent_eval.proxy.responses.errors import PreviousResponseNotFound
+from agent_eval.proxy.responses.events import StreamTranslator
 from agent_eval.proxy.responses.native import NativeFailure
 from agent_eval.proxy.responses.request import to_chat_request
 from agent_eval.proxy.responses.response import to_response
 from agent_eval.proxy.responses.translation import Translation
 from agent_eval.proxy.upstream.assemble import StreamAssembler
-from agent_eval.proxy.upstream.sse import SSEReader
+from agent_eval.proxy.upstream.sse import SSEReader, encode_event
 from agent_eval.proxy.upstream.streaming import Passthrough
 from agent_eval.testing.replies import Reply, ReplyMeta, ToolCall, response_stream
 

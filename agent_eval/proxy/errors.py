@@ -5,6 +5,8 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
+from agent_eval.proxy.routes import is_anthropic
+
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -20,10 +22,54 @@ ERROR_TYPES = {
 }
 
 
+# Anthropic's error types by status; others are invalid_request_error below 500, api_error above.
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
 def error_body(status: int, code: str, message: str, param: str | None = None) -> bytes:
     """OpenAI's error shape; `param` names the request field at fault, when one is."""
     error = {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "code": code}
     return orjson.dumps({"error": {**error, "param": param}})
+
+
+def anthropic_error_body(status: int, message: str) -> bytes:
+    """Anthropic's error shape, which its SDK reads its error's message from."""
+    default = "invalid_request_error" if status < 500 else "api_error"
+    error = {"type": ANTHROPIC_ERROR_TYPES.get(status, default), "message": message}
+    return orjson.dumps({"type": "error", "error": error})
+
+
+def in_envelope(route: str, response: web.StreamResponse) -> web.StreamResponse:
+    """`response` as clients of `route` read errors: on Anthropic's routes, an error in
+    OpenAI's shape (the proxy's own, a worker's reshaped) is put in Anthropic's envelope.
+
+    Every error the proxy answers on a route passes here, so its clients read one shape.
+    """
+    if response.status < 400 or not is_anthropic(route) or not isinstance(response, web.Response):
+        return response
+    body = response.body if isinstance(response.body, bytes) else b""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        data = None
+    if isinstance(data, dict) and data.get("type") == "error":
+        return response  # a native worker's own: Anthropic's shape already
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    text = message if isinstance(message, str) else f"the proxy answered {response.status}"
+    response.body = anthropic_error_body(response.status, text)
+    return response
 
 
 def error_response(
@@ -100,8 +146,8 @@ def not_found(path: str) -> web.Response:
         404,
         "unknown_route",
         f"no route {path}; the proxy serves /v1/chat/completions, /v1/completions, "
-        "/v1/responses (and /v1/responses/ID), /v1/models, /health, /readiness, /metrics "
-        "and /workers",
+        "/v1/responses (and /v1/responses/ID), /v1/messages (and /v1/messages/count_tokens), "
+        "/v1/models, /health, /readiness, /metrics and /workers",
     )
 
 
@@ -115,7 +161,8 @@ def unauthorized() -> web.Response:
     return error_response(
         401,
         "invalid_api_key",
-        "missing or wrong API key: send the proxy's key as 'Authorization: Bearer KEY'",
+        "missing or wrong API key: send the proxy's key as 'Authorization: Bearer KEY' "
+        "(or as 'x-api-key: KEY' on /v1/messages)",
     )
 
 

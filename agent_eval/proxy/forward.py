@@ -13,8 +13,17 @@ import orjson
 from aiohttp import web
 
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.dialects import (
+    Translation,
+    assembler_for,
+    follows,
+    lacks_route,
+    stream_ending,
+    translation_for,
+)
 from agent_eval.proxy.errors import (
     error_response,
+    in_envelope,
     model_not_found,
     no_healthy_worker,
     out_of_resources,
@@ -22,21 +31,12 @@ from agent_eval.proxy.errors import (
     too_many_choices,
 )
 from agent_eval.proxy.exchange import Exchange
+from agent_eval.proxy.fields import RequestRefused
 from agent_eval.proxy.fleet.pool import ModelNotServedError, WorkerPool
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.recorder import Recorder
-from agent_eval.proxy.responses.dialect import (
-    CHAT_ROUTE,
-    is_responses,
-    lacks_route,
-    stream_ending,
-    translation_for,
-)
-from agent_eval.proxy.responses.errors import RequestRefused
-from agent_eval.proxy.responses.translation import Translation
 from agent_eval.proxy.server.metrics import ProxyMetrics
 from agent_eval.proxy.server.request_bounds import MAX_NESTING, NestingBound, choices_over
-from agent_eval.proxy.upstream.assemble import StreamAssembler
 from agent_eval.proxy.upstream.connections import UpstreamPool
 from agent_eval.proxy.upstream.failures import (
     ERROR_BODY_BYTES,
@@ -47,10 +47,15 @@ from agent_eval.proxy.upstream.failures import (
     retryable,
     status_failure,
 )
-from agent_eval.proxy.upstream.headers import served_by, upstream_headers, worker_auth
+from agent_eval.proxy.upstream.headers import (
+    served_by,
+    translated_headers,
+    upstream_headers,
+    worker_auth,
+)
 from agent_eval.proxy.upstream.http1 import ProxyOutOfResources, UpstreamResponse
 from agent_eval.proxy.upstream.streaming import Passthrough, Relay, pipe_stream
-from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
+from agent_eval.wire import RETRIES_HEADER, SHOULD_RETRY_HEADER, WORKER_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +198,8 @@ class Forwarder:
             if retryable(upstream.status):
                 body = await upstream.read_start(ERROR_BODY_BYTES)
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
+            if translation is not None and (refusal := translation.refused(upstream.status)):
+                return self.refuse(exchange, refusal)
             if upstream.status == 200 and upstream.content_type == "text/event-stream":
                 # The attempt's deadline holds until the first bytes; then the stream is the
                 # client's, never to be retried, and only the total deadline is left.
@@ -230,7 +237,7 @@ class Forwarder:
         deadline: float,
         headers: list[tuple[str, str]],
     ) -> UpstreamResponse:
-        """Post the request, or its Chat Completions translation, to `worker`."""
+        """Post the request, or its translation, to `worker`."""
         timeouts = self._config.timeouts
         idle = timeouts.stream_idle if exchange.info.stream else None
         remaining = max(deadline - time.monotonic(), 0.001)
@@ -238,7 +245,8 @@ class Forwarder:
             remaining = min(remaining, timeouts.worker)
         route, body = exchange.info.route, exchange.body
         if translation is not None:
-            route, body = CHAT_ROUTE, translation.body
+            route, body = translation.route, translation.body
+            headers = translated_headers(headers)
         return await self._upstream.post(worker.origin, route, headers, body, remaining, idle)
 
     async def _stream(
@@ -257,10 +265,9 @@ class Forwarder:
         if translation is not None:
             relay = translation.relay(*limits)
         else:
-            # A Responses answer is followed to be stored.
-            follow = self._recorder is not None or is_responses(exchange)
+            follow = self._recorder is not None or follows(exchange)
             ending = stream_ending(exchange)
-            relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
+            relay = Passthrough(assembler_for(exchange) if follow else None, ending, *limits)
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()
@@ -303,7 +310,7 @@ class Forwarder:
         return self._finish(exchange, response, worker, answer, translation is not None)
 
     def _translated(self, translation: Translation, chat: bytes) -> dict[str, Any]:
-        """The Responses object for a worker's chat answer. Raises: ValueError when malformed."""
+        """The client's answer for the worker's. Raises: ValueError when malformed."""
         answer = translation.answer(chat)
         if self._nesting.exceeded(answer):
             raise ValueError(f"it nests arrays and objects more than {MAX_NESTING} deep")
@@ -312,6 +319,9 @@ class Forwarder:
     def refuse(self, exchange: Exchange, refusal: RequestRefused) -> Forwarded:
         """The answer to a request the proxy cannot serve as sent, counted as the others are."""
         response = error_response(refusal.status, refusal.code, refusal.message, refusal.field)
+        if refusal.status >= 500:
+            # The request's own, however the status reads: the SDKs would retry it in vain.
+            response.headers[SHOULD_RETRY_HEADER] = "false"
         return self._finish(exchange, response, None)
 
     def _succeeded(self, worker: Worker) -> None:
@@ -356,6 +366,7 @@ class Forwarder:
     ) -> Forwarded:
         elapsed = time.monotonic() - exchange.started
         route = exchange.info.route
+        response = in_envelope(route, response)
         worker_label = worker.url if worker else "none"
         self._metrics.requests.labels(route, str(response.status), worker_label).inc()
         self._metrics.latency.labels(route).observe(elapsed)

@@ -180,6 +180,8 @@ class BrokenWorker:
     responses_api: bool = False
     """Whether GET /v1/responses answers 405, as on a server with the POST route (the proxy
     then forwards Responses requests as they are), rather than 404 (it translates them)."""
+    messages_api: bool = False
+    """The same for /v1/messages and /v1/messages/count_tokens."""
     received: list[Received] = field(default_factory=list)
     bytes_sent: int = 0
     _server: asyncio.Server | None = None
@@ -230,7 +232,8 @@ class BrokenWorker:
             if (scripted := self.gets.get(request.path)) is not None:
                 await self._play(scripted, writer)
             else:
-                await self._write(writer, _healthy_get(request.path, self.responses_api))
+                native = {"/v1/responses": self.responses_api, "/v1/messages": self.messages_api}
+                await self._write(writer, _healthy_get(request.path, native))
             return
         self.received.append(request)
         await self._play(self.script, writer)
@@ -266,12 +269,15 @@ async def _read_request(reader: asyncio.StreamReader) -> Received | None:
     return Received(method, path, body)
 
 
-def _healthy_get(path: str, responses_api: bool) -> bytes:
+def _healthy_get(path: str, native: dict[str, bool]) -> bytes:
+    """A healthy server's answer to a GET; on a POST route (`native`, by prefix), 405 where the
+    worker serves it and 404 where it does not."""
     if path.rstrip("/") in ("/v1/models", "/models"):
         body = orjson.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
         return Script.answer(200, body).head + body
-    if path.startswith("/v1/responses"):
-        return Script.answer(405 if responses_api else 404, b"{}").head + b"{}"
+    for prefix, serves in native.items():
+        if path.startswith(prefix):
+            return Script.answer(405 if serves else 404, b"{}").head + b"{}"
     return Script.answer(200, b"{}").head + b"{}"
 
 

@@ -24,7 +24,15 @@ from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
 
 from agent_eval.testing.kv_cache import CacheConfig, Lookup, Prefill
-from agent_eval.testing.replies import ENDPOINTS, JSON, Endpoint, Prompt, Reply, ReplyMeta
+from agent_eval.testing.replies import (
+    ENDPOINTS,
+    JSON,
+    Endpoint,
+    Prompt,
+    Reply,
+    ReplyMeta,
+    chat_prompt,
+)
 from agent_eval.testing.templates import TEMPLATES, Template
 from agent_eval.testing.worker_state import Behavior, HoldGate, Served, WorkerState, WorkerStats
 
@@ -117,6 +125,18 @@ async def _update_weights_from_disk(request: web.Request) -> web.Response:
     log.info("mock worker %s loaded weights from %s", state.name, path)
     message = "Succeeded to update model weights."
     return _json({"success": True, "message": message, "num_paused_requests": 0})
+
+
+async def _tokenize(request: web.Request) -> web.Response:
+    """vLLM's chat /tokenize: the prompt's tokens counted as the mock counts them (words), the
+    same count its answers report as prompt tokens."""
+    raw = await request.read()
+    request.app[STATE].stats.bodies.append((request.path, raw))
+    try:
+        count = chat_prompt(_parse_object(raw)).tokens
+    except (ValueError, TypeError, AttributeError) as exc:
+        return _error(400, f"invalid request body: {exc}")
+    return _json({"count": count, "max_model_len": 32768, "tokens": list(range(count))})
 
 
 def _card(model: str) -> JSON:
@@ -336,6 +356,8 @@ def build_app(state: WorkerState) -> web.Application:
     for path in ENDPOINTS:
         if path != "/v1/responses" or state.responses_api:
             app.router.add_post(path, _generation(path))
+    if state.tokenize_api:
+        app.router.add_post("/tokenize", _tokenize)
     return app
 
 
@@ -352,10 +374,16 @@ class MockWorker:
         responses_api: bool = True,
         api_key: str | None = None,
         cache: CacheConfig | None = None,
+        tokenize_api: bool = True,
     ) -> None:
         """`cache` turns on the simulated prefix cache and its prefill delay."""
         self.state = WorkerState(
-            name, model, behavior or Behavior(), responses_api=responses_api, api_key=api_key
+            name,
+            model,
+            behavior or Behavior(),
+            responses_api=responses_api,
+            tokenize_api=tokenize_api,
+            api_key=api_key,
         )
         self.state.prefill = None if cache is None else Prefill(cache)
         self.host = host

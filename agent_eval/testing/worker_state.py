@@ -187,6 +187,8 @@ class WorkerState:
     model_path: str = ""
     # False stands in for servers without /v1/responses (llama.cpp, older vLLM).
     responses_api: bool = True
+    # False stands in for servers without vLLM's and SGLang's chat /tokenize (llama.cpp's).
+    tokenize_api: bool = True
     # SGLang's --api-key: every route but the health ones then wants `Bearer KEY`.
     api_key: str | None = None
     # The simulated prefix cache and its prefill delay; None answers at once, caching nothing.

@@ -1,7 +1,8 @@
 """Load generator of the proxy benchmark: one run against one target, figures as JSON on stdout.
 
-`python -m bench.parts.loadgen --url URL [--url URL ...] --requests N --concurrency C [--stream]`
-sends N chat requests, C at a time, spread round robin over the URLs, after a warm-up.
+`python -m bench.parts.loadgen --url URL [--url URL ...] --requests N --concurrency C [--stream]
+[--messages]` sends N chat requests (Anthropic Messages requests with --messages), C at a time,
+spread round robin over the URLs, after a warm-up.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ import orjson
 import uvloop
 
 CHAT_PATH = "/v1/chat/completions"
+MESSAGES_PATH = "/v1/messages"
+SYSTEM = "You are a helpful assistant."
+QUESTION = "What is 17 + 25? Answer with a number."
+# The last bytes of a whole stream: chat's `[DONE]`, the Messages API's `message_stop` event.
+STREAM_ENDS = {CHAT_PATH: b"data: [DONE]", MESSAGES_PATH: b'{"type":"message_stop"}'}
 MAX_ERRORS = 5  # distinct failure messages kept in the result
 
 
@@ -33,20 +39,21 @@ class LoadSpec:
     concurrency: int
     stream: bool
     warmup: int
+    messages: bool = False
+    """Anthropic Messages requests to /v1/messages, the same question, in place of chat ones."""
+
+    @property
+    def path(self) -> str:
+        return MESSAGES_PATH if self.messages else CHAT_PATH
 
     def body(self) -> bytes:
-        return orjson.dumps(
-            {
-                "model": "mock-model",
-                "messages": [
-                    {"role": "system", "content": "You are a helpful assistant."},
-                    {"role": "user", "content": "What is 17 + 25? Answer with a number."},
-                ],
-                "max_tokens": 16,
-                "temperature": 0.0,
-                "stream": self.stream,
-            }
-        )
+        question = {"role": "user", "content": QUESTION}
+        if self.messages:
+            conversation = {"system": SYSTEM, "messages": [question]}
+        else:
+            conversation = {"messages": [{"role": "system", "content": SYSTEM}, question]}
+        fields = {"max_tokens": 16, "temperature": 0.0, "stream": self.stream}
+        return orjson.dumps({"model": "mock-model", **conversation, **fields})
 
 
 @dataclass
@@ -79,8 +86,11 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
-async def _one(session: aiohttp.ClientSession, url: str, body: bytes, stream: bool) -> str | None:
-    """Send one request and read the whole answer; the failure in words, or None."""
+async def _one(
+    session: aiohttp.ClientSession, url: str, body: bytes, stream_end: bytes | None
+) -> str | None:
+    """Send one request and read the whole answer (a stream up to `stream_end`); the failure
+    in words, or None."""
     try:
         async with session.post(url, data=body) as response:
             payload = await response.read()
@@ -88,8 +98,8 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, stream: bo
         return f"{type(exc).__name__}: {exc}"
     if response.status != 200:
         return f"HTTP {response.status}: {payload[:120].decode(errors='replace')}"
-    if stream and not payload.rstrip().endswith(b"data: [DONE]"):
-        return "stream ended without data: [DONE]"
+    if stream_end is not None and not payload.rstrip().endswith(stream_end):
+        return f"stream ended without {stream_end.decode()}"
     return None
 
 
@@ -97,10 +107,11 @@ async def _client(
     session: aiohttp.ClientSession, spec: LoadSpec, turns: itertools.count[int], total: int
 ) -> _Tally:
     """One of the `concurrency` loops: take the next request number until all are sent."""
-    tally, body, urls = _Tally(), spec.body(), [u + CHAT_PATH for u in spec.urls]
+    tally, body, urls = _Tally(), spec.body(), [u + spec.path for u in spec.urls]
+    stream_end = STREAM_ENDS[spec.path] if spec.stream else None
     while (turn := next(turns)) < total:
         started = time.perf_counter()
-        error = await _one(session, urls[turn % len(urls)], body, spec.stream)
+        error = await _one(session, urls[turn % len(urls)], body, stream_end)
         if error is None:
             tally.latencies.append(time.perf_counter() - started)
         else:
@@ -151,8 +162,13 @@ def _parse_args(argv: Sequence[str] | None) -> LoadSpec:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=200, help="requests before measuring")
     parser.add_argument("--stream", action="store_true", help="stream answers as SSE")
+    parser.add_argument(
+        "--messages", action="store_true", help="Anthropic Messages requests to /v1/messages"
+    )
     args = parser.parse_args(argv)
-    return LoadSpec(args.url, args.requests, args.concurrency, args.stream, args.warmup)
+    return LoadSpec(
+        args.url, args.requests, args.concurrency, args.stream, args.warmup, args.messages
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

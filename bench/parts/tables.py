@@ -18,8 +18,10 @@ from rich.table import Table
 from bench.parts.loadgen import LoadResult
 from bench.parts.results_file import describe
 
-TARGETS = ("direct", "agent-eval", "sglang-router")
-WIDTH = 100
+MESSAGES_TARGET = "agent-eval messages"
+"""The proxy's /v1/messages under the same load, translated to chat for the workers."""
+TARGETS = ("direct", "agent-eval", "sglang-router", MESSAGES_TARGET)
+WIDTH = 120
 ADDED = "added p50 ms"
 FIGURES: dict[str, Callable[[LoadResult], float]] = {
     "req/s": lambda r: r.rps,
@@ -114,6 +116,8 @@ def ratio(ours: float | None, theirs: float | None) -> str:
 
 
 def _figure(name: str, by_target: dict[str, LoadResult], target: str) -> float | None:
+    if target not in by_target:
+        return None
     if name != ADDED:
         return FIGURES[name](by_target[target])
     if target == "direct":
@@ -122,13 +126,15 @@ def _figure(name: str, by_target: dict[str, LoadResult], target: str) -> float |
 
 
 def figures_table(runs: list[Run]) -> Table:
-    """Rows per mode and figure, columns per target, and agent-eval ÷ sglang-router."""
+    """Rows per mode and figure, columns per target, agent-eval ÷ sglang-router, and the
+    Messages route ÷ the chat route."""
     table = Table(box=box.SIMPLE_HEAD, title="proxy benchmark (latency to the last byte)")
     table.add_column("mode")
     table.add_column("figure")
     for target in TARGETS:
         table.add_column(target, justify="right")
     table.add_column("agent-eval ÷ sglang", justify="right")
+    table.add_column("messages ÷ chat", justify="right")
     modes = list(dict.fromkeys(run.mode for run in runs))
     for mode in modes:
         by_target = {run.target: run.load for run in runs if run.mode == mode}
@@ -140,6 +146,7 @@ def figures_table(runs: list[Run]) -> Table:
                 name,
                 *cells,
                 ratio(values[1], values[2]),
+                ratio(values[3], values[1]),
                 end_section=row == len(mode.figures) - 1,
             )
     return table
@@ -180,5 +187,5 @@ def render(runs: list[Run], machine: Mapping[str, Any], console: Console) -> Non
             f"[red]{run.target} {run.mode.name}: {run.load.failures} failures[/] {run.load.errors}"
         )
     if not failed:
-        console.print("failures: none (every response 200, every stream ended with [DONE])")
+        console.print("failures: none (every response 200, every stream ended whole)")
     console.print(describe(machine), highlight=False, soft_wrap=True)

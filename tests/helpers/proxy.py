@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from agent_eval.proxy.config import ProxyConfig
@@ -16,6 +17,7 @@ from tests.helpers.waits import wait_ready
 
 StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
 MakeClient = Callable[..., AsyncOpenAI]
+MakeAnthropic = Callable[..., AsyncAnthropic]
 StartProxy = Callable[..., Awaitable[str]]
 
 # Fast probes so tests wait on health changes for fractions of a second, not the default 5 s.
@@ -46,6 +48,18 @@ def client_maker(stack: AsyncExitStack) -> MakeClient:
         client = AsyncOpenAI(
             base_url=base_url, api_key=api_key, default_headers=headers, max_retries=0
         )
+        stack.push_async_callback(client.close)
+        return client
+
+    return make
+
+
+def anthropic_maker(stack: AsyncExitStack) -> MakeAnthropic:
+    """An AsyncAnthropic client for a proxy's base URL (…/v1), closed with the stack."""
+
+    def make(base_url: str, api_key: str = "unused", **options: Any) -> AsyncAnthropic:
+        origin = base_url.removesuffix("/v1")
+        client = AsyncAnthropic(base_url=origin, api_key=api_key, max_retries=0, **options)
         stack.push_async_callback(client.close)
         return client
 

@@ -13,6 +13,7 @@ from pydantic import SecretStr
 from agent_eval.proxy.config import HealthConfig
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.fleet.worker import Worker
+from agent_eval.proxy.routes import NATIVE_ROUTES
 from agent_eval.proxy.upstream.headers import worker_auth
 from agent_eval.proxy.upstream.http1 import UpstreamTooLarge, read_whole
 from agent_eval.system.diagnostics import os_reason
@@ -63,9 +64,9 @@ class HealthChecker:
     async def probe(self, worker: Worker) -> None:
         """Probe one worker, update its health, and refresh its model list while it is up."""
         ok, error = await self._get(worker, worker.health_path)
-        if ok is not None and worker.serves_responses is None:
-            # Before the worker takes traffic, so its first Responses request is routed right.
-            worker.serves_responses = await self._serves_responses(worker)
+        if ok is not None:
+            # Before the worker takes traffic, so its first request on each is routed right.
+            await self._find_native_routes(worker)
         first = not worker.health.probed
         changed = worker.health.record(
             ok is not None, self._config.failure_threshold, self._config.success_threshold
@@ -88,13 +89,22 @@ class HealthChecker:
         if body is not None:
             worker.list_models(parse_model_ids(body) or worker.models)
 
-    async def _serves_responses(self, worker: Worker) -> bool | None:
-        """Whether the worker has POST /v1/responses, asked without generating anything.
+    async def _find_native_routes(self, worker: Worker) -> None:
+        """Ask the worker which of the translatable routes it serves, those not known yet."""
+        for route in NATIVE_ROUTES:
+            if (
+                route not in worker.native
+                and (serves := await self._serves(worker, route)) is not None
+            ):
+                worker.native[route] = serves
+
+    async def _serves(self, worker: Worker, route: str) -> bool | None:
+        """Whether the worker has POST `route`, asked without generating anything.
 
         A GET on a POST-only route answers 405; on a route that does not exist, 404.
         Anything else (a key required, an error) leaves it unknown: the first request tells.
         """
-        status, _, _ = await self._fetch(worker, "/v1/responses")
+        status, _, _ = await self._fetch(worker, route)
         return {404: False, 405: True, 200: True}.get(status) if status is not None else None
 
     async def _get(self, worker: Worker, path: str) -> tuple[bytes | None, str | None]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.routes import MESSAGES_ROUTE, RESPONSES_ROUTE
 from agent_eval.proxy.upstream.http1 import Origin
 
 
@@ -57,8 +58,9 @@ class Worker:
     earlier_models: frozenset[str] = frozenset()
     """Names the worker listed before: SGLang renames its model to the weights' path on a swap
     yet answers to any name, so requests keep naming the model as it was launched."""
-    serves_responses: bool | None = None
-    """Whether the worker has /v1/responses itself; None until a probe or an answer tells."""
+    native: dict[str, bool] = field(default_factory=dict)
+    """Whether the worker serves each of the translatable routes itself (routes.NATIVE_ROUTES);
+    a route is absent until a probe or an answer tells."""
     takes_key: bool = True
     """Whether the proxy's worker key goes to this worker: the operator said so when adding it."""
     origin: Origin = field(init=False)
@@ -83,6 +85,10 @@ class Worker:
         """Whether the worker serves `model` now or served it before a weight swap."""
         return model in self.models or model in self.earlier_models
 
+    def kind_of(self, route: str) -> str:
+        """How the worker gets requests on `route`: native, translated, or unknown yet."""
+        return {True: "native", False: "translated", None: "unknown"}[self.native.get(route)]
+
     def available(self, now: float) -> bool:
         """Healthy and the breaker lets a request through."""
         return self.health.healthy and self.breaker.allows(now)
@@ -100,8 +106,7 @@ class Worker:
             "models": list(self.models),
             "health_path": self.health_path,
             "takes_key": self.takes_key,
-            "responses_api": {True: "native", False: "translated", None: "unknown"}[
-                self.serves_responses
-            ],
+            "responses_api": self.kind_of(RESPONSES_ROUTE),
+            "messages_api": self.kind_of(MESSAGES_ROUTE),
             "last_error": self.health.last_error,
         }

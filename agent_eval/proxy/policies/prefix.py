@@ -30,6 +30,7 @@ ROUTING_FIELDS = {
     "/v1/chat/completions": ("tools", "messages"),
     "/v1/completions": ("prompt",),
     "/v1/responses": ("tools", "instructions", "input"),
+    "/v1/messages": ("tools", "system", "messages"),
 }
 
 

@@ -1,56 +1,8 @@
-"""What the Responses route refuses, each with the status and words the client sees."""
+"""What the Responses route refuses beyond unsupported fields and wrong types."""
 
 from __future__ import annotations
 
-# bool before int: True is an int to Python, but a boolean to JSON.
-JSON_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (list, "array"),
-    (dict, "object"),
-    (type(None), "null"),
-)
-
-
-def json_type(value: object) -> str:
-    """The JSON name of `value`'s type, as a client reading an error knows it."""
-    for kind, name in JSON_TYPES:
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__
-
-
-class RequestRefused(ValueError):
-    """A Responses request the proxy cannot serve as sent; the client must change it."""
-
-    status = 400
-    code = "invalid_request"
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(message)
-
-
-class UnsupportedField(RequestRefused):
-    """A request field that has no Chat Completions translation."""
-
-    code = "unsupported_field"
-
-    def __init__(self, field: str, why: str) -> None:
-        self.why = why
-        super().__init__(field, f"the proxy's /v1/responses cannot serve `{field}`: {why}")
-
-
-class InvalidType(RequestRefused):
-    """A request field whose JSON type is not one the Responses API allows there."""
-
-    code = "invalid_type"
-
-    def __init__(self, field: str, expected: str, value: object) -> None:
-        super().__init__(field, f"`{field}` must be {expected}, not {json_type(value)}")
+from agent_eval.proxy.fields import RequestRefused
 
 
 class PreviousResponseNotFound(RequestRefused):

@@ -6,8 +6,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from agent_eval.proxy.responses.response import (
     base_response,
     fallback_call_id,
@@ -21,11 +19,6 @@ from agent_eval.proxy.responses.response import (
     to_response,
 )
 from agent_eval.proxy.upstream.chunks import ToolCallDelta, Usage, chat_chunk
-
-
-def encode_event(event: dict[str, Any]) -> bytes:
-    """One Responses event as a server-sent event."""
-    return b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
 
 
 @dataclass
@@ -61,6 +54,7 @@ class StreamTranslator:
         self._output_indexes: dict[str, int] = {}
         self._finish_reason: str | None = None
         self._usage: Usage | None = None
+        self._result: dict[str, Any] | None = None
 
     def feed(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
         """The events for one parsed `chat.completion.chunk`.
@@ -90,6 +84,7 @@ class StreamTranslator:
             events += self._close(item)
         kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
         events.append(self._event(kind, response=final))
+        self._result = final
         return events
 
     def fail(self, message: str) -> list[dict[str, Any]]:
@@ -101,7 +96,12 @@ class StreamTranslator:
         response["error"] = {"code": "server_error", "message": message}
         response["output"] = output_items(message_so_far, self.response_id, "incomplete")
         events.append(self._event("response.failed", response=response))
+        self._result = response
         return events
+
+    def result(self) -> dict[str, Any] | None:
+        """The final response `finish` or `fail` sent; None before."""
+        return self._result
 
     def assembled(self) -> dict[str, Any]:
         """The Chat Completions answer the chunks so far spell out."""

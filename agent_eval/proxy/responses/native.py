@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from agent_eval.proxy.responses.events import encode_event
 from agent_eval.proxy.responses.response import base_response, new_response_id
+from agent_eval.proxy.upstream.sse import encode_event
 
 # Events after which the stream has said its last word; a break after one needs no event.
 FINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.proxy.responses.errors import InvalidType, UnsupportedField, json_type
+from agent_eval.proxy.fields import Fields, typed
+from agent_eval.proxy.routes import RESPONSES_ROUTE
 
 # Fields read by the translation below, each with the JSON types it may have.
 HANDLED: dict[str, tuple[str, ...]] = {
@@ -66,6 +67,7 @@ REFUSED = {
     "prompt": "stored prompt templates live on OpenAI's servers; send `instructions` instead",
     "top_logprobs": "log probabilities are not translated; leave the field out",
 }
+FIELDS = Fields(RESPONSES_ROUTE)
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
 # Optional fields of a function tool and of a json_schema format, passed on when typed right.
 TOOL_FIELDS = {"description": ("string",), "parameters": ("object",), "strict": ("boolean",)}
@@ -107,12 +109,12 @@ def _check_fields(body: dict[str, Any]) -> None:
         if value is None or field in SAMPLING_EXTRAS or field in IGNORED:
             continue
         if field in HANDLED:
-            _typed(value, field, *HANDLED[field])
+            typed(value, field, *HANDLED[field])
             continue
         why = REFUSED.get(field, "it has no Chat Completions translation; leave it out")
-        raise UnsupportedField(field, why)
+        raise FIELDS.unsupported(field, why)
     if body.get("background"):
-        raise UnsupportedField(
+        raise FIELDS.unsupported(
             "background", "background responses need a store to poll; send the request without it"
         )
 
@@ -123,7 +125,7 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     if body.get("instructions") is not None:
         messages.append({"role": "system", "content": body["instructions"]})
     if body.get("input") is None:
-        raise UnsupportedField("input", "the request needs an `input`")
+        raise FIELDS.unsupported("input", "the request needs an `input`")
     for i, item in enumerate(input_items(body["input"])):
         _add_item(messages, item, f"input[{i}]")
     return messages
@@ -135,29 +137,31 @@ def input_items(value: object) -> list[dict[str, Any]]:
         return []
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
-    items = _typed(value, "input", "string", "array")
+    items = typed(value, "input", "string", "array")
     for i, item in enumerate(items):
-        _typed(item, f"input[{i}]", "object")
+        typed(item, f"input[{i}]", "object")
     return items
 
 
 def _add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
     """Append the chat form of one input item to `messages`."""
-    kind = _optional(item, "type", where, "string") or "message"
+    kind = FIELDS.optional(item, "type", where, "string") or "message"
     if kind == "message":
         messages.append(_message(item, where))
     elif kind == "function_call":
         _add_tool_call(messages, item, where)
     elif kind == "function_call_output":
-        content = _output_text(_field(item, "output", where, "string", "array"), f"{where}.output")
-        call_id = _field(item, "call_id", where, "string")
+        content = _output_text(
+            FIELDS.required(item, "output", where, "string", "array"), f"{where}.output"
+        )
+        call_id = FIELDS.required(item, "call_id", where, "string")
         messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
     elif kind == "reasoning":
         # Chat Completions has no field for earlier reasoning, and chat templates drop past
         # reasoning anyway; the worker reasons afresh.
         return
     else:
-        raise UnsupportedField(
+        raise FIELDS.unsupported(
             f"{where}.type",
             f"input items of type '{kind}' are not supported; "
             "use message, function_call, function_call_output or reasoning items",
@@ -166,12 +170,12 @@ def _add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) 
 
 def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     """A chat message from a Responses message item."""
-    role = _field(item, "role", where, "string")
+    role = FIELDS.required(item, "role", where, "string")
     if role not in {"user", "assistant", "system", "developer"}:
-        raise UnsupportedField(f"{where}.role", f"role '{role}' is not supported")
+        raise FIELDS.unsupported(f"{where}.role", f"role '{role}' is not supported")
     # Many Chat Completions servers reject the `developer` role; `system` means the same.
     role = "system" if role == "developer" else role
-    content = _field(item, "content", where, "string", "array")
+    content = FIELDS.required(item, "content", where, "string", "array")
     return {"role": role, "content": _content(content, f"{where}.content")}
 
 
@@ -188,22 +192,22 @@ def _content(content: str | list[Any], where: str) -> str | list[dict[str, Any]]
 
 def _part(value: object, where: str) -> dict[str, Any]:
     """The chat content part for a Responses content part."""
-    part = _typed(value, where, "object")
-    kind = _optional(part, "type", where, "string")
+    part = typed(value, where, "object")
+    kind = FIELDS.optional(part, "type", where, "string")
     if kind in TEXT_PARTS:
         # A refusal part carries its words under `refusal`, every other text part under `text`.
         key = "refusal" if kind == "refusal" else "text"
-        return {"type": "text", "text": _optional(part, key, where, "string") or ""}
+        return {"type": "text", "text": FIELDS.optional(part, key, where, "string") or ""}
     if kind == "input_image" and part.get("image_url") is not None:
-        image_url = {"url": _field(part, "image_url", where, "string")}
-        if detail := _optional(part, "detail", where, "string"):
+        image_url = {"url": FIELDS.required(part, "image_url", where, "string")}
+        if detail := FIELDS.optional(part, "detail", where, "string"):
             image_url["detail"] = detail
         return {"type": "image_url", "image_url": image_url}
     if kind == "input_image":
-        raise UnsupportedField(
+        raise FIELDS.unsupported(
             f"{where}.file_id", "uploaded files are not available; send the image as `image_url`"
         )
-    raise UnsupportedField(
+    raise FIELDS.unsupported(
         f"{where}.type", f"content parts of type '{kind}' are not supported; send text or images"
     )
 
@@ -212,16 +216,16 @@ def _output_text(output: str | list[Any], where: str) -> str:
     """A tool result as the string chat `tool` messages carry."""
     content = _content(output, where)
     if not isinstance(content, str):
-        raise UnsupportedField(where, "tool results can only carry text")
+        raise FIELDS.unsupported(where, "tool results can only carry text")
     return content
 
 
 def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
     """Attach a function call to the assistant turn it belongs to, opening one if needed."""
-    name = _field(item, "name", where, "string")
-    arguments = _field(item, "arguments", where, "string")
+    name = FIELDS.required(item, "name", where, "string")
+    arguments = FIELDS.required(item, "arguments", where, "string")
     call = {
-        "id": _field(item, "call_id", where, "string"),
+        "id": FIELDS.required(item, "call_id", where, "string"),
         "type": "function",
         "function": {"name": name, "arguments": arguments},
     }
@@ -236,24 +240,24 @@ def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any], where: 
 
 def _tool(value: object, where: str) -> dict[str, Any]:
     """The nested Chat Completions shape of a flat Responses function tool."""
-    tool = _typed(value, where, "object")
-    kind = _field(tool, "type", where, "string")
+    tool = typed(value, where, "object")
+    kind = FIELDS.required(tool, "type", where, "string")
     if kind == "namespace":
         # The Codex CLI groups its sub-agent tools so; they are functions, not built-in tools.
-        raise UnsupportedField(
+        raise FIELDS.unsupported(
             where,
             "a namespace of tools has no Chat Completions form; "
             "offer its functions as tools of type 'function'",
         )
     if kind != "function":
-        raise UnsupportedField(
+        raise FIELDS.unsupported(
             where,
             f"built-in tools such as '{kind}' run on OpenAI's servers; "
             "only tools of type 'function' can be served",
         )
-    function = {"name": _field(tool, "name", where, "string")}
+    function = {"name": FIELDS.required(tool, "name", where, "string")}
     for key, kinds in TOOL_FIELDS.items():
-        if (value := _optional(tool, key, where, *kinds)) is not None:
+        if (value := FIELDS.optional(tool, key, where, *kinds)) is not None:
             function[key] = value
     return {"type": "function", "function": function}
 
@@ -262,11 +266,11 @@ def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
     """The Chat Completions tool_choice: the same strings, a nested form for one function."""
     if isinstance(choice, str):
         return choice
-    kind = _field(choice, "type", "tool_choice", "string")
+    kind = FIELDS.required(choice, "type", "tool_choice", "string")
     if kind == "function":
-        name = _field(choice, "name", "tool_choice", "string")
+        name = FIELDS.required(choice, "name", "tool_choice", "string")
         return {"type": "function", "function": {"name": name}}
-    raise UnsupportedField(
+    raise FIELDS.unsupported(
         "tool_choice",
         f"a tool_choice of type '{kind}' is not supported; "
         "use 'auto', 'none', 'required' or a function",
@@ -275,8 +279,8 @@ def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
 
 def _response_format(text: dict[str, Any]) -> dict[str, Any] | None:
     """The chat response_format for `text.format`, or None for plain text."""
-    fmt = _optional(text, "format", "text", "object") or {"type": "text"}
-    kind = _field(fmt, "type", "text.format", "string")
+    fmt = FIELDS.optional(text, "format", "text", "object") or {"type": "text"}
+    kind = FIELDS.required(fmt, "type", "text.format", "string")
     if kind == "text":
         return None
     if kind == "json_object":
@@ -284,32 +288,7 @@ def _response_format(text: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "json_schema":
         schema = {}
         for key, kinds in SCHEMA_FIELDS.items():
-            if (value := _optional(fmt, key, "text.format", *kinds)) is not None:
+            if (value := FIELDS.optional(fmt, key, "text.format", *kinds)) is not None:
                 schema[key] = value
         return {"type": "json_schema", "json_schema": schema}
-    raise UnsupportedField("text.format.type", f"format '{kind}' is not supported")
-
-
-def _field(obj: dict[str, Any], key: str, where: str, *kinds: str) -> Any:
-    """`obj[key]`, of one of the JSON types `kinds`; missing, it is a 400 naming it."""
-    if obj.get(key) is None:
-        raise UnsupportedField(f"{where}.{key}", "it is missing, and is required")
-    return _typed(obj[key], f"{where}.{key}", *kinds)
-
-
-def _optional(obj: dict[str, Any], key: str, where: str, *kinds: str) -> Any:
-    """`obj[key]`, of one of the JSON types `kinds`; None when absent or null."""
-    value = obj.get(key)
-    return None if value is None else _typed(value, f"{where}.{key}", *kinds)
-
-
-def _typed(value: Any, where: str, *kinds: str) -> Any:
-    """`value` when its JSON type is one of `kinds` ("number" takes integers too)."""
-    found = json_type(value)
-    if found in kinds or (found == "integer" and "number" in kinds):
-        return value
-    raise InvalidType(where, " or ".join(_a(kind) for kind in kinds), value)
-
-
-def _a(kind: str) -> str:
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+    raise FIELDS.unsupported("text.format.type", f"format '{kind}' is not supported")

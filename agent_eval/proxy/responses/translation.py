@@ -7,11 +7,13 @@ from typing import Any
 
 import orjson
 
-from agent_eval.proxy.responses.errors import InvalidType, PreviousResponseNotFound
+from agent_eval.proxy.fields import InvalidType
+from agent_eval.proxy.responses.errors import PreviousResponseNotFound
 from agent_eval.proxy.responses.events import StreamTranslator
-from agent_eval.proxy.responses.relay import ResponsesRelay
 from agent_eval.proxy.responses.request import to_chat_request
 from agent_eval.proxy.responses.response import new_response_id, to_response
+from agent_eval.proxy.routes import CHAT_ROUTE
+from agent_eval.proxy.upstream.translated import TranslatedRelay
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class Translation:
     request: dict[str, Any]
     body: bytes
     response_id: str
+    route: str = CHAT_ROUTE
 
     @classmethod
     def of(cls, request: dict[str, Any]) -> Translation:
@@ -44,7 +47,11 @@ class Translation:
             what = f"{type(exc).__name__}: {exc}"
             raise ValueError(f"not a Chat Completions answer ({what})") from exc
 
-    def relay(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> ResponsesRelay:
+    def relay(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> TranslatedRelay:
         """A relay turning the worker's chat stream into this response's events."""
         translator = StreamTranslator(self.request, self.response_id)
-        return ResponsesRelay(translator, max_event_bytes, max_stream_bytes)
+        return TranslatedRelay(translator, max_event_bytes, max_stream_bytes)
+
+    def refused(self, status: int) -> None:
+        """Every worker error is passed on as it is: a chat worker's errors are the client's."""
+        return None

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import orjson
@@ -19,6 +20,7 @@ from agent_eval.proxy.errors import (
     body_too_slow,
     error_response,
     expectation_failed,
+    in_envelope,
     invalid_json,
     method_not_allowed,
     nesting_too_deep,
@@ -27,17 +29,23 @@ from agent_eval.proxy.errors import (
     unauthorized,
 )
 from agent_eval.proxy.exchange import Exchange
+from agent_eval.proxy.fields import RequestRefused
 from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.forward import Forwarder
+from agent_eval.proxy.messages.request import metadata_user
 from agent_eval.proxy.policies import RequestInfo, session_key
 from agent_eval.proxy.recorder import Recorder
-from agent_eval.proxy.responses.dialect import is_responses
-from agent_eval.proxy.responses.errors import RequestRefused
 from agent_eval.proxy.responses.route import ResponsesRoute
 from agent_eval.proxy.responses.store import ResponseStore
+from agent_eval.proxy.routes import (
+    COUNT_TOKENS_ROUTE,
+    MESSAGES_ROUTE,
+    RESPONSES_ROUTE,
+    is_anthropic,
+)
 from agent_eval.proxy.server import admin, response_routes
-from agent_eval.proxy.server.auth import bearer_matches, secret_bytes
+from agent_eval.proxy.server.auth import bearer_matches, client_authorized, secret_bytes
 from agent_eval.proxy.server.keys import (
     CONFIG,
     FORWARDER,
@@ -57,7 +65,13 @@ from agent_eval.wire import SESSION_HEADER
 
 log = logging.getLogger(__name__)
 
-GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
+GENERATION_ROUTES = (
+    "/v1/chat/completions",
+    "/v1/completions",
+    RESPONSES_ROUTE,
+    MESSAGES_ROUTE,
+    COUNT_TOKENS_ROUTE,
+)
 PROTECTED_PREFIXES = ("/v1/", "/workers")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -126,12 +140,16 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
 
 
 def _guard(config: ProxyConfig) -> Middleware:
-    """Checks keys and turns routing misses and surprises into OpenAI-style errors."""
+    """Checks keys and turns routing misses and surprises into errors, each in the shape its
+    route's clients read."""
     key, token = secret_bytes(config.api_key), secret_bytes(config.admin_token)
     limit = config.max_body_bytes
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        return in_envelope(request.path, await checked(request, handler))
+
+    async def checked(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.match_info.handler in admin.CHANGES:
             # Changing workers takes the admin token, whatever key clients use.
             if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
@@ -139,7 +157,7 @@ def _guard(config: ProxyConfig) -> Middleware:
         elif (
             key is not None
             and request.path.startswith(PROTECTED_PREFIXES)
-            and not bearer_matches(request.headers.get("Authorization", ""), key)
+            and not client_authorized(request.path, request.headers, key)
         ):
             return unauthorized()
         try:
@@ -162,7 +180,8 @@ def _guard(config: ProxyConfig) -> Middleware:
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
-    """POST /v1/chat/completions, /v1/completions, /v1/responses: forwarded to a worker."""
+    """POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages (and its
+    count_tokens): forwarded to a worker."""
     started = time.monotonic()
     limit = request.app[CONFIG].max_body_bytes
     if request.content_length is not None and request.content_length > limit:
@@ -183,12 +202,14 @@ async def generate(request: web.Request) -> web.StreamResponse:
     info = RequestInfo(
         route=request.path,
         model=_text(payload.get("model")),
-        session_key=session_key(request.headers.get(SESSION_HEADER) or _text(payload.get("user"))),
+        session_key=session_key(
+            request.headers.get(SESSION_HEADER) or _sent_session(request.path, payload)
+        ),
         stream=payload.get("stream") is True,
         payload=payload,
     )
     exchange = Exchange(request, body, payload, info, started)
-    if is_responses(exchange):
+    if request.path == RESPONSES_ROUTE:
         return await _respond(request, exchange)
     forwarded = await request.app[FORWARDER].forward(exchange)
     return forwarded.response
@@ -256,6 +277,13 @@ async def _read_slow_body(request: web.Request) -> bytes | None:
             return await request.read()
     except TimeoutError:
         return None
+
+
+def _sent_session(route: str, payload: dict[str, Any]) -> str | None:
+    """The session key a body names: OpenAI's `user`, or Anthropic's `metadata.user_id`."""
+    if is_anthropic(route):
+        return metadata_user(payload)
+    return _text(payload.get("user"))
 
 
 def _text(value: object) -> str | None:

@@ -7,8 +7,10 @@ import os
 import secrets
 from pathlib import Path
 
+from multidict import CIMultiDictProxy
 from pydantic import SecretStr
 
+from agent_eval.proxy.routes import is_anthropic
 from agent_eval.system.diagnostics import writing
 
 
@@ -48,3 +50,15 @@ def bearer_matches(header: str, key: bytes) -> bool:
         return False
     sent = credentials.strip().encode("utf-8", "surrogateescape")
     return hmac.compare_digest(sent, key)
+
+
+def client_authorized(path: str, headers: CIMultiDictProxy[str], key: bytes) -> bool:
+    """Whether a request to `path` carries the client key: as a Bearer token, or on
+    Anthropic's routes as `x-api-key`, where Anthropic's SDK sends it. The one check of a
+    client's key, compared in constant time."""
+    if bearer_matches(headers.get("Authorization", ""), key):
+        return True
+    sent = headers.get("x-api-key") if is_anthropic(path) else None
+    return sent is not None and hmac.compare_digest(
+        sent.strip().encode("utf-8", "surrogateescape"), key
+    )

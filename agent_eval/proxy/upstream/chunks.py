@@ -38,6 +38,10 @@ class ChoiceChunk(TypedDict, total=False):
     delta: Delta | None
     text: str | None
     finish_reason: str | None
+    stop_reason: str | int | None
+    """vLLM's: the stop string (or token id) that ended the choice."""
+    matched_stop: str | int | None
+    """SGLang's: the stop string (or token id) that ended the choice."""
 
 
 @with_config(ConfigDict(extra="allow"))

@@ -11,13 +11,14 @@ from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
 # bytes would make every worker fail the request. Client keys never reach a worker: the proxy
-# sends its own worker key.
+# sends its own worker key (`x-api-key` is Anthropic's place for the client's).
 _DROPPED_REQUEST_HEADERS = frozenset(
     {
         "host",
         "content-length",
         "content-encoding",
         "authorization",
+        "x-api-key",
         "connection",
         "keep-alive",
         "proxy-authorization",
@@ -47,6 +48,15 @@ def worker_auth(key: SecretStr | None, worker: Worker | None) -> dict[str, str]:
     if worker is None or not worker.takes_key:
         return {}
     return bearer(key)
+
+
+# Headers of one API's dialect, which a worker sent the request translated does not speak.
+_DIALECT_HEADERS = ("anthropic-version", "anthropic-beta")
+
+
+def translated_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`headers` for a worker that gets the request translated: the dialect's own left out."""
+    return [(k, v) for k, v in headers if k.lower() not in _DIALECT_HEADERS]
 
 
 def upstream_headers(client: CIMultiDictProxy[str]) -> list[tuple[str, str]]:

@@ -103,3 +103,9 @@ def _payload(event: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return payload if isinstance(payload, dict) else None
+
+
+def encode_event(event: dict[str, Any]) -> bytes:
+    """One event as a server-sent event named by its `type`, as the Responses and Messages
+    APIs send them."""
+    return b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"

@@ -13,7 +13,6 @@ from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.server.metrics import ProxyMetrics
-from agent_eval.proxy.upstream.assemble import StreamAssembler
 from agent_eval.proxy.upstream.failures import UPSTREAM_ERRORS, classify_exception
 from agent_eval.proxy.upstream.headers import served_by
 from agent_eval.proxy.upstream.http1 import UpstreamResponse
@@ -43,6 +42,16 @@ class Relay(Protocol):
         """The answer the stream spelled out, when it was followed."""
 
 
+class Follower(Protocol):
+    """Assembles the answer a passed-through stream spells out from its events."""
+
+    def follow(self, event: dict[str, Any]) -> None:
+        """Take in one event's JSON. Raises: MalformedStream when it cannot be read."""
+
+    def result(self) -> dict[str, Any] | None:
+        """The answer so far."""
+
+
 class BreakEnding(Protocol):
     """How a passed-through stream of one kind ends when it breaks; it follows the events."""
 
@@ -63,7 +72,7 @@ class Passthrough:
 
     def __init__(
         self,
-        assembler: StreamAssembler | None,
+        assembler: Follower | None,
         ending: BreakEnding | None,
         max_event_bytes: int,
         max_stream_bytes: int | None = None,

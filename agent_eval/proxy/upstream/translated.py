@@ -1,34 +1,49 @@
-"""Relay a worker's Chat Completions stream to the client as Responses API events."""
+"""Relay a worker's Chat Completions stream to the client as another API's events."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from agent_eval.proxy.responses.events import StreamTranslator, encode_event
-from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
+from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader, encode_event
 
 
-class ResponsesRelay:
-    """Chat Completions SSE bytes in, Responses event bytes out; see `upstream.streaming.Relay`."""
+class EventTranslator(Protocol):
+    """Turns chat chunks into one API's events, in order; see each dialect's events module."""
+
+    def feed(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events for one parsed chat chunk. Raises: MalformedStream, changing nothing."""
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The closing events, once the chat stream has ended."""
+
+    def fail(self, message: str) -> list[dict[str, Any]]:
+        """The events that end the stream as failed, in `message`'s words."""
+
+    def result(self) -> dict[str, Any] | None:
+        """The answer the stream spelled out, once `finish` or `fail` gave the last events."""
+
+
+class TranslatedRelay:
+    """Chat Completions SSE bytes in, translated event bytes out; see `upstream.streaming.Relay`."""
 
     def __init__(
         self,
-        translator: StreamTranslator,
+        translator: EventTranslator,
         max_event_bytes: int,
         max_stream_bytes: int | None = None,
     ) -> None:
         self._translator = translator
         self._reader = SSEReader(max_event_bytes, max_stream_bytes)
-        self._final: dict[str, Any] | None = None
+        self._ended = False
         self._unsent: list[dict[str, Any]] = []
 
     def feed(self, chunk: bytes) -> bytes:
-        """The Responses events for `chunk`.
+        """The translated events for `chunk`.
 
         Raises: MalformedStream when the chunk is not of a Chat Completions stream; the
         events of its chat chunks before the malformed one go out with `broken`'s ending.
         """
-        if self._final is not None:
+        if self._ended:
             return b""
         events: list[dict[str, Any]] = []
         try:
@@ -44,21 +59,21 @@ class ResponsesRelay:
         return _encode(events)
 
     def end(self) -> bytes:
-        if self._final is not None:
+        if self._ended:
             return b""
         return _encode(self._close(self._translator.finish()))
 
     def broken(self, message: str) -> bytes:
-        if self._final is not None:
+        if self._ended:
             return b""
         return _encode(self._unsent + self._close(self._translator.fail(message)))
 
     def answer(self) -> dict[str, Any] | None:
-        """The final Responses object, once the stream has ended."""
-        return self._final
+        """The translated answer, once the stream has ended."""
+        return self._translator.result() if self._ended else None
 
     def _close(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        self._final = events[-1]["response"]
+        self._ended = True
         return events
 
 

@@ -1,0 +1,1 @@
+"""Serve the Anthropic Messages API on every worker: natively, or translated to Chat Completions."""

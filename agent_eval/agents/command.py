@@ -141,8 +141,8 @@ class CommandAgent:
         answer = await asyncio.to_thread(self._answer, finished, values["answer_file"])
         diff = await asyncio.to_thread(workdir_diff, space.workdir, sample.files or {})
         trajectory.program = ProgramRecord(
-            recorded, finished.exit_code, finished.signal, finished.stdout_tail,
-            finished.stderr_tail, finished.duration_s, source, diff,
+            recorded, finished.exit_code, finished.signal, shown(finished.stdout_tail, hidden),
+            shown(finished.stderr_tail, hidden), finished.duration_s, source, shown(diff, hidden),
         )  # fmt: skip
         failure = program_failure(finished, answer, recorded, options.memory_mb)
         trajectory.error = failure

@@ -94,7 +94,7 @@ def check_template(command: str | Sequence[str], option: str) -> None:
 
 
 def shown(command: str | Sequence[str], secrets: Sequence[str]) -> str:
-    """The command as a record keeps it: one line, every secret in it replaced."""
+    """The command (or a program's output) as a record keeps it: every secret in it replaced."""
     text = command if isinstance(command, str) else shlex.join(command)
     for secret in secrets:
         if secret and secret != NO_KEY:

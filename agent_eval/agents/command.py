@@ -9,7 +9,6 @@ writes; a check command run after it may score its working directory instead.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +33,6 @@ from agent_eval.agents.workdir import (
     inside,
     make_space,
     remove_space,
-    sample_json,
     workdir_diff,
 )
 from agent_eval.data import Sample
@@ -125,7 +123,7 @@ class CommandAgent:
         hidden = secrets(endpoint)
         recorded = shown(command, hidden)
         source = "stdout" if options.answer == "stdout" else options.answer_file
-        stdin = json.dumps(sample_json(sample)).encode() if options.stdin else None
+        stdin = space.sample_file if options.stdin else None
         limit = self._time_limit(ctx, sample)
         program = Program(command, space.workdir, env, limit, stdin, options.memory_mb)
         try:

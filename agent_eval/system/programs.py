@@ -3,20 +3,26 @@
 Its output is read as it comes and only the tails are kept, so a program that prints gigabytes
 neither blocks on a full pipe nor fills the harness's memory. Whatever way the run ends (exit,
 time limit, cancellation), the whole process group is stopped before this returns.
+
+The program is started by `subprocess.Popen`, which returns once it runs, and its end is
+awaited on a pidfd: under uvloop, in the harness, `asyncio.create_subprocess_exec` did not
+return until the program ended, and a cancellation there lost the running program.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import resource
+import os
 import signal
+import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from agent_eval.system.children import die_with_parent, stop_groups
+from agent_eval.system.children import signal_group
 
 TAIL_BYTES = 8192
 """How much of the end of stdout and of stderr is kept."""
@@ -34,7 +40,8 @@ class Program:
     cwd: Path
     env: Mapping[str, str]
     timeout_s: float
-    stdin: bytes | None = None
+    stdin: Path | None = None
+    """A file to read as stdin; None: stdin is empty."""
     memory_mb: int | None = None
 
 
@@ -73,24 +80,20 @@ async def run_program(program: Program) -> Finished:
         OSError: the program could not start (not found, not executable, no such directory).
     """
     started = time.monotonic()
-    process = await _start(program)
+    process = _start(program)
     out, err = Tail(), Tail()
-    readers = [_read_into(process.stdout, out), _read_into(process.stderr, err)]
-    tasks = [asyncio.ensure_future(reader) for reader in readers]
-    tasks.append(asyncio.ensure_future(_feed(process, program.stdin)))
-    timed_out = False
+    readers = [
+        asyncio.ensure_future(_read_into(process.stdout, out)),
+        asyncio.ensure_future(_read_into(process.stderr, err)),
+    ]
     try:
-        async with asyncio.timeout(program.timeout_s):
-            await process.wait()
-    except TimeoutError:
-        timed_out = True
+        code, timed_out = await _ended(process, program.timeout_s)
     finally:
-        await stop_groups([process], GRACE_S)
-        await _drain(tasks)
-    code = process.returncode
+        await _stop(process)
+        await _drain(readers)
     return Finished(
-        exit_code=code if code is not None and code >= 0 else None,
-        signal=signal.Signals(-code).name if code is not None and code < 0 else None,
+        exit_code=code if code >= 0 else None,
+        signal=signal.Signals(-code).name if code < 0 else None,
         stdout_tail=out.text(),
         stderr_tail=err.text(),
         duration_s=round(time.monotonic() - started, 6),
@@ -98,46 +101,95 @@ async def run_program(program: Program) -> Finished:
     )
 
 
-async def _start(program: Program) -> asyncio.subprocess.Process:
-    pipe = asyncio.subprocess.PIPE
-    stdin = pipe if program.stdin is not None else asyncio.subprocess.DEVNULL
+def _start(program: Program) -> subprocess.Popen[bytes]:
+    with contextlib.ExitStack() as files:
+        stdin: IO[bytes] | int = subprocess.DEVNULL
+        if program.stdin is not None:
+            stdin = files.enter_context(program.stdin.open("rb"))
+        return subprocess.Popen(
+            _argv(program), cwd=program.cwd, env=dict(program.env), stdin=stdin,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+
+
+def _argv(program: Program) -> list[str]:
+    """The program's argv, under a shell that sets its memory limit first when it has one.
+
+    The shell's `ulimit -v` (RLIMIT_AS, inherited by the program's own children), not a
+    preexec_fn: Python code run between fork and exec in a harness with threads can deadlock.
+    """
     command = program.command
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-    return await asyncio.create_subprocess_exec(
-        *argv, cwd=program.cwd, env=dict(program.env), stdin=stdin, stdout=pipe, stderr=pipe,
-        start_new_session=True, preexec_fn=_limits(program.memory_mb),
-    )  # fmt: skip
+    if program.memory_mb is None:
+        return argv
+    limit = 'ulimit -v "$0" && exec "$@"'
+    return ["/bin/sh", "-c", limit, str(program.memory_mb * 1024), *argv]
 
 
-def _limits(memory_mb: int | None) -> Callable[[], None]:
-    """What runs in the child before exec: die with the harness, and the address-space limit,
-    which its own children inherit."""
-
-    def apply() -> None:
-        die_with_parent()
-        if memory_mb is not None:
-            limit = memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
+async def _ended(process: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, bool]:
+    """The program's exit code once it ends, and False; or once its time is up, after it was
+    stopped, and True."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _exit_code(process), False
+    except TimeoutError:
+        await _stop(process)
+        return await _exit_code(process), True
 
 
-async def _read_into(stream: asyncio.StreamReader | None, tail: Tail) -> None:
-    if stream is None:
+async def _exit_code(process: subprocess.Popen[bytes]) -> int:
+    """Wait, without blocking the loop, for the process to end; reap it."""
+    if process.returncode is not None:
+        return process.returncode
+    loop = asyncio.get_running_loop()
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        ended: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(pidfd, _settle, ended)
+        try:
+            await ended
+        finally:
+            loop.remove_reader(pidfd)
+    finally:
+        os.close(pidfd)
+    return process.wait()  # it has ended: this only reaps it
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole group, SIGKILL it after GRACE_S, reap the leader; shielded, so a
+    cancellation cannot leave the group running."""
+    await asyncio.shield(_stop_group(process))
+
+
+async def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        if process.returncode is None:
+            signal_group(process.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(GRACE_S):
+                    await _exit_code(process)
+    finally:
+        # Whole group, every time: a child's own children must not outlive it.
+        signal_group(process.pid, signal.SIGKILL)
+        await _exit_code(process)
+
+
+async def _read_into(pipe: IO[bytes] | None, tail: Tail) -> None:
+    if pipe is None:
         return
-    while chunk := await stream.read(65536):
-        tail.add(chunk)
-
-
-async def _feed(process: asyncio.subprocess.Process, data: bytes | None) -> None:
-    """Write `data` to the program's stdin and close it; a program that does not read it is
-    not an error."""
-    if data is None or process.stdin is None:
-        return
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        process.stdin.write(data)
-        await process.stdin.drain()
-        process.stdin.close()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        while chunk := await reader.read(65536):
+            tail.add(chunk)
+    finally:
+        transport.close()
 
 
 async def _drain(tasks: Sequence[asyncio.Future[None]]) -> None:

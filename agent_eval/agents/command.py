@@ -49,20 +49,21 @@ _MARGIN_S = GRACE_S + 5.0
 
 
 class CommandOptions(BaseModel):
-    """The `command` runner's options (agent.options.*)."""
+    """The `command` runner's options (agent.options.*), checked; their defaults are
+    CommandAgent's, the one source a saved config reads them from."""
 
     model_config = ConfigDict(extra="forbid")
 
     cmd: str | list[str] = Field(min_length=1)
-    answer: Literal["stdout", "file"] = "stdout"
-    answer_file: str = Field("answer.txt", min_length=1)
-    timeout_s: float | None = Field(None, gt=0)
-    memory_mb: int | None = Field(None, ge=16)
-    env: dict[str, str] = {}
-    check: str | None = Field(None, min_length=1)
-    check_timeout_s: float = Field(60.0, gt=0)
-    keep_workdir: bool = False
-    stdin: bool = True
+    answer: Literal["stdout", "file"]
+    answer_file: str = Field(min_length=1)
+    timeout_s: float | None = Field(gt=0)
+    memory_mb: int | None = Field(ge=16)
+    env: dict[str, str]
+    check: str | None = Field(min_length=1)
+    check_timeout_s: float = Field(gt=0)
+    keep_workdir: bool
+    stdin: bool
 
 
 class CommandAgent:
@@ -82,9 +83,13 @@ class CommandAgent:
         stdin: bool = True,
     ) -> None:
         """Every option is checked here, template fields included: a mistake costs no launch."""
-        given = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        given = {
+            "cmd": cmd, "answer": answer, "answer_file": answer_file, "timeout_s": timeout_s,
+            "memory_mb": memory_mb, "env": env or {}, "check": check,
+            "check_timeout_s": check_timeout_s, "keep_workdir": keep_workdir, "stdin": stdin,
+        }  # fmt: skip
         try:
-            self.options = CommandOptions.model_validate({**given, "env": env or {}})
+            self.options = CommandOptions.model_validate(given)
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])

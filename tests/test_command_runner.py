@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -360,3 +362,33 @@ def test_mistakes_in_the_options_are_config_errors(options: dict, message: str) 
 def test_fields_are_shell_quoted_in_a_command_line() -> None:
     line = render("echo {question}", {"question": "$(rm -rf /); `x` 'y'"})
     assert shlex.split(str(line)) == ["echo", "$(rm -rf /); `x` 'y'"]
+
+
+async def test_a_command_not_found_says_so(tmp_path: Path) -> None:
+    trajectory = await play(cmd=["/nowhere/agent-xyz"])
+    assert trajectory.error is not None and "/nowhere/agent-xyz" in trajectory.error.message
+
+
+HARNESS = """import asyncio, json, sys
+from pathlib import Path
+from agent_eval.system.programs import Program, run_program
+program = Program(json.loads(sys.argv[1]), Path(sys.argv[2]), {"PATH": "/usr/bin:/bin"}, 300)
+asyncio.run(run_program(program))
+"""
+"""A harness that runs one program and is then killed outright."""
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is absent")
+async def test_a_program_dies_with_a_harness_killed_outright(tmp_path: Path) -> None:
+    """Only the program itself: its own children are stopped by the harness, as it ends."""
+    written = tmp_path / "pid"
+    body = "open(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(300)\n"
+    argv = [sys.executable, str(agent_script(tmp_path, body)), str(written)]
+    harness = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", HARNESS, json.dumps(argv), str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )  # fmt: skip
+    await eventually(lambda: written.exists() and written.read_text() != "", 30)
+    harness.kill()
+    await harness.wait()
+    await eventually(lambda: not running(int(written.read_text())), 10)

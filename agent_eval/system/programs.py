@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -113,17 +115,26 @@ def _start(program: Program) -> subprocess.Popen[bytes]:
 
 
 def _argv(program: Program) -> list[str]:
-    """The program's argv, under a shell that sets its memory limit first when it has one.
+    """The program's argv, under a shell that sets its memory limit first when it has one, and
+    under setpriv, where it is installed, so that it dies with the harness.
 
-    The shell's `ulimit -v` (RLIMIT_AS, inherited by the program's own children), not a
-    preexec_fn: Python code run between fork and exec in a harness with threads can deadlock.
+    The shell's `ulimit -v` (RLIMIT_AS, inherited by the program's own children) and setpriv's
+    parent-death signal, not a preexec_fn: Python code run between fork and exec in a harness
+    with threads can deadlock.
     """
     command = program.command
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-    if program.memory_mb is None:
-        return argv
-    limit = 'ulimit -v "$0" && exec "$@"'
-    return ["/bin/sh", "-c", limit, str(program.memory_mb * 1024), *argv]
+    if program.memory_mb is not None:
+        limit = 'ulimit -v "$0" && exec "$@"'
+        argv = ["/bin/sh", "-c", limit, str(program.memory_mb * 1024), *argv]
+    setpriv = _setpriv()
+    return argv if setpriv is None else [setpriv, "--pdeathsig", "TERM", *argv]
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's setpriv, which sets the parent-death signal and execs; None when absent."""
+    return shutil.which("setpriv")
 
 
 async def _ended(process: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, bool]:

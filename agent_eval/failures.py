@@ -39,11 +39,22 @@ KINDS: dict[str, FailureKind] = {
         FailureKind(
             "context_overflow", _MODEL, "the conversation outgrew the model's context (400)"
         ),
+        FailureKind(
+            "agent_error", _MODEL, "the agent program exited non-zero or was killed, no answer"
+        ),
+        FailureKind(
+            "limit_exceeded", _MODEL, "the agent went past its memory or the proxy's attempt limits"
+        ),
         FailureKind("no_healthy_worker", _INFRA, "the proxy had no worker to send a call to"),
         FailureKind("upstream_error", _INFRA, "a 5xx or 429 after the proxy's own retries"),
         FailureKind("request_rejected", _INFRA, "another 4xx: a setting or the harness is wrong"),
         FailureKind("connection_error", _INFRA, "the connection to the proxy failed or broke"),
-        FailureKind("timeout", _INFRA, "no answer from the server in time (a call or attempt)"),
+        FailureKind(
+            "timeout",
+            _INFRA,
+            "no answer from the server in time (a call or attempt); an agent program past its "
+            "own time limit is recorded as the model's",
+        ),
         FailureKind("scorer_timeout", _INFRA, "scoring the answer took longer than its limit"),
         FailureKind("scorer_error", _INFRA, "the reward function raised"),
         FailureKind("runner_error", _INFRA, "the agent runner raised: a bug in the harness"),

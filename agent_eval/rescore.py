@@ -205,11 +205,14 @@ async def _rescore_records(
 async def _rescored(
     scorer: RewardScorer, items: Mapping[str, Item], record: AttemptRecord
 ) -> AttemptRecord:
-    """The record with its outputs scored again; one stopped before any output is kept as is."""
+    """The record with its outputs scored again; one stopped before any output, or scored by
+    its check command (whose verdict no reward on the text can redo), is kept as is."""
     stored = record.trajectory
     final, turns = stored.get("final_output"), stored.get("turn_outputs") or []
     ended = stored.get("error")
     if ended is not None and final is None and all(output is None for output in turns):
+        return record
+    if (stored.get("program") or {}).get("check") is not None:
         return record
     scored = await score_attempt(scorer, items[record.sample_id], final, turns)
     # A stopped attempt keeps why it stopped; otherwise a scorer failure is its error.

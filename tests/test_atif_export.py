@@ -23,7 +23,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig, save_run_config
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
-from tests.helpers.programs import THOUGHT, program_record
+from tests.helpers.program_records import THOUGHT, program_record
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 SETTINGS = {
@@ -115,7 +115,10 @@ def said_as_recorded(document: dict[str, Any], record: AttemptRecord) -> None:
         record.sample_id, record.attempt, record.reward, record.answer,
     )  # fmt: skip
     assert ours["model_calls"] == len(trajectory["model_calls"])
-    rest = {key: trajectory[key] for key in ("final_output", "error", "replays", "turn_outputs")}
+    rest = {
+        key: trajectory[key]
+        for key in ("final_output", "error", "replays", "turn_outputs", "program")
+    }
     assert ours["trajectory"] == rest
 
 

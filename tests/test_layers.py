@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).parents[1] / "agent_eval"
 LAYERS: list[set[str]] = [
     {"errors", "shims"},
     {"settings", "registry", "allocation", "failures", "usage", "seeds", "system", "wire"},
-    {"data", "rewards", "agents", "backends", "proxy"},
+    {"data", "rewards"},
+    {"agents", "backends", "proxy"},
     {"perturb", "launch", "metrics"},
     {"results", "schedulers", "testing"},
     {"run"},

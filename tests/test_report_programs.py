@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_eval.report.programs import MAX_PROGRAMS
 from agent_eval.results.record import AttemptRecord
-from tests.helpers.programs import HOSTILE, program, program_record
+from tests.helpers.program_records import HOSTILE, program, program_record
 from tests.helpers.reports import Page, make_run, record, report
 
 

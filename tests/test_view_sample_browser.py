@@ -15,7 +15,7 @@ import pytest
 from agent_eval.agents import math_calculator, multi_turn_chat
 from tests.helpers.browser import BrowserPage
 from tests.helpers.cli_runs import agent_eval, finish
-from tests.helpers.programs import HOSTILE, STDERR, THOUGHT, program_record
+from tests.helpers.program_records import HOSTILE, STDERR, THOUGHT, program_record
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.view_runs import record, run_route, served, write_run
 from tests.helpers.view_samples import CRATES, answered, session_record, stopped_session

@@ -8,6 +8,7 @@ import json
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from openai import AsyncOpenAI
@@ -25,6 +26,7 @@ AGENTS: Registry[Callable[..., Any]] = Registry(
     {
         "math_calculator": "agent_eval.agents.math_calculator:MathCalculatorAgent",
         "multi_turn_chat": "agent_eval.agents.multi_turn_chat:MultiTurnChatAgent",
+        "command": "agent_eval.agents.command:CommandAgent",
     },
 )
 
@@ -53,6 +55,10 @@ class RunContext:
     seed: int
     sampling: Sampling = field(default_factory=Sampling)
     trajectory: Trajectory = field(default_factory=Trajectory)
+    time_limit: float | None = None
+    """Seconds the engine gives the attempt: a runner that runs a program stops it sooner."""
+    run_dir: Path | None = None
+    """The run's directory, where a runner may keep what an attempt leaves for debugging."""
 
 
 @runtime_checkable

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent_eval.failures import FailureClass, failure_class
+from agent_eval.rewards.check import CheckRecord
 
 
 @dataclass
@@ -79,6 +80,26 @@ class TrajectoryError:
 
 
 @dataclass
+class ProgramRecord:
+    """What an agent program run by the `command` runner did: how it ended and what it changed."""
+
+    command: str
+    """As run, keys redacted."""
+    exit_code: int | None
+    """None when a signal ended it, or it never started."""
+    signal: str | None
+    stdout_tail: str
+    stderr_tail: str
+    duration_s: float
+    answer_source: str
+    """Where its answer was read: "stdout", or the answer file's path in its working directory."""
+    diff: str = ""
+    """Its working directory's changes as a unified diff (text files; binary ones named)."""
+    check: CheckRecord | None = None
+    """The check command run after it, when there was one: its verdict is the attempt's score."""
+
+
+@dataclass
 class Trajectory:
     """JSON-ready record of one attempt; `final_output` is None when it failed."""
 
@@ -94,6 +115,8 @@ class Trajectory:
     setups: list[ModelSetup] = field(default_factory=list)
     """Each distinct system prompt and tool set the model calls were given, once: most attempts
     give every call the same, and a prompt with its tool schemas runs to kilobytes."""
+    program: ProgramRecord | None = None
+    """The agent program's own record, for a runner that runs one (`command`); None otherwise."""
 
     @property
     def prompt_tokens(self) -> int:

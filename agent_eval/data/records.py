@@ -33,6 +33,10 @@ class Sample:
     """The perturbation that made this variant: numbers, names, distractor, or a plug-in's."""
     origin: Origin | None = field(default=None, compare=False)
     """The row it was read from (a variant's is its original's); None when built in code."""
+    files: dict[str, str] | None = None
+    """Files (relative path: text) an agent program's working directory starts with."""
+    check: str | None = None
+    """The row's own check command: its verdict scores the attempt in place of `answer`."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ a GSM8K answer without its `####` final answer) does not fit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -63,7 +64,20 @@ def _not_blank(text: str) -> str:
     return text
 
 
+def _inside(path: str) -> str:
+    """Refuse a file name that could leave the working directory it is written into."""
+    parts = PurePosixPath(path).parts
+    if not parts or path.startswith("/") or "\\" in path or "\0" in path or ".." in parts:
+        raise PydanticCustomError(
+            "unsafe_path",
+            "is not a relative path inside the working directory (no leading '/', no '..', "
+            "no backslash)",
+        )
+    return path
+
+
 Text = Annotated[str, BeforeValidator(_scalar_text)]
+RelativePath = Annotated[str, AfterValidator(_inside)]
 Filled = Annotated[str, AfterValidator(_not_blank)]
 FilledText = Annotated[Text, AfterValidator(_not_blank)]
 
@@ -78,14 +92,17 @@ class MessageRow(BaseModel):
 
 
 class QARow(BaseModel):
-    """A single-turn row: `question` or `messages`, and `answer`; other fields go to metadata."""
+    """A single-turn row: `question` or `messages`, and `answer` (or its own `check` command);
+    `files` to copy into an agent program's working directory; other fields go to metadata."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
     id: Text | None = None
     question: Filled | None = None
     messages: list[MessageRow] | None = Field(default=None, min_length=1)
-    answer: FilledText
+    answer: FilledText | None = None
+    files: dict[RelativePath, str] | None = None
+    check: Filled | None = None
     metadata: dict[str, Any] = {}
 
     @model_validator(mode="after")
@@ -95,6 +112,11 @@ class QARow(BaseModel):
                 "prompt_missing",
                 "field 'question' is missing (a row needs 'question' or 'messages')",
             )
+        if self.answer is None and self.check is None:
+            raise PydanticCustomError(
+                "answer_missing",
+                "field 'answer' is missing (a row needs it unless it carries its own 'check')",
+            )
         return self
 
 
@@ -103,8 +125,8 @@ class GSM8KRow(QARow):
 
     @field_validator("answer")
     @classmethod
-    def _has_final_answer(cls, answer: str) -> str:
-        if "####" not in answer:
+    def _has_final_answer(cls, answer: str | None) -> str | None:
+        if answer is not None and "####" not in answer:
             raise PydanticCustomError(
                 "no_final_answer",
                 "has no '####': a GSM8K answer ends with '#### <final answer>', which is the "
@@ -175,6 +197,8 @@ def _to_sample(row: RawRow, model: type[QARow], dataset: str) -> Sample:
         messages=[m.model_dump(exclude_unset=True) for m in parsed.messages or []] or None,
         metadata={**(parsed.model_extra or {}), **parsed.metadata},
         origin=row.origin,
+        files=parsed.files,
+        check=parsed.check,
     )
 
 

@@ -8,7 +8,8 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from openai import AsyncOpenAI
@@ -23,7 +24,7 @@ from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
-from agent_eval.run.scoring import Scored, score_attempt
+from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
 
@@ -47,6 +48,8 @@ class EngineConfig:
     ks: tuple[int, ...]
     seed_scope: SeedScope
     """What `seed` fixes on the run's backend, for summary.json to say."""
+    run_dir: Path | None
+    """Where runners may keep what an attempt leaves for debugging; None: nowhere."""
 
 
 @dataclass
@@ -191,21 +194,33 @@ class Engine:
         return attempt_record(item, attempt, seed, session_id, trajectory, scored, latency)
 
     async def _score(self, item: Item, trajectory: Trajectory) -> Scored:
-        """The attempt's outputs scored, again while the scorer itself fails (its pool restarts),
-        as often as an attempt may be replayed."""
+        """The attempt scored; a scorer's failure is its error when it has none of its own."""
+        scored = await self._reward(item, trajectory)
+        if scored.failure is not None and trajectory.error is None:
+            trajectory.error = scored.failure
+        return scored
+
+    async def _reward(self, item: Item, trajectory: Trajectory) -> Scored:
+        """The check command's verdict when the runner ran one, else the reward's, again while the
+        scorer itself fails (its pool restarts), as often as an attempt may be replayed."""
+        program = trajectory.program
+        if program is not None and program.check is not None:
+            return checked(asdict(program.check), trajectory.final_output)
         outputs = trajectory.final_output, trajectory.turn_outputs
         for _ in range(self.config.replays + 1):
             scored = await score_attempt(self.scorer, item, *outputs)
             if scored.failure is None:
                 return scored
-        if trajectory.error is None:
-            trajectory.error = scored.failure
         return scored
 
     async def _play(self, item: Item, session_id: str, seed: int) -> tuple[Trajectory, float]:
         """One play of an attempt: its trajectory, stopped where it failed, and its seconds."""
         client = self.client.with_options(default_headers={SESSION_HEADER: session_id})
-        ctx = RunContext(client, self.config.model, session_id, seed, self.config.sampling)
+        config = self.config
+        ctx = RunContext(
+            client, config.model, session_id, seed, config.sampling,
+            time_limit=config.attempt_timeout, run_dir=config.run_dir,
+        )  # fmt: skip
         started = time.monotonic()
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that

@@ -45,6 +45,7 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
         sampling=config.sampling,
         ks=config.eval.k_values(),
         seed_scope=config.seed_scope(),
+        run_dir=config.output.dir,
     )
 
 

@@ -1,60 +1,43 @@
-"""Attempts of the command runner: records whose trajectory carries the program it ran, its
-calls recorded by the proxy in the Anthropic Messages shape."""
+"""Agent programs for the `command` runner's tests: small Python scripts written into tmp_path."""
 
 from __future__ import annotations
 
-from typing import Any
+import shlex
+import sys
+from pathlib import Path
 
-from tests.helpers.view_runs import record
+from openai import AsyncOpenAI
 
-HOSTILE = "<script>document.title='owned'</script>"
-"""Output a program may print; a page shows it as text, never runs it."""
-DIFF = (
-    "--- a/hello.py\n+++ b/hello.py\n@@ -1,2 +1,2 @@\n def hello():\n"
-    "-    return 'hi'\n+    return 'hello, world'\n"
-)
-THOUGHT = "16 bottles a crate, 3 crates: multiply."
-STDERR = f"warning: {HOSTILE}\nTraceback (most recent call last):\nValueError: almost\n"
+from agent_eval.agents import RunContext
+
+KEY = "sk-attempt-secret-1234"
+"""The proxy key the test contexts carry: no record or log may show it."""
 
 
-def program(exit_code: int | None = 1, signal: str | None = None) -> dict[str, Any]:
-    """A program's record as the command runner writes it: a failing run with a check."""
-    return {
-        "command": "python agent.py --task {id}",
-        "exit_code": exit_code,
-        "signal": signal,
-        "stdout_tail": f"working...\n{HOSTILE}\n48\n",
-        "stderr_tail": STDERR,
-        "duration_s": 2.5,
-        "answer_source": "stdout",
-        "diff": DIFF,
-        "check": {
-            "command": "pytest -q",
-            "exit_code": 1,
-            "score": 0.0,
-            "stdout_tail": "1 failed",
-            "stderr_tail": "",
-        },
-    }
+def agent_script(folder: Path, body: str, name: str = "agent.py") -> Path:
+    """A Python program with `body` as its text, written into `folder`."""
+    path = folder / name
+    path.write_text("import json, os, sys, time, signal, subprocess\n" + body)
+    return path
 
 
-def program_record(sample: str, attempt: int, **ran: Any) -> dict[str, Any]:
-    """An attempt of the command runner: an Anthropic tool loop as the proxy recorded it, on
-    two workers, and the program it ran."""
-    line = record(sample, attempt, correct=False)
-    use = {"type": "tool_use", "id": "tu_1", "name": "multiply", "input": {"a": 16, "b": 3}}
-    thought = {"type": "thinking", "thinking": THOUGHT, "signature": "sig"}
-    result = {"type": "tool_result", "tool_use_id": "tu_1", "content": "48.0"}
-    line["trajectory"].update(
-        messages=[
-            {"role": "user", "content": "A crate holds 16 bottles. How many in 3 crates?"},
-            {
-                "role": "assistant",
-                "content": [thought, {"type": "text", "text": "Let me multiply."}, use],
-            },
-            {"role": "user", "content": [result]},
-            {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "48"}]},
-        ],
-        program=program(**ran),
-    )
-    return line
+def python_command(script: Path, *args: str) -> str:
+    """A shell command line that runs `script` with this interpreter."""
+    return shlex.join([sys.executable, str(script)]) + "".join(f" {arg}" for arg in args)
+
+
+def context(
+    session_id: str = "s1-0", time_limit: float | None = 60, run_dir: Path | None = None
+) -> RunContext:
+    """A run context whose client names a proxy (which these programs never call) and KEY."""
+    client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY)
+    return RunContext(client, "mock-model", session_id, 1, time_limit=time_limit, run_dir=run_dir)
+
+
+def running(pid: int) -> bool:
+    """Whether a process runs (a zombie waiting for its parent to reap it does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

@@ -257,8 +257,9 @@ class Forwarder:
         if translation is not None:
             relay = translation.relay(*limits)
         else:
-            # A Responses answer is followed to be stored.
-            follow = self._recorder is not None or is_responses(exchange)
+            # A Responses answer is followed to be stored, a recorded one to be recorded.
+            recorded = self._recorder is not None or exchange.call is not None
+            follow = recorded or is_responses(exchange)
             ending = stream_ending(exchange)
             relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
         metrics = self._metrics
@@ -290,7 +291,7 @@ class Forwarder:
                 message = f"worker {worker.url} sent a malformed answer: {exc}"
                 return self._finish(exchange, error_response(502, "upstream_error", message), None)
             body = orjson.dumps(answer)
-        elif status == 200 or self._recorder is not None:
+        elif status == 200 or self._recorder is not None or exchange.call is not None:
             answer = _json_or_none(body)  # an answer's usage is counted, its worker's cache hits
         if status == 200:
             self._metrics.count_usage(worker.url, answer)
@@ -361,6 +362,8 @@ class Forwarder:
         self._metrics.latency.labels(route).observe(elapsed)
         if self._recorder is not None:
             self._record(self._recorder, exchange, response, worker, answer, elapsed)
+        if exchange.call is not None:
+            exchange.call.finish(response, worker.url if worker else None, answer)
         return Forwarded(response, worker, translated, answer)
 
     def _record(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -12,6 +13,9 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from agent_eval.proxy.capture import routes as capture_routes
+from agent_eval.proxy.capture.routes import ATTEMPT_PREFIX, ATTEMPTS
+from agent_eval.proxy.capture.store import AttemptStore
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.errors import (
     admin_unauthorized,
@@ -37,8 +41,9 @@ from agent_eval.proxy.responses.errors import RequestRefused
 from agent_eval.proxy.responses.route import ResponsesRoute
 from agent_eval.proxy.responses.store import ResponseStore
 from agent_eval.proxy.server import admin, response_routes
-from agent_eval.proxy.server.auth import bearer_matches, secret_bytes
+from agent_eval.proxy.server.auth import bearer_matches, secret_bytes, sent_attempt_key
 from agent_eval.proxy.server.keys import (
+    CALL,
     CONFIG,
     FORWARDER,
     HEALTH,
@@ -58,8 +63,9 @@ from agent_eval.wire import SESSION_HEADER
 log = logging.getLogger(__name__)
 
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
-PROTECTED_PREFIXES = ("/v1/", "/workers")
+PROTECTED_PREFIXES = ("/v1/", "/workers", "/a/", "/attempts")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_KEYED_PATH = re.compile(r"^/a/[^/]*/?")
 
 
 def build_app(config: ProxyConfig) -> web.Application:
@@ -76,13 +82,17 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[RESPONSES] = ResponsesRoute(store)
     app[NESTING] = NestingBound()
     app.cleanup_ctx.append(_upstream)
-    for route in GENERATION_ROUTES:
-        app.router.add_post(route, generate, expect_handler=_expect)
-    app.router.add_get("/v1/models", models)
+    app[ATTEMPTS] = AttemptStore(config.capture)
+    # Each route again under /a/KEY, for clients that can set a base URL but no key.
+    for prefix in ("", ATTEMPT_PREFIX):
+        for route in GENERATION_ROUTES:
+            app.router.add_post(prefix + route, generate, expect_handler=_expect)
+        app.router.add_get(prefix + "/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/readiness", readiness)
     app.router.add_get("/metrics", metrics)
     admin.add_routes(app)
+    capture_routes.add_routes(app)
     response_routes.add_routes(app)
     return app
 
@@ -128,37 +138,66 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
 def _guard(config: ProxyConfig) -> Middleware:
     """Checks keys and turns routing misses and surprises into OpenAI-style errors."""
     key, token = secret_bytes(config.api_key), secret_bytes(config.admin_token)
-    limit = config.max_body_bytes
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.match_info.handler in admin.CHANGES:
-            # Changing workers takes the admin token, whatever key clients use.
+        called = request.match_info.handler
+        if called in ADMIN_HANDLERS:
+            # Changing workers and attempts takes the admin token, whatever key clients use.
             if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
                 return admin_unauthorized()
+        elif called in ATTEMPT_HANDLERS and (
+            sent := sent_attempt_key(request.headers, request.match_info.get("key"))
+        ):
+            return await _attributed(request, handler, sent)
         elif (
             key is not None
             and request.path.startswith(PROTECTED_PREFIXES)
             and not bearer_matches(request.headers.get("Authorization", ""), key)
         ):
             return unauthorized()
-        try:
-            return await handler(request)
-        except web.HTTPRequestEntityTooLarge:
-            return body_too_large(limit)
-        except web.HTTPNotFound:
-            return not_found(request.path)
-        except web.HTTPMethodNotAllowed as exc:
-            return method_not_allowed(request.method, request.path, sorted(exc.allowed_methods))
-        except web.HTTPException:
-            raise
-        except Exception:
-            log.exception("unexpected error on %s %s", request.method, request.path)
-            return error_response(
-                500, "proxy_error", "the proxy failed on this request; see its log"
-            )
+        return await _handled(request, handler, config.max_body_bytes)
 
     return guard
+
+
+async def _attributed(request: web.Request, handler: Handler, key: str) -> web.StreamResponse:
+    """A request sent with an attempt key: let in by the key alone, and for a generation
+    route recorded as its attempt's call."""
+    store, limit = request.app[ATTEMPTS], request.app[CONFIG].max_body_bytes
+    if request.match_info.handler is models:
+        attempt = store.usable(key)
+        if isinstance(attempt, web.Response):
+            return attempt
+        return await _handled(request, handler, limit)
+    call = store.admit(key)
+    if isinstance(call, web.Response):
+        return call
+    request[CALL] = call
+    response: web.StreamResponse | None = None
+    try:
+        response = await _handled(request, handler, limit)
+        return response
+    finally:
+        call.abandon(response)  # recorded already, unless it ended before the forwarder
+
+
+async def _handled(request: web.Request, handler: Handler, limit: int) -> web.StreamResponse:
+    """The handler's answer; routing misses and surprises as OpenAI-style errors."""
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        return body_too_large(limit)
+    except web.HTTPNotFound:
+        return not_found(shown_path(request.path))
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = sorted(exc.allowed_methods)
+        return method_not_allowed(request.method, shown_path(request.path), allowed)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("unexpected error on %s %s", request.method, shown_path(request.path))
+        return error_response(500, "proxy_error", "the proxy failed on this request; see its log")
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
@@ -180,14 +219,22 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return invalid_json(f"got a JSON {type(payload).__name__}")
     if request.app[NESTING].exceeded(payload):
         return nesting_too_deep(MAX_NESTING)
+    call = request.get(CALL)
+    if call is None:
+        route = request.path
+        session = session_key(request.headers.get(SESSION_HEADER) or _text(payload.get("user")))
+    else:
+        # The attempt is the session: its calls stay on one worker, whatever the client sends.
+        route, session = _unprefixed(request), call.attempt.session
+        call.sent(route, payload)
     info = RequestInfo(
-        route=request.path,
+        route=route,
         model=_text(payload.get("model")),
-        session_key=session_key(request.headers.get(SESSION_HEADER) or _text(payload.get("user"))),
+        session_key=session,
         stream=payload.get("stream") is True,
         payload=payload,
     )
-    exchange = Exchange(request, body, payload, info, started)
+    exchange = Exchange(request, body, payload, info, started, call=call)
     if is_responses(exchange):
         return await _respond(request, exchange)
     forwarded = await request.app[FORWARDER].forward(exchange)
@@ -217,6 +264,12 @@ async def models(request: web.Request) -> web.Response:
         {"id": m, "object": "model", "created": 0, "owned_by": "agent-eval"} for m in pool.models()
     ]
     return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+
+ADMIN_HANDLERS = admin.CHANGES | capture_routes.ADMIN
+"""The handlers that take the admin token."""
+ATTEMPT_HANDLERS = frozenset({generate, models})
+"""The handlers an attempt key opens."""
 
 
 async def health(request: web.Request) -> web.Response:
@@ -256,6 +309,16 @@ async def _read_slow_body(request: web.Request) -> bytes | None:
             return await request.read()
     except TimeoutError:
         return None
+
+
+def _unprefixed(request: web.Request) -> str:
+    """The route a request under /a/KEY/ reached, without the key: as metrics label it."""
+    return request.path[request.path.index("/v1/") :]
+
+
+def shown_path(path: str) -> str:
+    """A path as it may be logged or echoed: an attempt key in it masked."""
+    return _KEYED_PATH.sub("/a/KEY/", path)
 
 
 def _text(value: object) -> str | None:

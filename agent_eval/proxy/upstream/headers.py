@@ -10,8 +10,8 @@ from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
-# bytes would make every worker fail the request. Client keys never reach a worker: the proxy
-# sends its own worker key.
+# bytes would make every worker fail the request. Client keys never reach a worker, nor
+# attempt keys (Anthropic clients send them as x-api-key): the proxy sends its own worker key.
 _DROPPED_REQUEST_HEADERS = frozenset(
     {
         "host",
@@ -28,6 +28,7 @@ _DROPPED_REQUEST_HEADERS = frozenset(
         "upgrade",
         "expect",
         "accept-encoding",
+        "x-api-key",
     }
 )
 

@@ -1,0 +1,160 @@
+"""One call of an attempt through the proxy, and the entry its record keeps of it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from agent_eval.usage import reported_tokens
+from agent_eval.wire import RETRIES_HEADER
+
+if TYPE_CHECKING:
+    from agent_eval.proxy.capture.store import Attempt, AttemptStore
+
+# Whose fault a failed call is, by the proxy's error code; any other failure is the client's.
+WORKER_FAULTS = frozenset(
+    {
+        "upstream_error",
+        "worker_unreachable",
+        "upstream_disconnected",
+        "worker_busy",
+        "upstream_timeout",
+        "upstream_response_too_large",
+        "stream_interrupted",
+    }
+)
+PROXY_FAULTS = frozenset(
+    {"no_healthy_worker", "proxy_overloaded", "proxy_out_of_resources", "proxy_error"}
+)
+_CLIENT_LEFT = {"code": "client_closed_request", "message": "the client left", "fault": "client"}
+CLIENT_CLOSED = 499
+"""The status of a call whose client left before its answer ended (nginx's word for it)."""
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """A request of an attempt in flight; what the forwarder learns of it, until it ends."""
+
+    store: AttemptStore
+    attempt: Attempt
+    index: int
+    started: float
+    route: str = ""
+    request: dict[str, Any] | None = None
+    stream: bool = False
+    first_byte: float | None = None
+    """Seconds from the start to a streamed answer's first bytes."""
+    broken: str | None = None
+    """Why a stream that had started broke off, when it did."""
+    done: bool = False
+
+    def sent(self, route: str, request: dict[str, Any]) -> None:
+        """Note the request as the client sent it."""
+        self.route, self.request = route, request
+        self.stream = request.get("stream") is True
+
+    def finish(
+        self,
+        response: web.StreamResponse,
+        worker: str | None,
+        answer: dict[str, Any] | None,
+    ) -> None:
+        """Record the call with the answer the client got (a stream's, as assembled)."""
+        if self.done:
+            return
+        self.done = True
+        entry = self._entry(response.status, worker, answer, _retries(response))
+        entry["error"] = self._error(response)
+        self.store.record(self, entry, _tokens(answer))
+
+    def abandon(self, response: web.StreamResponse | None) -> None:
+        """Record a call that ended before the forwarder did: refused early, or its client left."""
+        if self.done:
+            return
+        self.done = True
+        status = response.status if response is not None else CLIENT_CLOSED
+        entry = self._entry(status, None, None, 0)
+        entry["error"] = self._error(response) if response is not None else _CLIENT_LEFT
+        self.store.record(self, entry, 0)
+
+    def _entry(
+        self, status: int, worker: str | None, answer: dict[str, Any] | None, retries: int
+    ) -> dict[str, Any]:
+        usage = answer.get("usage") if answer is not None else None
+        reported = reported_tokens(usage)
+        return {
+            "index": self.index,
+            "route": self.route,
+            "stream": self.stream,
+            "status": status,
+            "worker": worker,
+            "latency_s": round(time.monotonic() - self.started, 6),
+            "ttft_s": None if self.first_byte is None else round(self.first_byte, 6),
+            "retries": retries,
+            "prompt_tokens": reported[0] if reported else 0,
+            "completion_tokens": _completion(usage),
+            "cached_tokens": reported[1] if reported else None,
+            "request": self.request,
+            "response": answer,
+        }
+
+    def _error(self, response: web.StreamResponse) -> dict[str, Any] | None:
+        if self.broken is not None:
+            return {"code": "stream_interrupted", "message": self.broken, "fault": "worker"}
+        if response.status < 400:
+            return None
+        code, message = _error_fields(getattr(response, "body", None))
+        return {"code": code, "message": message, "fault": fault(response.status, code)}
+
+
+def fault(status: int, code: str | None) -> str:
+    """Whose fault a failed call is: the worker's, the proxy's or the client's."""
+    if code in PROXY_FAULTS:
+        return "proxy"
+    if code in WORKER_FAULTS or status >= 500:
+        return "worker"
+    return "client"
+
+
+def entry_bytes(entry: dict[str, Any]) -> bytes:
+    """The entry as its record keeps it; an answer too deep to write is kept as null (the
+    client had it as it was)."""
+    try:
+        return orjson.dumps(entry)
+    except orjson.JSONEncodeError:
+        return orjson.dumps({**entry, "response": None})
+
+
+def _error_fields(body: object) -> tuple[str | None, str]:
+    """The code and message of an OpenAI-shaped error body."""
+    try:
+        error = orjson.loads(body)["error"] if isinstance(body, bytes) else None
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        error = None
+    if not isinstance(error, dict):
+        return None, ""
+    code, message = error.get("code"), error.get("message")
+    return (code if isinstance(code, str) else None), (message if isinstance(message, str) else "")
+
+
+def _retries(response: web.StreamResponse) -> int:
+    told = response.headers.get(RETRIES_HEADER, "")
+    return int(told) if told.isdigit() else 0
+
+
+def _completion(usage: Any) -> int:
+    if not isinstance(usage, dict):
+        return 0
+    value = usage.get("completion_tokens", usage.get("output_tokens"))
+    return value if type(value) is int and value >= 0 else 0
+
+
+def _tokens(answer: dict[str, Any] | None) -> int:
+    """The tokens a call used, as its answer's usage says: what max_tokens counts."""
+    usage = answer.get("usage") if answer is not None else None
+    reported = reported_tokens(usage)
+    return (reported[0] if reported else 0) + _completion(usage)

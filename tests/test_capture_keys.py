@@ -84,8 +84,9 @@ async def test_limits_refuse_calls_and_the_record_says_so(
 ) -> None:
     base_url = await start_proxy(await start_workers(1), admin_token=ADMIN_TOKEN)
     async with attempt_client(base_url) as attempts:
-        calls, tokens = await attempts.open("calls", max_calls=2), await attempts.open(
-            "tokens", max_tokens=1
+        calls, tokens = (
+            await attempts.open("calls", max_calls=2),
+            await attempts.open("tokens", max_tokens=1),
         )
         client = make_client(base_url, api_key=calls.key)
         await _chat(client)
@@ -108,9 +109,7 @@ async def test_a_record_is_bounded_in_bytes(
     start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
     capture = {"max_record_bytes": 1024}
-    base_url = await start_proxy(
-        await start_workers(1), admin_token=ADMIN_TOKEN, capture=capture
-    )
+    base_url = await start_proxy(await start_workers(1), admin_token=ADMIN_TOKEN, capture=capture)
     async with attempt_client(base_url) as attempts:
         opened = await attempts.open("big")
         client = make_client(opened.attempt_base_url)
@@ -155,7 +154,7 @@ async def test_the_client_key_still_guards_all_but_what_an_attempt_key_opens(
         bearer = {"Authorization": f"Bearer {opened.key}"}
         for method, path in (("GET", "/workers"), ("GET", f"/attempts/{opened.key}"),
                              ("POST", "/attempts"), ("GET", "/v1/responses/resp_1")):  # fmt: skip
-            status, body = await raw(method, root + path, b"{}", bearer)
+            status, _ = await raw(method, root + path, b"{}", bearer)
             assert status == 401, f"an attempt key opened {method} {path}"
         with pytest.raises(AuthenticationError):
             await _chat(make_client(base_url, api_key="wrong"))
@@ -190,13 +189,14 @@ async def test_keys_are_never_shown(
             metrics = await response.text()
         record = await attempts.end(opened.key)
     assert len(record["calls"]) == 2
-    files = list(tmp_path.iterdir())
+    files = await asyncio.to_thread(lambda: list(tmp_path.iterdir()))
     assert [f.name for f in files] == ["secret-label.jsonl"]
     # The proxy's logs and aiohttp's; the test's own clients log the URLs they call.
     logged = "\n".join(
         r.getMessage() for r in caplog.records if r.name.startswith(("agent_eval", "aiohttp"))
     )
-    shown = [logged, orjson.dumps(workers).decode(), metrics, files[0].read_text()]
+    kept = await asyncio.to_thread(files[0].read_text)
+    shown = [logged, orjson.dumps(workers).decode(), metrics, kept]
     shown.append(orjson.dumps(record).decode())
     for text in shown:
         assert opened.key not in text

@@ -15,7 +15,7 @@ from agent_eval.wire import RETRIES_HEADER
 if TYPE_CHECKING:
     from agent_eval.proxy.capture.store import Attempt, AttemptStore
 
-# Whose fault a failed call is, by the proxy's error code; any other failure is the client's.
+# The proxy's codes for failures of a worker's, and of its own; a 4xx is the client's fault.
 WORKER_FAULTS = frozenset(
     {
         "upstream_error",
@@ -24,7 +24,6 @@ WORKER_FAULTS = frozenset(
         "worker_busy",
         "upstream_timeout",
         "upstream_response_too_large",
-        "stream_interrupted",
     }
 )
 PROXY_FAULTS = frozenset(
@@ -115,9 +114,9 @@ def fault(status: int, code: str | None) -> str:
     """Whose fault a failed call is: the worker's, the proxy's or the client's."""
     if code in PROXY_FAULTS:
         return "proxy"
-    if code in WORKER_FAULTS or status >= 500:
+    if status >= 500 or (status == 429 and code in WORKER_FAULTS):
         return "worker"
-    return "client"
+    return "client"  # a 4xx, the worker's passed on too: the request was at fault
 
 
 def entry_bytes(entry: dict[str, Any]) -> bytes:

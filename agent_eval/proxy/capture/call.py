@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from aiohttp import web
 
+from agent_eval.proxy.capture.attempt import Attempt
 from agent_eval.usage import reported_tokens
 from agent_eval.wire import RETRIES_HEADER
 
-if TYPE_CHECKING:
-    from agent_eval.proxy.capture.store import Attempt, AttemptStore
+Recording = Callable[["Call", dict[str, Any], int], None]
+"""Where a finished call goes: its entry and the tokens it used (the store's `record`)."""
 
 # The proxy's codes for failures of a worker's, and of its own; a 4xx is the client's fault.
 WORKER_FAULTS = frozenset(
@@ -38,7 +40,7 @@ CLIENT_CLOSED = 499
 class Call:
     """A request of an attempt in flight; what the forwarder learns of it, until it ends."""
 
-    store: AttemptStore
+    recording: Recording
     attempt: Attempt
     index: int
     started: float
@@ -68,7 +70,7 @@ class Call:
         self.done = True
         entry = self._entry(response.status, worker, answer, _retries(response))
         entry["error"] = self._error(response)
-        self.store.record(self, entry, _tokens(answer))
+        self.recording(self, entry, _tokens(answer))
 
     def abandon(self, response: web.StreamResponse | None) -> None:
         """Record a call that ended before the forwarder did: refused early, or its client left."""
@@ -78,7 +80,7 @@ class Call:
         status = response.status if response is not None else CLIENT_CLOSED
         entry = self._entry(status, None, None, 0)
         entry["error"] = self._error(response) if response is not None else _CLIENT_LEFT
-        self.store.record(self, entry, 0)
+        self.recording(self, entry, 0)
 
     def _entry(
         self, status: int, worker: str | None, answer: dict[str, Any] | None, retries: int

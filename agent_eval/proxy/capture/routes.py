@@ -8,7 +8,8 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agent_eval.proxy.capture.store import AttemptLimits, AttemptStore
+from agent_eval.proxy.capture.attempt import AttemptLimits
+from agent_eval.proxy.capture.store import AttemptStore
 from agent_eval.proxy.errors import error_response, invalid_json, too_many_attempts, unknown_attempt
 
 ATTEMPTS = web.AppKey("attempts", AttemptStore)

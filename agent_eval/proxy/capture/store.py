@@ -13,12 +13,11 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from aiohttp import web
 
+from agent_eval.proxy.capture.attempt import Attempt, AttemptLimits
 from agent_eval.proxy.capture.call import Call, entry_bytes
 from agent_eval.proxy.capture.settings import CaptureConfig
 from agent_eval.proxy.errors import attempt_closed, attempt_limit_exceeded
@@ -26,55 +25,6 @@ from agent_eval.proxy.policies import session_key
 from agent_eval.proxy.server.auth import ATTEMPT_KEY_PREFIX
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AttemptLimits:
-    """What one attempt may use; None: no limit."""
-
-    max_calls: int | None = None
-    max_tokens: int | None = None
-
-
-@dataclass(eq=False)
-class Attempt:
-    """One attempt's key state and record: its calls, entries kept as bytes in call order."""
-
-    label: str
-    name: str
-    """A short, non-secret label of the key, for logs."""
-    session: str | None
-    expires: float
-    expires_at: float
-    limits: AttemptLimits
-    entries: list[tuple[int, bytes]] = field(default_factory=list)
-    bytes: int = 0
-    calls: int = 0
-    tokens: int = 0
-    in_flight: int = 0
-    refused: int = 0
-    limit_exceeded: str | None = None
-    ended: bool = False
-    closed: bool = False
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def state(self, now: float) -> str:
-        if self.ended:
-            return "ended"
-        return "expired" if now >= self.expires else "open"
-
-    def record(self, unfinished: int = 0) -> bytes:
-        """The record as JSON: the attempt, its state, its calls in the order they started."""
-        head = {
-            "attempt": self.label,
-            "state": self.state(time.monotonic()),
-            "limit_exceeded": self.limit_exceeded,
-            "refused_calls": self.refused,
-            "in_flight": self.in_flight,
-            "unfinished": unfinished,
-        }
-        calls = b",".join(entry for _, entry in sorted(self.entries, key=lambda e: e[0]))
-        return orjson.dumps(head)[:-1] + b',"calls":[' + calls + b"]}"
 
 
 def key_digest(key: str) -> bytes:
@@ -89,7 +39,8 @@ class AttemptStore:
         self._open: dict[bytes, Attempt] = {}
         self._closed: OrderedDict[bytes, str] = OrderedDict()
         """Keys ended or expired and dropped, and which: a late call is told why (bounded)."""
-        self.bytes = 0
+        self.size = 0
+        """Bytes of every open record."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -141,7 +92,7 @@ class AttemptStore:
         attempt.calls += 1
         attempt.in_flight += 1
         attempt.idle.clear()
-        return Call(self, attempt, attempt.calls - 1, time.monotonic())
+        return Call(self.record, attempt, attempt.calls - 1, time.monotonic())
 
     def record(self, call: Call, entry: dict[str, Any], tokens: int) -> None:
         """Keep a finished call in its attempt's record, unless the record was taken."""
@@ -150,8 +101,8 @@ class AttemptStore:
         if not attempt.closed:
             data = entry_bytes(entry)
             attempt.entries.append((call.index, data))
-            attempt.bytes += len(data)
-            self.bytes += len(data)
+            attempt.size += len(data)
+            self.size += len(data)
         attempt.in_flight -= 1
         if attempt.in_flight == 0:
             attempt.idle.set()
@@ -182,9 +133,9 @@ class AttemptStore:
             return "max_calls"
         if limits.max_tokens is not None and attempt.tokens >= limits.max_tokens:
             return "max_tokens"
-        if attempt.bytes >= config.max_record_bytes:
+        if attempt.size >= config.max_record_bytes:
             return "max_record_bytes"
-        if self.bytes >= config.max_total_bytes:
+        if self.size >= config.max_total_bytes:
             return "max_total_bytes"
         return None
 
@@ -199,7 +150,7 @@ class AttemptStore:
 
     def _drop(self, digest: bytes, attempt: Attempt, why: str) -> None:
         attempt.closed = True
-        self.bytes -= attempt.bytes
+        self.size -= attempt.size
         attempt.entries.clear()
         self._closed[digest] = why
         while len(self._closed) > self.config.max_open:

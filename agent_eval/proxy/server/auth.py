@@ -33,6 +33,14 @@ def save_admin_token(token: SecretStr, directory: Path) -> Path:
     return path
 
 
+def load_admin_token(directory: Path) -> str | None:
+    """The token save_admin_token wrote to DIR/admin-token; None when there is none."""
+    try:
+        return (directory / ADMIN_TOKEN_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
 def secret_bytes(secret: SecretStr | None) -> bytes | None:
     """A configured key as the bytes a client must send."""
     return secret.get_secret_value().encode() if secret is not None else None

@@ -100,7 +100,7 @@ def not_found(path: str) -> web.Response:
         404,
         "unknown_route",
         f"no route {path}; the proxy serves /v1/chat/completions, /v1/completions, "
-        "/v1/responses (and /v1/responses/ID), /v1/models, /health, /readiness, /metrics "
+        "/v1/responses (and /v1/responses/ID), /v1/models, /health, /readiness, /metrics, "
         "/workers and /attempts (each generation route and /v1/models also under /a/KEY/)",
     )
 

@@ -11,6 +11,7 @@ from openai import AsyncOpenAI, AuthenticationError, BadRequestError, InternalSe
 
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy_calls import raw
 from tests.helpers.waits import eventually
 
 ATTEMPTS, TURNS = 50, 3
@@ -151,8 +152,13 @@ async def test_a_failed_call_says_whose_fault_it_was(
         worker.behavior.error_status = None
         with pytest.raises(BadRequestError):
             await client.chat.completions.create(model="mock-model", messages="not a list")  # type: ignore[arg-type]
+        url = opened.attempt_base_url + "/chat/completions"
+        status, _ = await raw("POST", url, b"{not json", {"Content-Type": "application/json"})
+        assert status == 400
         record = await attempts.end(opened.key)
-    failed, refused = record["calls"]
+    failed, refused, unread = record["calls"]
+    assert unread["route"] == "/v1/chat/completions" and unread["request"] is None
+    assert unread["error"]["code"] == "invalid_json" and unread["error"]["fault"] == "client"
     assert failed["status"] == 500 and failed["error"]["fault"] == "worker"
     assert failed["error"]["code"] == "upstream_error"
     assert refused["status"] == 400 and refused["error"]["fault"] == "client"

@@ -143,14 +143,14 @@ class Sink:
 
 
 async def _engine_play(
-    base_url: str, runner: Any, samples: list[Sample], **settings: Any
+    base_url: str, runner: Any, samples: list[Sample], everyone: bool = False, **settings: Any
 ) -> list[AttemptRecord]:
     config = engine_config(RunConfig.model_validate({"eval": settings}), "mock-model")
     sink = Sink()
     async with (
         RewardScorer(max_workers=1) as scorer,
         AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client,
-        attempt_keys(base_url, ADMIN_TOKEN, 60, everyone=False) as keys,
+        attempt_keys(base_url, ADMIN_TOKEN, 60, everyone) as keys,
     ):
         engine = Engine(runner, scorer, client, config, keys=keys)
         await engine.play(samples, set(), sink)
@@ -210,3 +210,37 @@ async def test_cancelling_a_play_ends_its_key(
     with pytest.raises(asyncio.CancelledError):
         await playing
     assert await _refused(base_url, program.keys[0])
+
+
+class Keyless:
+    """A runner that asks for no key: it gets none unless every runner does (eval.capture)."""
+
+    def __init__(self) -> None:
+        self.keys: list[str | None] = []
+
+    async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
+        self.keys.append(ctx.api_key)
+        return await load_runner("math_calculator").run(sample, ctx)
+
+
+async def test_eval_capture_gives_every_runner_a_key_and_the_proxys_trajectory(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    workers = await start_workers(1)
+    workers[0].behavior.two_step = True
+    base_url = await start_proxy(workers, admin_token=ADMIN_TOKEN)
+    samples = list(load_dataset("gsm8k_mini", limit=2))
+    alone, everyone = Keyless(), Keyless()
+    await _engine_play(base_url, alone, samples, n_samples=1)
+    played = await _engine_play(base_url, everyone, samples, everyone=True, n_samples=1)
+    assert alone.keys == [None, None]
+    assert len(everyone.keys) == 2 and None not in everyone.keys
+    assert all([await _refused(base_url, key) for key in everyone.keys if key])
+    for record in played:
+        trajectory = record.trajectory
+        assert record.error is None and record.model_calls == 2 and record.tool_calls == 1
+        # The proxy's shape of the conversation: Chat Completions messages, not SDK items.
+        assert [m["role"] for m in trajectory["messages"]] == [
+            "user", "assistant", "tool", "assistant"
+        ]  # fmt: skip
+        assert trajectory["messages"][-1]["content"] == trajectory["final_output"]

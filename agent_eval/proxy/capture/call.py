@@ -53,9 +53,9 @@ class Call:
     """Why a stream that had started broke off, when it did."""
     done: bool = False
 
-    def sent(self, route: str, request: dict[str, Any]) -> None:
+    def sent(self, request: dict[str, Any]) -> None:
         """Note the request as the client sent it."""
-        self.route, self.request = route, request
+        self.request = request
         self.stream = request.get("stream") is True
 
     def finish(

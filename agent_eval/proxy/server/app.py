@@ -173,6 +173,7 @@ async def _attributed(request: web.Request, handler: Handler, key: str) -> web.S
     call = store.admit(key)
     if isinstance(call, web.Response):
         return call
+    call.route = _unprefixed(request)
     request[CALL] = call
     response: web.StreamResponse | None = None
     try:
@@ -225,8 +226,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
         session = session_key(request.headers.get(SESSION_HEADER) or _text(payload.get("user")))
     else:
         # The attempt is the session: its calls stay on one worker, whatever the client sends.
-        route, session = _unprefixed(request), call.attempt.session
-        call.sent(route, payload)
+        route, session = call.route, call.attempt.session
+        call.sent(payload)
     info = RequestInfo(
         route=route,
         model=_text(payload.get("model")),
@@ -312,8 +313,9 @@ async def _read_slow_body(request: web.Request) -> bytes | None:
 
 
 def _unprefixed(request: web.Request) -> str:
-    """The route a request under /a/KEY/ reached, without the key: as metrics label it."""
-    return request.path[request.path.index("/v1/") :]
+    """The route a request reached, without /a/KEY/ in front: as metrics label it."""
+    path = request.path
+    return path[path.index("/v1/") :] if "key" in request.match_info else path
 
 
 def shown_path(path: str) -> str:

@@ -7,8 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from openai import AsyncOpenAI, AuthenticationError, BadRequestError, InternalServerError
+from openai import APIError, AsyncOpenAI, AuthenticationError, BadRequestError, InternalServerError
 
+from agent_eval.agents.captured import calls_of, infra_failure
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 from tests.helpers.proxy_calls import raw
@@ -162,3 +163,26 @@ async def test_a_failed_call_says_whose_fault_it_was(
     assert failed["status"] == 500 and failed["error"]["fault"] == "worker"
     assert failed["error"]["code"] == "upstream_error"
     assert refused["status"] == 400 and refused["error"]["fault"] == "client"
+
+
+async def test_a_stream_that_breaks_is_recorded_as_the_workers_failure(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    [worker] = await start_workers(1)
+    base_url = await start_proxy([worker], admin_token=ADMIN_TOKEN)
+    async with attempt_client(base_url) as attempts:
+        opened = await attempts.open("broken")
+        client = make_client(opened.attempt_base_url)
+        worker.behavior.die_mid_stream_after = 2
+        stream = await client.chat.completions.create(
+            model="mock-model", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        with pytest.raises(APIError):
+            [chunk async for chunk in stream]
+        record = await attempts.end(opened.key)
+    [call] = record["calls"]
+    assert call["status"] == 200 and call["ttft_s"] is not None
+    assert call["error"]["code"] == "stream_interrupted" and call["error"]["fault"] == "worker"
+    failure = infra_failure(calls_of(record))
+    assert failure is not None and failure.kind == "upstream_error"
+    assert failure.worker == worker.url

@@ -257,11 +257,13 @@ class Forwarder:
         if translation is not None:
             relay = translation.relay(*limits)
         else:
-            # A Responses answer is followed to be stored, a recorded one to be recorded.
-            recorded = self._recorder is not None or exchange.call is not None
-            follow = recorded or is_responses(exchange)
+            # A Responses answer is followed to be stored; an attempt's call is assembled
+            # from its bytes when its record is taken.
+            follow = self._recorder is not None or is_responses(exchange)
             ending = stream_ending(exchange)
             relay = Passthrough(StreamAssembler() if follow else None, ending, *limits)
+            if exchange.call is not None and not follow:
+                exchange.call.raw = []
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()
@@ -269,6 +271,8 @@ class Forwarder:
         if counted is None and isinstance(relay, Passthrough):
             counted = relay.usage_event()  # a stream nobody followed: only its end is parsed
         metrics.count_usage(worker.url, counted)
+        if exchange.call is not None:
+            exchange.call.usage = counted
         return self._finish(exchange, response, worker, answer, translation is not None)
 
     def _answer(

@@ -5,8 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import orjson
+
+
+class Resolvable(Protocol):
+    """An entry finished when the record is read (a stream assembled then)."""
+
+    def resolved(self) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,7 @@ class Attempt:
     expires: float
     expires_at: float
     limits: AttemptLimits
-    entries: list[tuple[int, bytes]] = field(default_factory=list)
+    entries: list[tuple[int, bytes | Resolvable]] = field(default_factory=list)
     size: int = 0
     """Bytes of the entries kept."""
     calls: int = 0
@@ -55,5 +62,6 @@ class Attempt:
             "in_flight": self.in_flight,
             "unfinished": unfinished,
         }
-        calls = b",".join(entry for _, entry in sorted(self.entries, key=lambda e: e[0]))
+        ordered = sorted(self.entries, key=lambda e: e[0])
+        calls = b",".join(e if isinstance(e, bytes) else e.resolved() for _, e in ordered)
         return orjson.dumps(head)[:-1] + b',"calls":[' + calls + b"]}"

@@ -11,11 +11,14 @@ import orjson
 from aiohttp import web
 
 from agent_eval.proxy.capture.attempt import Attempt
+from agent_eval.proxy.upstream.assemble import StreamAssembler
+from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
 from agent_eval.usage import reported_tokens
 from agent_eval.wire import RETRIES_HEADER
 
-Recording = Callable[["Call", dict[str, Any], int], None]
-"""Where a finished call goes: its entry and the tokens it used (the store's `record`)."""
+Recording = Callable[["Call", "bytes | PendingStream", int, int], None]
+"""Where a finished call goes: its entry, its size in bytes and the tokens it used (the
+store's `record`)."""
 
 # The proxy's codes for failures of a worker's, and of its own; a 4xx is the client's fault.
 WORKER_FAULTS = frozenset(
@@ -51,6 +54,10 @@ class Call:
     """Seconds from the start to a streamed answer's first bytes."""
     broken: str | None = None
     """Why a stream that had started broke off, when it did."""
+    raw: list[bytes] | None = None
+    """A stream nobody follows: its chunks as sent, assembled when the record is read."""
+    usage: dict[str, Any] | None = None
+    """Such a stream's last event with usage, which the forwarder found for its metrics."""
     done: bool = False
 
     def sent(self, request: dict[str, Any]) -> None:
@@ -68,9 +75,19 @@ class Call:
         if self.done:
             return
         self.done = True
-        entry = self._entry(response.status, worker, answer, _retries(response))
+        pending = answer is None and self.raw is not None
+        counted = self.usage if pending else answer
+        entry = self._entry(response.status, worker, counted, _retries(response))
         entry["error"] = self._error(response)
-        self.recording(self, entry, _tokens(answer))
+        if not pending or self.raw is None:
+            data = entry_bytes(entry)
+            self.recording(self, data, len(data), _tokens(counted))
+            return
+        # Assembling a stream costs a parse of every event: done when the record is read,
+        # off the request path, from the bytes the client got.
+        entry["response"] = None
+        stream = PendingStream(entry, b"".join(self.raw))
+        self.recording(self, stream, len(stream.raw) + len(entry_bytes(entry)), _tokens(counted))
 
     def abandon(self, response: web.StreamResponse | None) -> None:
         """Record a call that ended before the forwarder did: refused early, or its client left."""
@@ -80,7 +97,8 @@ class Call:
         status = response.status if response is not None else CLIENT_CLOSED
         entry = self._entry(status, None, None, 0)
         entry["error"] = self._error(response) if response is not None else _CLIENT_LEFT
-        self.recording(self, entry, 0)
+        data = entry_bytes(entry)
+        self.recording(self, data, len(data), 0)
 
     def _entry(
         self, status: int, worker: str | None, answer: dict[str, Any] | None, retries: int
@@ -110,6 +128,29 @@ class Call:
             return None
         code, message = _error_fields(getattr(response, "body", None))
         return {"code": code, "message": message, "fault": fault(response.status, code)}
+
+
+@dataclass(frozen=True, slots=True)
+class PendingStream:
+    """A recorded call whose streamed answer is assembled when its record is read."""
+
+    entry: dict[str, Any]
+    raw: bytes
+
+    def resolved(self) -> bytes:
+        """The entry with the answer the stream spelled out (null when it cannot be read)."""
+        return entry_bytes({**self.entry, "response": assembled(self.raw)})
+
+
+def assembled(raw: bytes) -> dict[str, Any] | None:
+    """The answer a whole Chat Completions or completions stream spells out."""
+    reader, assembler = SSEReader(len(raw) + 1), StreamAssembler()
+    try:
+        for event in reader.feed(raw):
+            assembler.follow(event)
+    except MalformedStream:
+        return None
+    return assembler.result()
 
 
 def fault(status: int, code: str | None) -> str:

@@ -13,12 +13,11 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from typing import Any
 
 from aiohttp import web
 
 from agent_eval.proxy.capture.attempt import Attempt, AttemptLimits
-from agent_eval.proxy.capture.call import Call, entry_bytes
+from agent_eval.proxy.capture.call import Call, PendingStream
 from agent_eval.proxy.capture.settings import CaptureConfig
 from agent_eval.proxy.errors import attempt_closed, attempt_limit_exceeded
 from agent_eval.proxy.policies import session_key
@@ -94,15 +93,14 @@ class AttemptStore:
         attempt.idle.clear()
         return Call(self.record, attempt, attempt.calls - 1, time.monotonic())
 
-    def record(self, call: Call, entry: dict[str, Any], tokens: int) -> None:
+    def record(self, call: Call, kept: bytes | PendingStream, size: int, tokens: int) -> None:
         """Keep a finished call in its attempt's record, unless the record was taken."""
         attempt = call.attempt
         attempt.tokens += tokens
         if not attempt.closed:
-            data = entry_bytes(entry)
-            attempt.entries.append((call.index, data))
-            attempt.size += len(data)
-            self.size += len(data)
+            attempt.entries.append((call.index, kept))
+            attempt.size += size
+            self.size += size
         attempt.in_flight -= 1
         if attempt.in_flight == 0:
             attempt.idle.set()

@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from agent_eval.proxy.capture import routes as capture_routes
+from agent_eval.proxy.capture.call import Call
 from agent_eval.proxy.capture.routes import ATTEMPT_PREFIX, ATTEMPTS
 from agent_eval.proxy.capture.store import AttemptStore
 from agent_eval.proxy.config import ProxyConfig
@@ -136,12 +137,14 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
 
 
 def _guard(config: ProxyConfig) -> Middleware:
-    """Checks keys and turns routing misses and surprises into OpenAI-style errors."""
+    """Checks keys, records the calls of attempt keys, and turns routing misses and surprises
+    into OpenAI-style errors."""
     key, token = secret_bytes(config.api_key), secret_bytes(config.admin_token)
+    limit = config.max_body_bytes
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        called = request.match_info.handler
+        called, call = request.match_info.handler, None
         if called in ADMIN_HANDLERS:
             # Changing workers and attempts takes the admin token, whatever key clients use.
             if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
@@ -149,56 +152,53 @@ def _guard(config: ProxyConfig) -> Middleware:
         elif called in ATTEMPT_HANDLERS and (
             sent := sent_attempt_key(request.headers, request.match_info.get("key"))
         ):
-            return await _attributed(request, handler, sent)
+            # The attempt key alone lets the request in, whatever the client key.
+            admitted = _admitted(request, sent)
+            if isinstance(admitted, web.Response):
+                return admitted
+            call = admitted
         elif (
             key is not None
             and request.path.startswith(PROTECTED_PREFIXES)
             and not bearer_matches(request.headers.get("Authorization", ""), key)
         ):
             return unauthorized()
-        return await _handled(request, handler, config.max_body_bytes)
+        response: web.StreamResponse | None = None
+        try:
+            response = await handler(request)
+        except web.HTTPRequestEntityTooLarge:
+            response = body_too_large(limit)
+        except web.HTTPNotFound:
+            response = not_found(shown_path(request.path))
+        except web.HTTPMethodNotAllowed as exc:
+            allowed = sorted(exc.allowed_methods)
+            response = method_not_allowed(request.method, shown_path(request.path), allowed)
+        except web.HTTPException:
+            raise
+        except Exception:
+            log.exception("unexpected error on %s %s", request.method, shown_path(request.path))
+            message = "the proxy failed on this request; see its log"
+            response = error_response(500, "proxy_error", message)
+        finally:
+            if call is not None:
+                call.abandon(response)  # recorded already, unless it ended before the forwarder
+        return response
 
     return guard
 
 
-async def _attributed(request: web.Request, handler: Handler, key: str) -> web.StreamResponse:
-    """A request sent with an attempt key: let in by the key alone, and for a generation
-    route recorded as its attempt's call."""
-    store, limit = request.app[ATTEMPTS], request.app[CONFIG].max_body_bytes
+def _admitted(request: web.Request, key: str) -> Call | web.Response | None:
+    """The attempt call a request with an attempt key is (None: a route not recorded, which
+    the key opens), or the answer that refuses it."""
+    store = request.app[ATTEMPTS]
     if request.match_info.handler is models:
         attempt = store.usable(key)
-        if isinstance(attempt, web.Response):
-            return attempt
-        return await _handled(request, handler, limit)
+        return attempt if isinstance(attempt, web.Response) else None
     call = store.admit(key)
-    if isinstance(call, web.Response):
-        return call
-    call.route = _unprefixed(request)
-    request[CALL] = call
-    response: web.StreamResponse | None = None
-    try:
-        response = await _handled(request, handler, limit)
-        return response
-    finally:
-        call.abandon(response)  # recorded already, unless it ended before the forwarder
-
-
-async def _handled(request: web.Request, handler: Handler, limit: int) -> web.StreamResponse:
-    """The handler's answer; routing misses and surprises as OpenAI-style errors."""
-    try:
-        return await handler(request)
-    except web.HTTPRequestEntityTooLarge:
-        return body_too_large(limit)
-    except web.HTTPNotFound:
-        return not_found(shown_path(request.path))
-    except web.HTTPMethodNotAllowed as exc:
-        allowed = sorted(exc.allowed_methods)
-        return method_not_allowed(request.method, shown_path(request.path), allowed)
-    except web.HTTPException:
-        raise
-    except Exception:
-        log.exception("unexpected error on %s %s", request.method, shown_path(request.path))
-        return error_response(500, "proxy_error", "the proxy failed on this request; see its log")
+    if isinstance(call, Call):
+        call.route = _unprefixed(request)
+        request[CALL] = call
+    return call
 
 
 async def generate(request: web.Request) -> web.StreamResponse:

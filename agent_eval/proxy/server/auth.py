@@ -64,7 +64,11 @@ def sent_attempt_key(headers: Mapping[str, str], path_key: str | None) -> str | 
     (OpenAI clients) or as x-api-key (Anthropic clients); None when it carries none."""
     if path_key is not None:
         return path_key
-    sent = headers.get("x-api-key") or _bearer_token(headers.get("Authorization", ""))
+    sent = headers.get("x-api-key")
+    if sent is None:
+        authorization = headers.get("Authorization", "")
+        # Most requests carry no attempt key: a substring test spares them the parsing.
+        sent = _bearer_token(authorization) if ATTEMPT_KEY_PREFIX in authorization else ""
     return sent if sent.startswith(ATTEMPT_KEY_PREFIX) else None
 
 

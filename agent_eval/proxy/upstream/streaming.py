@@ -189,12 +189,15 @@ async def _relay(
         metrics.first_byte.labels(exchange.info.route).observe(first_byte)
         if call is not None:
             call.first_byte = first_byte
+    raw = call.raw if call is not None else None
     while chunk:
         try:
             out = relay.feed(chunk)
         except MalformedStream as exc:
             await _end_broken(response, worker, f"worker {worker.url} sent {exc}", relay, call)
             return False
+        if raw is not None:
+            raw.append(out)  # what the client gets, kept by reference
         if out:
             await response.write(out)
         try:

@@ -11,7 +11,7 @@ from openai import APIError, AsyncOpenAI, AuthenticationError, BadRequestError, 
 
 from agent_eval.agents.captured import calls_of, infra_failure
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
-from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
+from tests.helpers.proxy import FAST_HEALTH, MakeClient, StartProxy, StartWorkers
 from tests.helpers.proxy_calls import raw
 from tests.helpers.waits import eventually
 
@@ -33,7 +33,9 @@ async def _play(client: AsyncOpenAI, name: str) -> list[dict[str, Any]]:
 async def test_parallel_attempts_never_mix(
     start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
 ) -> None:
-    base_url = await start_proxy(await start_workers(2), admin_token=ADMIN_TOKEN)
+    # Probes that tolerate a busy machine: 150 calls at once may keep a probe waiting.
+    health = {**FAST_HEALTH, "timeout": 10.0, "failure_threshold": 5}
+    base_url = await start_proxy(await start_workers(2), admin_token=ADMIN_TOKEN, health=health)
     async with attempt_client(base_url) as attempts:
         opened = [await attempts.open(f"sample-{i}") for i in range(ATTEMPTS)]
         clients = [

@@ -144,47 +144,60 @@ def _guard(config: ProxyConfig) -> Middleware:
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        called, call = request.match_info.handler, None
-        if called in ADMIN_HANDLERS:
-            # Changing workers and attempts takes the admin token, whatever key clients use.
-            if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
-                return admin_unauthorized()
-        elif called in ATTEMPT_HANDLERS and (
-            sent := sent_attempt_key(request.headers, request.match_info.get("key"))
-        ):
-            # The attempt key alone lets the request in, whatever the client key.
-            admitted = _admitted(request, sent)
-            if isinstance(admitted, web.Response):
-                return admitted
-            call = admitted
-        elif (
-            key is not None
-            and request.path.startswith(PROTECTED_PREFIXES)
-            and not bearer_matches(request.headers.get("Authorization", ""), key)
-        ):
-            return unauthorized()
+        call = _admission(request, key, token)
+        if isinstance(call, web.Response):
+            return call
         response: web.StreamResponse | None = None
         try:
-            response = await handler(request)
-        except web.HTTPRequestEntityTooLarge:
-            response = body_too_large(limit)
-        except web.HTTPNotFound:
-            response = not_found(shown_path(request.path))
-        except web.HTTPMethodNotAllowed as exc:
-            allowed = sorted(exc.allowed_methods)
-            response = method_not_allowed(request.method, shown_path(request.path), allowed)
-        except web.HTTPException:
-            raise
-        except Exception:
-            log.exception("unexpected error on %s %s", request.method, shown_path(request.path))
-            message = "the proxy failed on this request; see its log"
-            response = error_response(500, "proxy_error", message)
+            response = await _answer(request, handler, limit)
+            return response
         finally:
             if call is not None:
                 call.abandon(response)  # recorded already, unless it ended before the forwarder
-        return response
 
     return guard
+
+
+def _admission(
+    request: web.Request, key: bytes | None, token: bytes | None
+) -> Call | web.Response | None:
+    """The answer that refuses a request its keys do not open; else the attempt call it is,
+    if it is one."""
+    called = request.match_info.handler
+    if called in ADMIN_HANDLERS:
+        # Changing workers and attempts takes the admin token, whatever key clients use.
+        if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
+            return admin_unauthorized()
+        return None
+    if called in ATTEMPT_HANDLERS and (
+        sent := sent_attempt_key(request.headers, request.match_info.get("key"))
+    ):
+        return _admitted(request, sent)  # the attempt key alone lets it in
+    if (
+        key is not None
+        and request.path.startswith(PROTECTED_PREFIXES)
+        and not bearer_matches(request.headers.get("Authorization", ""), key)
+    ):
+        return unauthorized()
+    return None
+
+
+async def _answer(request: web.Request, handler: Handler, limit: int) -> web.StreamResponse:
+    """The handler's answer; routing misses and surprises as OpenAI-style errors."""
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        return body_too_large(limit)
+    except web.HTTPNotFound:
+        return not_found(shown_path(request.path))
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = sorted(exc.allowed_methods)
+        return method_not_allowed(request.method, shown_path(request.path), allowed)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("unexpected error on %s %s", request.method, shown_path(request.path))
+        return error_response(500, "proxy_error", "the proxy failed on this request; see its log")
 
 
 def _admitted(request: web.Request, key: str) -> Call | web.Response | None:

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from openai import AsyncOpenAI, AuthenticationError
+from openai import APIStatusError, AsyncOpenAI, AuthenticationError
 
 from agent_eval.agents import RunContext, Trajectory, load_runner
 from agent_eval.agents.captured import (
@@ -16,6 +16,7 @@ from agent_eval.agents.captured import (
     infra_failure,
     trajectory_from_calls,
 )
+from agent_eval.agents.trajectory import TrajectoryError
 from agent_eval.data import Sample, load_dataset
 from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardScorer
@@ -244,3 +245,32 @@ async def test_eval_capture_gives_every_runner_a_key_and_the_proxys_trajectory(
             "user", "assistant", "tool", "assistant"
         ]  # fmt: skip
         assert trajectory["messages"][-1]["content"] == trajectory["final_output"]
+
+
+class GivesUp:
+    """A program that takes any error answer as its own failure, as many agents do."""
+
+    uses_attempt_keys = True
+
+    async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
+        async with AsyncOpenAI(base_url=ctx.base_url, api_key=ctx.api_key, max_retries=0) as own:
+            try:
+                await own.chat.completions.create(
+                    model="mock-model", messages=[{"role": "user", "content": sample.question}]
+                )
+            except APIStatusError:
+                return Trajectory(error=TrajectoryError("max_turns", "gave up"))
+        return Trajectory(final_output="done")
+
+
+async def test_a_play_that_fails_after_an_infra_failure_fails_of_it(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    [worker] = await start_workers(1)
+    base_url = await start_proxy([worker], admin_token=ADMIN_TOKEN, retry={"max_retries": 0})
+    worker.behavior.error_status = 500
+    samples = list(load_dataset("gsm8k_mini", limit=1))
+    [record] = await _engine_play(base_url, GivesUp(), samples, n_samples=1, replays=0)
+    assert record.error is not None
+    assert (record.error["kind"], record.error["class"]) == ("upstream_error", "infra")
+    assert record.error["worker"] == worker.url and "gave up" in record.error["message"]

@@ -12,7 +12,12 @@ import aiohttp
 from pydantic import ValidationError
 
 from agent_eval.agents.base import uses_attempt_keys
-from agent_eval.agents.captured import CapturedCall, calls_of, trajectory_from_calls
+from agent_eval.agents.captured import (
+    CapturedCall,
+    calls_of,
+    infra_failure,
+    trajectory_from_calls,
+)
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.proxy.attempt_client import AttemptClient, OpenedAttempt
 from agent_eval.run.config import RunConfig
@@ -37,12 +42,16 @@ class KeyedPlay:
 
     def trajectory(self, played: Trajectory) -> Trajectory:
         """The runner's trajectory with the calls, conversation and tool calls the proxy
-        recorded; its final output and error stay the runner's."""
+        recorded; its final output stays the runner's, and its error too, unless a call
+        failed through the infrastructure's fault before: then the play failed of that."""
         if self.problem is not None and played.error is None:
             played.error = TrajectoryError("connection_error", self.problem)
             played.final_output = None
         if not self.calls:
             return played
+        if played.error is not None and (cause := infra_failure(self.calls)) is not None:
+            cause.message += f"; the play then ended in {played.error.kind}: {played.error.message}"
+            played.error = cause
         captured = trajectory_from_calls(self.calls)
         played.messages, played.tool_calls = captured.messages, captured.tool_calls
         played.model_calls, played.setups = captured.model_calls, captured.setups

@@ -14,7 +14,7 @@ from agent_eval.proxy.capture.attempt import Attempt
 from agent_eval.proxy.upstream.assemble import StreamAssembler
 from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
 from agent_eval.usage import reported_tokens
-from agent_eval.wire import RETRIES_HEADER
+from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 Recording = Callable[["Call", "bytes | PendingStream", int, int], None]
 """Where a finished call goes: its entry, its size in bytes and the tokens it used (the
@@ -77,6 +77,8 @@ class Call:
         self.done = True
         pending = answer is None and self.raw is not None
         counted = self.usage if pending else answer
+        # A failure passed on after the retries names its worker only in its head.
+        worker = worker or response.headers.get(WORKER_HEADER)
         entry = self._entry(response.status, worker, counted, _retries(response))
         entry["error"] = self._error(response)
         if not pending or self.raw is None:

@@ -83,13 +83,13 @@ class Call:
         entry["error"] = self._error(response)
         if not pending or self.raw is None:
             data = entry_bytes(entry)
-            self.recording(self, data, len(data), _tokens(counted))
+            self.recording(self, data, len(data), _used(entry))
             return
         # Assembling a stream costs a parse of every event: done when the record is read,
         # off the request path, from the bytes the client got.
         entry["response"] = None
         stream = PendingStream(entry, b"".join(self.raw))
-        self.recording(self, stream, len(stream.raw) + len(entry_bytes(entry)), _tokens(counted))
+        self.recording(self, stream, len(stream.raw) + len(entry_bytes(entry)), _used(entry))
 
     def abandon(self, response: web.StreamResponse | None) -> None:
         """Record a call that ended before the forwarder did: refused early, or its client left."""
@@ -197,8 +197,6 @@ def _completion(usage: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
-def _tokens(answer: dict[str, Any] | None) -> int:
+def _used(entry: dict[str, Any]) -> int:
     """The tokens a call used, as its answer's usage says: what max_tokens counts."""
-    usage = answer.get("usage") if answer is not None else None
-    reported = reported_tokens(usage)
-    return (reported[0] if reported else 0) + _completion(usage)
+    return int(entry["prompt_tokens"]) + int(entry["completion_tokens"])

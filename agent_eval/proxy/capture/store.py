@@ -121,7 +121,8 @@ class AttemptStore:
         unfinished = attempt.in_flight
         record = attempt.record(unfinished)
         self._drop(digest, attempt, "ended")
-        log.info("attempt %s (%s) ended with %d calls", attempt.name, attempt.label, attempt.calls)
+        calls = attempt.calls
+        log.info("attempt %s (%s) ended after %d call(s)", attempt.name, attempt.label, calls)
         return record
 
     def _over(self, attempt: Attempt) -> str | None:

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import aiohttp
-from pydantic import ValidationError
 
 from agent_eval.agents.base import uses_attempt_keys
 from agent_eval.agents.captured import (
@@ -24,6 +23,8 @@ from agent_eval.run.config import RunConfig
 
 log = logging.getLogger(__name__)
 
+KEY_SLACK = 60.0
+"""Seconds a key lives past its play's timeout."""
 _PROBLEMS = (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError)
 """What asking the proxy can raise: no answer, an error status, a body of another shape."""
 
@@ -88,7 +89,7 @@ class AttemptKeys:
     async def _take(self, keyed: KeyedPlay) -> None:
         try:
             keyed.calls = calls_of(await self._client.end(keyed.opened.key))
-        except (*_PROBLEMS, ValidationError) as exc:
+        except _PROBLEMS as exc:  # a body of another shape too: ValidationError is a ValueError
             keyed.problem = f"the proxy's record of the attempt could not be taken ({exc!r})"
             log.warning("%s", keyed.problem)
 
@@ -113,7 +114,3 @@ def engine_keys(
     # A key outlives its play's timeout, so that the play's end, not the key's, stops it.
     ttl = config.eval.attempt_timeout + KEY_SLACK
     return attempt_keys(base_url, admin_token, ttl, config.eval.capture)
-
-
-KEY_SLACK = 60.0
-"""Seconds a key lives past its play's timeout."""

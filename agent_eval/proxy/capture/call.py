@@ -48,7 +48,8 @@ class Call:
     index: int
     started: float
     route: str = ""
-    request: dict[str, Any] | None = None
+    body: bytes = b"null"
+    """The request as the client sent it: a JSON object's bytes, or null when it was not one."""
     stream: bool = False
     first_byte: float | None = None
     """Seconds from the start to a streamed answer's first bytes."""
@@ -60,9 +61,9 @@ class Call:
     """Such a stream's last event with usage, which the forwarder found for its metrics."""
     done: bool = False
 
-    def sent(self, request: dict[str, Any]) -> None:
-        """Note the request as the client sent it."""
-        self.request = request
+    def sent(self, request: dict[str, Any], body: bytes) -> None:
+        """Note the request the client sent: `body`, which parsed as the object `request`."""
+        self.body = body
         self.stream = request.get("stream") is True
 
     def finish(
@@ -79,17 +80,17 @@ class Call:
         counted = self.usage if pending else answer
         # A failure passed on after the retries names its worker only in its head.
         worker = worker or response.headers.get(WORKER_HEADER)
-        entry = self._entry(response.status, worker, counted, _retries(response))
-        entry["error"] = self._error(response)
+        head = self._head(response.status, worker, counted, _retries(response))
+        head["error"] = self._error(response)
+        tokens = int(head["prompt_tokens"]) + int(head["completion_tokens"])
         if not pending or self.raw is None:
-            data = entry_bytes(entry)
-            self.recording(self, data, len(data), _used(entry))
+            data = self._entry(head, _answer_bytes(response, answer))
+            self.recording(self, data, len(data), tokens)
             return
         # Assembling a stream costs a parse of every event: done when the record is read,
         # off the request path, from the bytes the client got.
-        entry["response"] = None
-        stream = PendingStream(entry, b"".join(self.raw))
-        self.recording(self, stream, len(stream.raw) + len(entry_bytes(entry)), _used(entry))
+        stream = PendingStream(self._before_answer(head), b"".join(self.raw))
+        self.recording(self, stream, len(stream.entry) + len(stream.raw), tokens)
 
     def abandon(self, response: web.StreamResponse | None) -> None:
         """Record a call that ended before the forwarder did: refused early, or its client left."""
@@ -97,12 +98,12 @@ class Call:
             return
         self.done = True
         status = response.status if response is not None else CLIENT_CLOSED
-        entry = self._entry(status, None, None, 0)
-        entry["error"] = self._error(response) if response is not None else _CLIENT_LEFT
-        data = entry_bytes(entry)
+        head = self._head(status, None, None, 0)
+        head["error"] = self._error(response) if response is not None else _CLIENT_LEFT
+        data = self._entry(head, b"null")
         self.recording(self, data, len(data), 0)
 
-    def _entry(
+    def _head(
         self, status: int, worker: str | None, answer: dict[str, Any] | None, retries: int
     ) -> dict[str, Any]:
         usage = answer.get("usage") if answer is not None else None
@@ -119,9 +120,15 @@ class Call:
             "prompt_tokens": reported[0] if reported else 0,
             "completion_tokens": _completion(usage),
             "cached_tokens": reported[1] if reported else None,
-            "request": self.request,
-            "response": answer,
         }
+
+    def _entry(self, head: dict[str, Any], answer: bytes) -> bytes:
+        """The entry: its head, then the request and the answer as JSON bytes, spliced in as
+        they came rather than written again (a long conversation is sent at every call)."""
+        return self._before_answer(head) + answer + b"}"
+
+    def _before_answer(self, head: dict[str, Any]) -> bytes:
+        return b"".join((orjson.dumps(head)[:-1], b',"request":', self.body, b',"response":'))
 
     def _error(self, response: web.StreamResponse) -> dict[str, Any] | None:
         if self.broken is not None:
@@ -136,12 +143,13 @@ class Call:
 class PendingStream:
     """A recorded call whose streamed answer is assembled when its record is read."""
 
-    entry: dict[str, Any]
+    entry: bytes
+    """The entry up to its answer (`..."response":`)."""
     raw: bytes
 
     def resolved(self) -> bytes:
         """The entry with the answer the stream spelled out (null when it cannot be read)."""
-        return entry_bytes({**self.entry, "response": assembled(self.raw)})
+        return self.entry + _json_bytes(assembled(self.raw)) + b"}"
 
 
 def assembled(raw: bytes) -> dict[str, Any] | None:
@@ -164,13 +172,21 @@ def fault(status: int, code: str | None) -> str:
     return "client"  # a 4xx, the worker's passed on too: the request was at fault
 
 
-def entry_bytes(entry: dict[str, Any]) -> bytes:
-    """The entry as its record keeps it; an answer too deep to write is kept as null (the
-    client had it as it was)."""
+def _answer_bytes(response: web.StreamResponse, answer: dict[str, Any] | None) -> bytes:
+    """The answer as the client got it: a whole answer's own bytes, when they parsed as
+    `answer`; a followed stream's, assembled; null when it was not JSON."""
+    if answer is None:
+        return b"null"
+    body = getattr(response, "body", None)
+    return body if isinstance(body, bytes) and body else _json_bytes(answer)
+
+
+def _json_bytes(answer: dict[str, Any] | None) -> bytes:
+    """`answer` as JSON; one nested too deep to write is null (the client had it as it was)."""
     try:
-        return orjson.dumps(entry)
+        return orjson.dumps(answer)
     except orjson.JSONEncodeError:
-        return orjson.dumps({**entry, "response": None})
+        return b"null"
 
 
 def _error_fields(body: object) -> tuple[str | None, str]:
@@ -195,8 +211,3 @@ def _completion(usage: Any) -> int:
         return 0
     value = usage.get("completion_tokens", usage.get("output_tokens"))
     return value if type(value) is int and value >= 0 else 0
-
-
-def _used(entry: dict[str, Any]) -> int:
-    """The tokens a call used, as its answer's usage says: what max_tokens counts."""
-    return int(entry["prompt_tokens"]) + int(entry["completion_tokens"])

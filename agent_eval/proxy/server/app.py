@@ -240,7 +240,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
     else:
         # The attempt is the session: its calls stay on one worker, whatever the client sends.
         route, session = call.route, call.attempt.session
-        call.sent(payload)
+        call.sent(payload, body)
     info = RequestInfo(
         route=route,
         model=_text(payload.get("model")),

@@ -162,6 +162,8 @@ async def test_a_failed_call_says_whose_fault_it_was(
     failed, refused, unread = record["calls"]
     assert unread["route"] == "/v1/chat/completions" and unread["request"] is None
     assert unread["error"]["code"] == "invalid_json" and unread["error"]["fault"] == "client"
+    assert unread["response"]["error"]["code"] == "invalid_json"  # as the client got it
+    assert failed["response"]["error"]["code"] == "upstream_error"
     assert failed["status"] == 500 and failed["error"]["fault"] == "worker"
     assert failed["error"]["code"] == "upstream_error"
     assert refused["status"] == 400 and refused["error"]["fault"] == "client"

@@ -100,7 +100,7 @@ class Call:
         status = response.status if response is not None else CLIENT_CLOSED
         head = self._head(status, None, None, 0)
         head["error"] = self._error(response) if response is not None else _CLIENT_LEFT
-        data = self._entry(head, b"null")
+        data = self._entry(head, _answer_bytes(response, None) if response is not None else b"null")
         self.recording(self, data, len(data), 0)
 
     def _head(
@@ -174,11 +174,12 @@ def fault(status: int, code: str | None) -> str:
 
 def _answer_bytes(response: web.StreamResponse, answer: dict[str, Any] | None) -> bytes:
     """The answer as the client got it: a whole answer's own bytes, when they parsed as
-    `answer`; a followed stream's, assembled; null when it was not JSON."""
-    if answer is None:
-        return b"null"
+    `answer` or are an error (the proxy's errors are JSON, a worker's made so); a followed
+    stream's, assembled; null when it was not JSON."""
     body = getattr(response, "body", None)
-    return body if isinstance(body, bytes) and body else _json_bytes(answer)
+    if not isinstance(body, bytes) or not body:
+        return _json_bytes(answer) if answer is not None else b"null"
+    return body if answer is not None or response.status >= 400 else b"null"
 
 
 def _json_bytes(answer: dict[str, Any] | None) -> bytes:

@@ -10,13 +10,17 @@ the repository root:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -43,15 +47,22 @@ PEER_POLICIES = {
 }
 
 
+BENCH_ADMIN_TOKEN = "bench-admin-token"
+
+
 @dataclass
 class Target:
-    """Where the load goes: base URLs, and the routing process whose CPU is counted."""
+    """Where the load goes: base URLs, and the routing process whose CPU is counted.
+
+    `keyed`: each measured run sends with an attempt key of its own (in the path), recorded
+    by the proxy as that attempt's calls."""
 
     name: str
     urls: list[str]
     router: Proc | None
     messages: bool = False
     """The load speaks Anthropic's Messages API, to /v1/messages."""
+    keyed: bool = False
 
 
 def start_workers(fleet: Fleet) -> list[Proc]:
@@ -62,18 +73,46 @@ def start_workers(fleet: Fleet) -> list[Proc]:
     ]
 
 
-def start_targets(fleet: Fleet, policy: str) -> tuple[list[Proc], list[Target]]:
-    """Start everything and wait until each answers; the workers and the three targets."""
+def start_targets(fleet: Fleet, policy: str, keyed: bool) -> tuple[list[Proc], list[Target]]:
+    """Start everything and wait until each answers; the workers and the targets (agent-eval
+    twice with `keyed`: without and with attempt keys)."""
     workers = start_workers(fleet)
     urls = worker_urls(workers)
-    proxy, proxy_url = start_agent_eval(fleet, urls, policy)
+    token = ("--admin-token", BENCH_ADMIN_TOKEN)
+    proxy, proxy_url = start_agent_eval(fleet, urls, policy, token)
     router, router_url = start_sglang_router(fleet, urls, PEER_POLICIES[policy])
+    keyed_target = [Target("agent-eval keyed", [proxy_url], proxy, keyed=True)] if keyed else []
     return workers, [
         Target("direct", urls, None),
         Target("agent-eval", [proxy_url], proxy),
+        *keyed_target,
         Target("sglang-router", [router_url], router),
         Target(MESSAGES_TARGET, [proxy_url], proxy, messages=True),
     ]
+
+
+def _attempt(method: str, url: str, body: bytes | None = None) -> dict[str, Any]:
+    """One call of the proxy's attempts API, with the bench's admin token."""
+    headers = {"Authorization": f"Bearer {BENCH_ADMIN_TOKEN}", "Content-Type": "application/json"}
+    request = urllib.request.Request(url, body, headers, method=method)
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return dict(json.loads(answer.read()))
+
+
+@contextlib.contextmanager
+def _keyed(target: Target) -> Iterator[list[str]]:
+    """The target's URLs; when keyed, each with a fresh attempt key, ended after the run."""
+    if not target.keyed:
+        yield target.urls
+        return
+    keys = [
+        _attempt("POST", f"{url}/attempts", b'{"attempt": "bench"}')["key"] for url in target.urls
+    ]
+    try:
+        yield [f"{url}/a/{key}" for url, key in zip(target.urls, keys, strict=True)]
+    finally:
+        for url, key in zip(target.urls, keys, strict=True):
+            _attempt("DELETE", f"{url}/attempts/{key}")
 
 
 def _load(argv: list[str], target: str) -> LoadResult:
@@ -94,12 +133,13 @@ def measure(mode: Mode, target: Target, workers: list[Proc]) -> Run:
     warmup = max(4 * mode.concurrency, 100)
     argv = [sys.executable, "-m", "bench.parts.loadgen", "--requests", str(mode.requests)]
     argv += ["--concurrency", str(mode.concurrency), "--warmup", str(warmup)]
-    argv += [arg for url in target.urls for arg in ("--url", url)]
     argv += ["--stream"] if mode.stream else []
     argv += ["--messages"] if target.messages else []
     procs = [*workers, target.router] if target.router else workers
-    before = [proc.cpu_seconds() for proc in procs]
-    load = _load(argv, target.name)
+    with _keyed(target) as urls:
+        argv += [arg for url in urls for arg in ("--url", url)]
+        before = [proc.cpu_seconds() for proc in procs]
+        load = _load(argv, target.name)
     spent = [proc.cpu_seconds() - cpu for proc, cpu in zip(procs, before, strict=True)]
     router_cpu = spent[-1] if target.router else None
     worker_cpu = sum(spent[: len(workers)])
@@ -127,6 +167,11 @@ def _parse_args() -> argparse.Namespace:
         default="round_robin",
         help="agent-eval's routing policy; sglang-router runs its nearest one",
     )
+    parser.add_argument(
+        "--attempt-keys",
+        action="store_true",
+        help="also measure agent-eval with each request sent under a per-attempt key",
+    )
     add_json_option(parser, "proxy")
     return parser.parse_args()
 
@@ -148,7 +193,7 @@ def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
         console.print(
             f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
         )
-        workers, targets = start_targets(fleet, args.policy)
+        workers, targets = start_targets(fleet, args.policy, args.attempt_keys)
         for round_ in range(1, args.rounds + 1):
             rounds.append([])
             for mode in _modes(args):

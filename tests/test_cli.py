@@ -92,7 +92,7 @@ async def test_serve_runs_until_signalled(
     assert "no workers yet" in first and "--backend llamacpp:d2" in first, first
     assert "--endpoint URL" in first and "POST /workers" in first, first
     line = serve_process.stdout.readline()
-    token = line.removeprefix("  admin token for POST and DELETE /workers: ").strip()
+    token = line.removeprefix("  admin token for /workers and /attempts: ").strip()
     assert len(token) >= 32, line
     async with MockWorker() as worker, aiohttp.ClientSession() as http:
         workers = base_url.removesuffix("/v1") + "/workers"

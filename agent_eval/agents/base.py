@@ -43,7 +43,9 @@ class Sampling(Section):
 
 @dataclass
 class RunContext:
-    """What a runner gets for one attempt: a client bound to the proxy with the session id.
+    """What a runner gets for one attempt: a client bound to the proxy with the session id, and
+    with a per-attempt key (a runner's `uses_attempt_keys`, or `eval.capture`) the key and
+    where to send it, for a program that makes its own client (None otherwise).
 
     `trajectory` is the attempt's record: a runner that fills it as it goes (the built-in ones
     do) keeps what it did even when the engine stops it (timeout) or it raises.
@@ -59,11 +61,21 @@ class RunContext:
     """Seconds the engine gives the attempt: a runner that runs a program stops it sooner."""
     run_dir: Path | None = None
     """The run's directory, where a runner may keep what an attempt leaves for debugging."""
+    base_url: str | None = None
+    """With a per-attempt key: the proxy's base URL (`http://HOST:PORT/v1`) to send it to."""
+    api_key: str | None = None
+    """The attempt's own key: every call made with it is recorded as this attempt's."""
+    attempt_base_url: str | None = None
+    """`http://HOST:PORT/a/KEY/v1`, the key in the URL, for a program that cannot set a key."""
 
 
 @runtime_checkable
 class AgentRunner(Protocol):
-    """Plays one whole attempt at a sample through the proxy."""
+    """Plays one whole attempt at a sample through the proxy.
+
+    A runner whose class sets `uses_attempt_keys = True` gets a key of its own per attempt,
+    and its trajectory's calls and messages are the proxy's record of what was sent with it.
+    """
 
     async def run(self, sample: Any, ctx: RunContext) -> Trajectory: ...
 
@@ -134,3 +146,8 @@ def _plain(default: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return default is not inspect.Parameter.empty
+
+
+def uses_attempt_keys(runner: object) -> bool:
+    """Whether a runner asks for a per-attempt key (class attribute `uses_attempt_keys`)."""
+    return getattr(runner, "uses_attempt_keys", False) is True

@@ -38,10 +38,11 @@ class ServeScreen:
         """The proxy listens: its address at once; the rest waits on HTTP, so in a task."""
         announce(base_url, config)
         if self._show_admin_token and config.admin_token is not None:
-            # Printed once, like Jupyter's token: whoever started the proxy may change workers.
+            # Printed once, like Jupyter's token: whoever started the proxy may change workers and
+            # open attempts.
             console.print(
                 Text.assemble(
-                    "  admin token for POST and DELETE /workers: ",
+                    "  admin token for /workers and /attempts: ",
                     (config.admin_token.get_secret_value(), "bold"),
                 ),
                 soft_wrap=True,

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from agent_eval.proxy.capture.settings import CaptureConfig
 from agent_eval.proxy.fleet.urls import normalize_worker_url
 from agent_eval.proxy.policies import POLICIES, Policy, build_policy
 from agent_eval.proxy.policies.prefix import PrefixSettings
@@ -197,6 +198,7 @@ class ProxyConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     policies: PolicySettings = Field(default_factory=PolicySettings)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
 
     def routing_policy(self) -> Policy:
         """The chosen policy, built with its settings."""

@@ -147,7 +147,8 @@ def not_found(path: str) -> web.Response:
         "unknown_route",
         f"no route {path}; the proxy serves /v1/chat/completions, /v1/completions, "
         "/v1/responses (and /v1/responses/ID), /v1/messages (and /v1/messages/count_tokens), "
-        "/v1/models, /health, /readiness, /metrics and /workers",
+        "/v1/models, /health, /readiness, /metrics, /workers and /attempts (each generation "
+        "route and /v1/models also under /a/KEY/)",
     )
 
 
@@ -170,7 +171,8 @@ def admin_unauthorized() -> web.Response:
     return error_response(
         401,
         "invalid_admin_token",
-        "adding or removing workers takes the proxy's admin token: send it as "
+        "adding or removing workers, and opening or ending attempts, takes the proxy's admin "
+        "token: send it as "
         "'Authorization: Bearer TOKEN'. `agent-eval serve` prints it at start, and writes "
         "it to RUN_DIR/admin-token when it launches workers, as `agent-eval run` does; "
         "or choose it with --admin-token",
@@ -206,3 +208,47 @@ def out_of_resources(detail: str) -> web.Response:
 
 def model_not_found(message: str) -> web.Response:
     return error_response(404, "model_not_found", message)
+
+
+_CLOSED = {
+    "ended": "its attempt has ended (DELETE /attempts/KEY took its record)",
+    "expired": "its attempt has expired (past the ttl_s it was opened with)",
+    "unknown": "no attempt has it (it may have ended or expired long ago)",
+}
+
+
+def attempt_closed(state: str) -> web.Response:
+    return error_response(
+        401,
+        "attempt_key_closed",
+        f"the attempt key is refused: {_CLOSED.get(state, _CLOSED['unknown'])}; the engine "
+        "opens a new key (POST /attempts) for each attempt",
+    )
+
+
+def attempt_limit_exceeded(limit: str) -> web.Response:
+    return error_response(
+        429,
+        "attempt_limit_exceeded",
+        f"this attempt is over its {limit} limit, so its calls are refused; its record says "
+        "so. Open the attempt with a larger limit (POST /attempts) or let it use less",
+    )
+
+
+def too_many_attempts(limit: int) -> web.Response:
+    return error_response(
+        429,
+        "too_many_attempts",
+        f"{limit} attempts are open, the proxy's limit; end some (DELETE /attempts/KEY), or "
+        "start the proxy with a larger proxy.capture.max_open",
+        retry_after=1,
+    )
+
+
+def unknown_attempt() -> web.Response:
+    return error_response(
+        404,
+        "unknown_attempt",
+        "no open attempt has this key: it ended (its record was taken) or expired; open "
+        "one with POST /attempts",
+    )

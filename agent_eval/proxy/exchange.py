@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from agent_eval.proxy.capture.call import Call
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.responses.store import Turn
 
@@ -22,3 +23,5 @@ class Exchange:
     started: float
     history: Turn | None = None
     """The stored conversation a Responses follow-up continues, put in front of its input."""
+    call: Call | None = None
+    """The attempt call this request is, when it came with an attempt key: recorded as it ends."""

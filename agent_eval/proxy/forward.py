@@ -265,9 +265,13 @@ class Forwarder:
         if translation is not None:
             relay = translation.relay(*limits)
         else:
+            # A Responses answer is followed to be stored; an attempt's call is assembled
+            # from its bytes when its record is taken.
             follow = self._recorder is not None or follows(exchange)
             ending = stream_ending(exchange)
             relay = Passthrough(assembler_for(exchange) if follow else None, ending, *limits)
+            if exchange.call is not None and not follow:
+                exchange.call.raw = []
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
         answer = relay.answer()
@@ -275,6 +279,8 @@ class Forwarder:
         if counted is None and isinstance(relay, Passthrough):
             counted = relay.usage_event()  # a stream nobody followed: only its end is parsed
         metrics.count_usage(worker.url, counted)
+        if exchange.call is not None:
+            exchange.call.usage = counted
         return self._finish(exchange, response, worker, answer, translation is not None)
 
     def _answer(
@@ -297,7 +303,7 @@ class Forwarder:
                 message = f"worker {worker.url} sent a malformed answer: {exc}"
                 return self._finish(exchange, error_response(502, "upstream_error", message), None)
             body = orjson.dumps(answer)
-        elif status == 200 or self._recorder is not None:
+        elif status == 200 or self._recorder is not None or exchange.call is not None:
             answer = _json_or_none(body)  # an answer's usage is counted, its worker's cache hits
         if status == 200:
             self._metrics.count_usage(worker.url, answer)
@@ -372,6 +378,8 @@ class Forwarder:
         self._metrics.latency.labels(route).observe(elapsed)
         if self._recorder is not None:
             self._record(self._recorder, exchange, response, worker, answer, elapsed)
+        if exchange.call is not None:
+            exchange.call.finish(response, worker.url if worker else None, answer)
         return Forwarded(response, worker, translated, answer)
 
     def _record(

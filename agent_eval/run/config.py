@@ -123,6 +123,11 @@ class EvalSection(Section):
     ks: list[int] | None = Field(
         None, description="k values of pass@k, pass^k, maj@k; default 1 and n_samples."
     )
+    capture: bool = Field(
+        False,
+        description="Give every attempt a key of the proxy's, and keep the proxy's record of "
+        "its calls as its trajectory (runners with uses_attempt_keys always get one).",
+    )
 
     @model_validator(mode="before")
     @classmethod

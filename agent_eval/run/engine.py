@@ -20,10 +20,12 @@ from agent_eval.data import Item, Sample, Session
 from agent_eval.failures import FailureClass
 from agent_eval.metrics import AttemptCounts, Summary, is_tool_error
 from agent_eval.metrics.attempt import Attempt
+from agent_eval.proxy.attempt_client import OpenedAttempt
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
+from agent_eval.run.capture import AttemptKeys, KeyUnavailable
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
@@ -106,9 +108,12 @@ class Engine:
         client: AsyncOpenAI,
         config: EngineConfig,
         on_progress: Callable[[Progress], None] | None = None,
+        keys: AttemptKeys | None = None,
     ) -> None:
+        """`keys`: the proxy's per-attempt keys, for the runners that use them."""
         self.runner, self.scorer, self.client, self.config = runner, scorer, client, config
         self.on_progress = on_progress
+        self.keys = keys if keys is not None and keys.wanted(runner) else None
         self.progress = Progress()
         self._budget: int | None = None
         self.stopping = False
@@ -214,13 +219,32 @@ class Engine:
         return scored
 
     async def _play(self, item: Item, session_id: str, seed: int) -> tuple[Trajectory, float]:
-        """One play of an attempt: its trajectory, stopped where it failed, and its seconds."""
-        client = self.client.with_options(default_headers={SESSION_HEADER: session_id})
+        """One play of an attempt: its trajectory, stopped where it failed, and its seconds;
+        with a key of its own when the runner uses them, its calls as the proxy recorded them."""
+        if self.keys is None:
+            return await self._run(item, self._context(session_id, seed, None))
+        try:
+            async with self.keys.play(session_id) as keyed:
+                played = await self._run(item, self._context(session_id, seed, keyed.opened))
+        except KeyUnavailable as exc:
+            return stopped(Trajectory(), TrajectoryError("connection_error", str(exc))), 0.0
+        return keyed.trajectory(played[0]), played[1]
+
+    def _context(self, session_id: str, seed: int, opened: OpenedAttempt | None) -> RunContext:
         config = self.config
+        client = self.client.with_options(default_headers={SESSION_HEADER: session_id})
         ctx = RunContext(
             client, config.model, session_id, seed, config.sampling,
             time_limit=config.attempt_timeout, run_dir=config.run_dir,
         )  # fmt: skip
+        if opened is not None:
+            ctx.client = client.with_options(api_key=opened.key)
+            ctx.base_url, ctx.api_key = opened.base_url, opened.key
+            ctx.attempt_base_url = opened.attempt_base_url
+        return ctx
+
+    async def _run(self, item: Item, ctx: RunContext) -> tuple[Trajectory, float]:
+        """The runner's play in `ctx`, stopped where it failed, and its seconds."""
         started = time.monotonic()
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that

@@ -18,6 +18,7 @@ from agent_eval.proxy.admin_client import WorkerLoad
 from agent_eval.results.files import RunDirectory
 from agent_eval.rewards import RewardScorer, gold_check, load_reward
 from agent_eval.rewards.scorer import default_workers
+from agent_eval.run.capture import engine_keys
 from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.run.engine import Engine, Progress
 from agent_eval.run.identity import (
@@ -133,15 +134,16 @@ async def play(
 ) -> Summary:
     """Every attempt of the plan (or of its first `limit` items) against a served model."""
     settings = engine_config(plan.config, served.model)
-    engine = Engine(plan.runner, scorer, served.client, settings, observer.on_progress)
-    total = plan.total if limit is None else min(limit, plan.total)
-    started = time.monotonic()
-    done = await engine.start(run_dir, total)
-    with first_storage_error():
-        if plan.config.eval.processes == 1:
-            await engine.play(plan.items(limit), done, run_dir)
-        else:
-            await _play_sharded(plan, served, engine, done, run_dir, limit)
+    async with engine_keys(plan.config, served.base_url, served.admin_token) as keys:
+        engine = Engine(plan.runner, scorer, served.client, settings, observer.on_progress, keys)
+        total = plan.total if limit is None else min(limit, plan.total)
+        started = time.monotonic()
+        done = await engine.start(run_dir, total)
+        with first_storage_error():
+            if plan.config.eval.processes == 1:
+                await engine.play(plan.items(limit), done, run_dir)
+            else:
+                await _play_sharded(plan, served, engine, done, run_dir, limit)
     return await engine.finish(run_dir, time.monotonic() - started)
 
 

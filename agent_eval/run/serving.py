@@ -36,6 +36,8 @@ class Served:
     client: AsyncOpenAI
     model: str
     workers: list[WorkerEndpoint]
+    admin_token: str | None = None
+    """The proxy's admin token: what opens per-attempt keys (POST /attempts)."""
 
 
 @contextlib.asynccontextmanager
@@ -75,7 +77,9 @@ async def proxied(
             "health": health,
             "record_dir": config.proxy.record_dir or record,
         }
-    )
+    ).with_admin_token()
+    assert proxy.admin_token is not None, "with_admin_token() made one"
+    token = proxy.admin_token.get_secret_value()
     key = client_key(config.proxy.api_key)
     async with (
         proxy_process(proxy, config.run_dir) as base_url,
@@ -85,7 +89,8 @@ async def proxied(
         on_wait(f"waiting for the proxy to see {'every' if every else 'a'} healthy worker")
         await _proxy_ready(base_url, config.proxy.health.interval * 5 + 30, every)
         try:
-            yield Served(base_url, key, client, await served_model(config, client), endpoints)
+            model = await served_model(config, client)
+            yield Served(base_url, key, client, model, endpoints, token)
         except BaseException:
             # The run's own end is what to tell: a workers.json the disk refuses is no news.
             with contextlib.suppress(StorageError):

@@ -131,7 +131,9 @@ def figures_table(runs: list[Run]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="proxy benchmark (latency to the last byte)")
     table.add_column("mode")
     table.add_column("figure")
-    for target in TARGETS:
+    # Targets beyond the three (agent-eval with attempt keys) follow them.
+    targets = [*TARGETS, *dict.fromkeys(r.target for r in runs if r.target not in TARGETS)]
+    for target in targets:
         table.add_column(target, justify="right")
     table.add_column("agent-eval ÷ sglang", justify="right")
     table.add_column("messages ÷ chat", justify="right")
@@ -139,7 +141,7 @@ def figures_table(runs: list[Run]) -> Table:
     for mode in modes:
         by_target = {run.target: run.load for run in runs if run.mode == mode}
         for row, name in enumerate(mode.figures):
-            values = [_figure(name, by_target, target) for target in TARGETS]
+            values = [_figure(name, by_target, target) for target in targets]
             cells = [number(v, signed=name == ADDED) for v in values]
             table.add_row(
                 mode.name if row == 0 else "",

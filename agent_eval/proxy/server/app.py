@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -13,6 +14,10 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from agent_eval.proxy.capture import routes as capture_routes
+from agent_eval.proxy.capture.call import Call
+from agent_eval.proxy.capture.routes import ATTEMPT_PREFIX, ATTEMPTS
+from agent_eval.proxy.capture.store import AttemptStore
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.errors import (
     admin_unauthorized,
@@ -45,8 +50,14 @@ from agent_eval.proxy.routes import (
     is_anthropic,
 )
 from agent_eval.proxy.server import admin, response_routes
-from agent_eval.proxy.server.auth import bearer_matches, client_authorized, secret_bytes
+from agent_eval.proxy.server.auth import (
+    bearer_matches,
+    client_authorized,
+    secret_bytes,
+    sent_attempt_key,
+)
 from agent_eval.proxy.server.keys import (
+    CALL,
     CONFIG,
     FORWARDER,
     HEALTH,
@@ -72,8 +83,9 @@ GENERATION_ROUTES = (
     MESSAGES_ROUTE,
     COUNT_TOKENS_ROUTE,
 )
-PROTECTED_PREFIXES = ("/v1/", "/workers")
+PROTECTED_PREFIXES = ("/v1/", "/workers", "/a/", "/attempts")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_KEYED_PATH = re.compile(r"^/a/[^/]*/?")
 
 
 def build_app(config: ProxyConfig) -> web.Application:
@@ -90,13 +102,17 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[RESPONSES] = ResponsesRoute(store)
     app[NESTING] = NestingBound()
     app.cleanup_ctx.append(_upstream)
-    for route in GENERATION_ROUTES:
-        app.router.add_post(route, generate, expect_handler=_expect)
-    app.router.add_get("/v1/models", models)
+    app[ATTEMPTS] = AttemptStore(config.capture)
+    # Each route again under /a/KEY, for clients that can set a base URL but no key.
+    for prefix in ("", ATTEMPT_PREFIX):
+        for route in GENERATION_ROUTES:
+            app.router.add_post(prefix + route, generate, expect_handler=_expect)
+        app.router.add_get(prefix + "/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/readiness", readiness)
     app.router.add_get("/metrics", metrics)
     admin.add_routes(app)
+    capture_routes.add_routes(app)
     response_routes.add_routes(app)
     return app
 
@@ -140,43 +156,82 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
 
 
 def _guard(config: ProxyConfig) -> Middleware:
-    """Checks keys and turns routing misses and surprises into errors, each in the shape its
-    route's clients read."""
+    """Checks keys, records the calls of attempt keys, and turns routing misses and surprises
+    into errors, each in the shape its route's clients read."""
     key, token = secret_bytes(config.api_key), secret_bytes(config.admin_token)
     limit = config.max_body_bytes
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        return in_envelope(request.path, await checked(request, handler))
-
-    async def checked(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.match_info.handler in admin.CHANGES:
-            # Changing workers takes the admin token, whatever key clients use.
-            if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
-                return admin_unauthorized()
-        elif (
-            key is not None
-            and request.path.startswith(PROTECTED_PREFIXES)
-            and not client_authorized(request.path, request.headers, key)
-        ):
-            return unauthorized()
+        call = _admission(request, key, token)
+        route = routed_path(request.path)
+        if isinstance(call, web.Response):
+            return in_envelope(route, call)
+        response: web.StreamResponse | None = None
         try:
-            return await handler(request)
-        except web.HTTPRequestEntityTooLarge:
-            return body_too_large(limit)
-        except web.HTTPNotFound:
-            return not_found(request.path)
-        except web.HTTPMethodNotAllowed as exc:
-            return method_not_allowed(request.method, request.path, sorted(exc.allowed_methods))
-        except web.HTTPException:
-            raise
-        except Exception:
-            log.exception("unexpected error on %s %s", request.method, request.path)
-            return error_response(
-                500, "proxy_error", "the proxy failed on this request; see its log"
-            )
+            response = in_envelope(route, await _answer(request, handler, limit))
+            return response
+        finally:
+            if call is not None:
+                call.abandon(response)  # recorded already, unless it ended before the forwarder
 
     return guard
+
+
+def _admission(
+    request: web.Request, key: bytes | None, token: bytes | None
+) -> Call | web.Response | None:
+    """The answer that refuses a request its keys do not open; else the attempt call it is,
+    if it is one."""
+    called = request.match_info.handler
+    if called in ADMIN_HANDLERS:
+        # Changing workers and attempts takes the admin token, whatever key clients use.
+        if token is None or not bearer_matches(request.headers.get("Authorization", ""), token):
+            return admin_unauthorized()
+        return None
+    if called in ATTEMPT_HANDLERS and (
+        sent := sent_attempt_key(request.headers, request.match_info.get("key"))
+    ):
+        return _admitted(request, sent)  # the attempt key alone lets it in
+    if (
+        key is not None
+        and request.path.startswith(PROTECTED_PREFIXES)
+        and not client_authorized(routed_path(request.path), request.headers, key)
+    ):
+        return unauthorized()
+    return None
+
+
+async def _answer(request: web.Request, handler: Handler, limit: int) -> web.StreamResponse:
+    """The handler's answer; routing misses and surprises as errors."""
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        return body_too_large(limit)
+    except web.HTTPNotFound:
+        return not_found(shown_path(request.path))
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = sorted(exc.allowed_methods)
+        return method_not_allowed(request.method, shown_path(request.path), allowed)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("unexpected error on %s %s", request.method, shown_path(request.path))
+        return error_response(500, "proxy_error", "the proxy failed on this request; see its log")
+
+
+def _admitted(request: web.Request, key: str) -> Call | web.Response | None:
+    """The attempt call a request with an attempt key is (None: a route not recorded, which
+    the key opens), or the answer that refuses it."""
+    store = request.app[ATTEMPTS]
+    if request.match_info.handler is models:
+        attempt = store.usable(key)
+        return attempt if isinstance(attempt, web.Response) else None
+    call = store.admit(key)
+    if isinstance(call, Call):
+        call.route = _unprefixed(request)
+        request[CALL] = call
+    return call
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
@@ -199,17 +254,23 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return invalid_json(f"got a JSON {type(payload).__name__}")
     if request.app[NESTING].exceeded(payload):
         return nesting_too_deep(MAX_NESTING)
+    call = request.get(CALL)
+    if call is None:
+        route = request.path
+        session = session_key(request.headers.get(SESSION_HEADER) or _sent_session(route, payload))
+    else:
+        # The attempt is the session: its calls stay on one worker, whatever the client sends.
+        route, session = call.route, call.attempt.session
+        call.sent(payload, body)
     info = RequestInfo(
-        route=request.path,
+        route=route,
         model=_text(payload.get("model")),
-        session_key=session_key(
-            request.headers.get(SESSION_HEADER) or _sent_session(request.path, payload)
-        ),
+        session_key=session,
         stream=payload.get("stream") is True,
         payload=payload,
     )
-    exchange = Exchange(request, body, payload, info, started)
-    if request.path == RESPONSES_ROUTE:
+    exchange = Exchange(request, body, payload, info, started, call=call)
+    if route == RESPONSES_ROUTE:
         return await _respond(request, exchange)
     forwarded = await request.app[FORWARDER].forward(exchange)
     return forwarded.response
@@ -238,6 +299,12 @@ async def models(request: web.Request) -> web.Response:
         {"id": m, "object": "model", "created": 0, "owned_by": "agent-eval"} for m in pool.models()
     ]
     return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+
+ADMIN_HANDLERS = admin.CHANGES | capture_routes.ADMIN
+"""The handlers that take the admin token."""
+ATTEMPT_HANDLERS = frozenset({generate, models})
+"""The handlers an attempt key opens."""
 
 
 async def health(request: web.Request) -> web.Response:
@@ -284,6 +351,22 @@ def _sent_session(route: str, payload: dict[str, Any]) -> str | None:
     if is_anthropic(route):
         return metadata_user(payload)
     return _text(payload.get("user"))
+
+
+def _unprefixed(request: web.Request) -> str:
+    """The route a request reached, without /a/KEY/ in front: as metrics label it."""
+    path = request.path
+    return path[path.index("/v1/") :] if "key" in request.match_info else path
+
+
+def routed_path(path: str) -> str:
+    """A path without the /a/KEY/ an attempt's client may put in front of its route."""
+    return _KEYED_PATH.sub("/", path)
+
+
+def shown_path(path: str) -> str:
+    """A path as it may be logged or echoed: an attempt key in it masked."""
+    return _KEYED_PATH.sub("/a/KEY/", path)
 
 
 def _text(value: object) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 
 from multidict import CIMultiDictProxy
@@ -34,6 +35,14 @@ def save_admin_token(token: SecretStr, directory: Path) -> Path:
     return path
 
 
+def load_admin_token(directory: Path) -> str | None:
+    """The token save_admin_token wrote to DIR/admin-token; None when there is none."""
+    try:
+        return (directory / ADMIN_TOKEN_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
 def secret_bytes(secret: SecretStr | None) -> bytes | None:
     """A configured key as the bytes a client must send."""
     return secret.get_secret_value().encode() if secret is not None else None
@@ -45,11 +54,29 @@ def bearer_matches(header: str, key: bytes) -> bool:
     The scheme is matched without regard to case (RFC 9110, 11.1); a bare key without a
     scheme is refused, as OpenAI does. Header bytes that are not UTF-8 are compared as sent.
     """
+    return hmac.compare_digest(_bearer_token(header).encode("utf-8", "surrogateescape"), key)
+
+
+ATTEMPT_KEY_PREFIX = "ae-"
+"""How every per-attempt key starts (proxy/capture): what tells one from the client key."""
+
+
+def sent_attempt_key(headers: Mapping[str, str], path_key: str | None) -> str | None:
+    """The attempt key a request carries: in its path (/a/KEY/...), as its Bearer token
+    (OpenAI clients) or as x-api-key (Anthropic clients); None when it carries none."""
+    if path_key is not None:
+        return path_key
+    sent = headers.get("x-api-key")
+    if sent is None:
+        authorization = headers.get("Authorization", "")
+        # Most requests carry no attempt key: a substring test spares them the parsing.
+        sent = _bearer_token(authorization) if ATTEMPT_KEY_PREFIX in authorization else ""
+    return sent if sent.startswith(ATTEMPT_KEY_PREFIX) else None
+
+
+def _bearer_token(header: str) -> str:
     scheme, _, credentials = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    sent = credentials.strip().encode("utf-8", "surrogateescape")
-    return hmac.compare_digest(sent, key)
+    return credentials.strip() if scheme.lower() == "bearer" else ""
 
 
 def client_authorized(path: str, headers: CIMultiDictProxy[str], key: bytes) -> bool:

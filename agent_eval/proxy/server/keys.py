@@ -5,6 +5,7 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
+from agent_eval.proxy.capture.call import Call
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.proxy.fleet.pool import WorkerPool
@@ -21,3 +22,5 @@ HEALTH = web.AppKey("health", HealthChecker)
 RESPONSES = web.AppKey("responses", ResponsesRoute)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 NESTING = web.AppKey("nesting", NestingBound)
+CALL = web.RequestKey("call", Call)
+"""On a request sent with an attempt key: the call of that attempt it is."""

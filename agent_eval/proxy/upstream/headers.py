@@ -10,8 +10,8 @@ from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
-# bytes would make every worker fail the request. Client keys never reach a worker: the proxy
-# sends its own worker key (`x-api-key` is Anthropic's place for the client's).
+# bytes would make every worker fail the request. Client keys never reach a worker, nor
+# attempt keys: the proxy sends its own worker key (`x-api-key` is Anthropic's place for both).
 _DROPPED_REQUEST_HEADERS = frozenset(
     {
         "host",

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
+from agent_eval.proxy.capture.call import Call
 from agent_eval.proxy.errors import error_body
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.fleet.worker import Worker
@@ -191,31 +192,41 @@ async def _relay(
 ) -> bool:
     """Copy chunks, from `chunk` on, until the end; True when the upstream stream finished
     cleanly."""
+    call = exchange.call
     if chunk:
-        metrics.first_byte.labels(exchange.info.route).observe(time.monotonic() - exchange.started)
+        first_byte = time.monotonic() - exchange.started
+        metrics.first_byte.labels(exchange.info.route).observe(first_byte)
+        if call is not None:
+            call.first_byte = first_byte
+    raw = call.raw if call is not None else None
     while chunk:
         try:
             out = relay.feed(chunk)
         except MalformedStream as exc:
-            await _end_broken(response, worker, f"worker {worker.url} sent {exc}", relay)
+            await _end_broken(response, worker, f"worker {worker.url} sent {exc}", relay, call)
             return False
+        if raw is not None:
+            raw.append(out)  # what the client gets, kept by reference
         if out:
             await response.write(out)
         try:
             chunk = await upstream.readany()
         except UPSTREAM_ERRORS as exc:
             failure = classify_exception(exc, worker.url)
-            await _end_broken(response, worker, failure.message, relay)
+            await _end_broken(response, worker, failure.message, relay, call)
             return False
     await response.write_eof(relay.end())
     return True
 
 
 async def _end_broken(
-    response: web.StreamResponse, worker: Worker, cause: str, relay: Relay
+    response: web.StreamResponse, worker: Worker, cause: str, relay: Relay, call: Call | None
 ) -> None:
-    """End the stream with `relay`'s error event saying `cause`, charged to `worker`."""
+    """End the stream with `relay`'s error event saying `cause`, charged to `worker` (and, on
+    an attempt's call, noted in its record)."""
     worker.record_failure()
     message = f"the stream broke after it started: {cause}; retry the request"
     log.warning(message)
+    if call is not None:
+        call.broken = message
     await response.write_eof(relay.broken(message))

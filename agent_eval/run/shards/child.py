@@ -6,6 +6,7 @@ writer of samples.jsonl, appends the lines it reads.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -14,7 +15,9 @@ from typing import IO
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
+from agent_eval.proxy.server.auth import load_admin_token
 from agent_eval.results.record import AttemptRecord
+from agent_eval.run.capture import engine_keys
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import dataset_items, engine_config, warm_scorer
 from agent_eval.run.shards.job import ShardJob, share
@@ -40,8 +43,13 @@ async def play(job: ShardJob, out: IO[bytes]) -> None:
     runner = load_runner(config.agent.name, **config.agent.runner_options())
     key = environment_keys()["api_key"] or NO_KEY
     client = AsyncOpenAI(base_url=job.base_url, api_key=key)
-    async with warm_scorer(config) as scorer, client:
-        engine = Engine(runner, scorer, client, engine_config(config, job.model))
+    token = await asyncio.to_thread(load_admin_token, config.run_dir)
+    async with (
+        warm_scorer(config) as scorer,
+        client,
+        engine_keys(config, job.base_url, token) as keys,
+    ):
+        engine = Engine(runner, scorer, client, engine_config(config, job.model), keys=keys)
         items = share(dataset_items(config, job.limit), job.index, job.shards)
         await engine.play(items, frozenset(job.done), LineSink(out))
 

@@ -1,0 +1,71 @@
+"""The proxy's attempts API as the engine calls it: open a key, read its record, end it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from agent_eval.proxy.admin_client import proxy_root
+
+
+@dataclass(frozen=True)
+class OpenedAttempt:
+    """A key of the proxy's for one attempt, and where a client sends with it."""
+
+    key: str
+    base_url: str
+    """The proxy's base URL (`http://HOST:PORT/v1`): send the key as the client's API key."""
+    attempt_base_url: str
+    """`http://HOST:PORT/a/KEY/v1`: for a client that can set a base URL but no key."""
+    expires_at: float
+
+
+class AttemptClient:
+    """Opens and ends attempts on one proxy, with its admin token.
+
+    Every method raises aiohttp.ClientError (ClientResponseError on a non-2xx answer) or
+    TimeoutError when the proxy cannot be asked.
+    """
+
+    def __init__(self, http: aiohttp.ClientSession, base_url: str, admin_token: str) -> None:
+        self._http = http
+        self._root = proxy_root(base_url)
+        self._headers = {"Authorization": f"Bearer {admin_token}"}
+
+    async def open(
+        self,
+        label: str,
+        ttl_s: float | None = None,
+        max_calls: int | None = None,
+        max_tokens: int | None = None,
+    ) -> OpenedAttempt:
+        """A new key for the attempt `label` (its session id), with its limits."""
+        body: dict[str, Any] = {"attempt": label, "limits": {}}
+        if ttl_s is not None:
+            body["ttl_s"] = ttl_s
+        for name, value in (("max_calls", max_calls), ("max_tokens", max_tokens)):
+            if value is not None:
+                body["limits"][name] = value
+        opened = await self._call("POST", "/attempts", body)
+        key = opened["key"]
+        return OpenedAttempt(
+            key, f"{self._root}/v1", f"{self._root}{opened['base_path']}/v1", opened["expires_at"]
+        )
+
+    async def read(self, key: str) -> dict[str, Any]:
+        """The attempt's record so far."""
+        return await self._call("GET", f"/attempts/{key}")
+
+    async def end(self, key: str) -> dict[str, Any]:
+        """End the attempt and take its whole record (its calls in order)."""
+        return await self._call("DELETE", f"/attempts/{key}")
+
+    async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        async with self._http.request(
+            method, self._root + path, json=body, headers=self._headers
+        ) as response:
+            response.raise_for_status()
+            answer: dict[str, Any] = await response.json()
+            return answer

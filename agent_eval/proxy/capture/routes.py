@@ -1,0 +1,89 @@
+"""The attempts admin API: POST /attempts opens a key, GET reads its record, DELETE takes it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from agent_eval.proxy.capture.attempt import AttemptLimits
+from agent_eval.proxy.capture.store import AttemptStore
+from agent_eval.proxy.errors import error_response, invalid_json, too_many_attempts, unknown_attempt
+
+ATTEMPTS = web.AppKey("attempts", AttemptStore)
+ATTEMPT_PREFIX = "/a/{key}"
+"""Where the generation routes are for a client that can only set a base URL."""
+
+
+class LimitsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_calls: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class OpenBody(BaseModel):
+    """POST /attempts: the attempt's label (printable, as a session id is), its key's life,
+    its limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: Annotated[str, StringConstraints(pattern=r"^[\x20-\x7e]{1,200}$")]
+    ttl_s: float | None = Field(None, gt=0)
+    limits: LimitsBody = Field(default_factory=LimitsBody)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/attempts", open_attempt)
+    app.router.add_get("/attempts/{key}", read_attempt)
+    app.router.add_delete("/attempts/{key}", end_attempt)
+
+
+async def open_attempt(request: web.Request) -> web.Response:
+    """POST /attempts {"attempt", "ttl_s"?, "limits"?}: 201 {"key", "base_path", "expires_at"}."""
+    try:
+        body = OpenBody.model_validate(orjson.loads(await request.read()))
+    except orjson.JSONDecodeError as exc:
+        return invalid_json(str(exc))
+    except ValidationError as exc:
+        return _bad_fields(exc)
+    limits = AttemptLimits(body.limits.max_calls, body.limits.max_tokens)
+    try:
+        key, attempt = request.app[ATTEMPTS].open(body.attempt, body.ttl_s, limits)
+    except OverflowError as exc:
+        return too_many_attempts(exc.args[0])
+    opened = {"key": key, "base_path": f"/a/{key}", "expires_at": attempt.expires_at}
+    return web.Response(status=201, body=orjson.dumps(opened), content_type="application/json")
+
+
+async def read_attempt(request: web.Request) -> web.Response:
+    """GET /attempts/KEY: the attempt's record so far."""
+    attempt = request.app[ATTEMPTS].find(request.match_info["key"])
+    if attempt is None:
+        return unknown_attempt()
+    return web.Response(body=attempt.record(), content_type="application/json")
+
+
+async def end_attempt(request: web.Request) -> web.Response:
+    """DELETE /attempts/KEY: end the attempt, wait for its calls in flight, take its record."""
+    record = await request.app[ATTEMPTS].end(request.match_info["key"])
+    if record is None:
+        return unknown_attempt()
+    return web.Response(body=record, content_type="application/json")
+
+
+# The handlers that take the admin token.
+ADMIN = frozenset({open_attempt, read_attempt, end_attempt})
+
+
+def _bad_fields(exc: ValidationError) -> web.Response:
+    where = ", ".join(".".join(map(str, e["loc"])) or "body" for e in exc.errors())
+    return error_response(
+        400,
+        "invalid_attempt",
+        f'the attempt\'s fields are wrong ({where}); send {{"attempt": "LABEL", '
+        '"ttl_s": SECONDS, "limits": {"max_calls": N, "max_tokens": N}}; all but attempt are '
+        "optional",
+    )

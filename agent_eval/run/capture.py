@@ -1,0 +1,116 @@
+"""Per-attempt keys on the engine's side: a key of the proxy's for each play of an attempt,
+whose record, taken when the play ends however it ends, becomes the play's trajectory."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from agent_eval.agents.base import uses_attempt_keys
+from agent_eval.agents.captured import (
+    CapturedCall,
+    calls_of,
+    infra_failure,
+    trajectory_from_calls,
+)
+from agent_eval.agents.trajectory import Trajectory, TrajectoryError
+from agent_eval.proxy.attempt_client import AttemptClient, OpenedAttempt
+from agent_eval.run.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+KEY_SLACK = 60.0
+"""Seconds a key lives past its play's timeout."""
+_PROBLEMS = (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError)
+"""What asking the proxy can raise: no answer, an error status, a body of another shape."""
+
+
+class KeyUnavailable(Exception):
+    """The proxy gave no key for a play; the message says why."""
+
+
+@dataclass
+class KeyedPlay:
+    """One play's key, then the calls its record held, or why the record could not be had."""
+
+    opened: OpenedAttempt
+    calls: list[CapturedCall] = field(default_factory=list)
+    problem: str | None = None
+
+    def trajectory(self, played: Trajectory) -> Trajectory:
+        """The runner's trajectory with the calls, conversation and tool calls the proxy
+        recorded; its final output stays the runner's, and its error too, unless a call
+        failed through the infrastructure's fault before: then the play failed of that."""
+        if self.problem is not None and played.error is None:
+            played.error = TrajectoryError("connection_error", self.problem)
+            played.final_output = None
+        if not self.calls:
+            return played
+        if played.error is not None and (cause := infra_failure(self.calls)) is not None:
+            cause.message += f"; the play then ended in {played.error.kind}: {played.error.message}"
+            played.error = cause
+        captured = trajectory_from_calls(self.calls)
+        played.messages, played.tool_calls = captured.messages, captured.tool_calls
+        played.model_calls, played.setups = captured.model_calls, captured.setups
+        return played
+
+
+class AttemptKeys:
+    """Opens a key per play and takes its record after, on one proxy."""
+
+    def __init__(self, client: AttemptClient, ttl_s: float, everyone: bool) -> None:
+        """`everyone`: every runner's plays get keys (`eval.capture`), not only those that
+        ask (`uses_attempt_keys`)."""
+        self._client = client
+        self._ttl = ttl_s
+        self._everyone = everyone
+
+    def wanted(self, runner: object) -> bool:
+        return self._everyone or uses_attempt_keys(runner)
+
+    @contextlib.asynccontextmanager
+    async def play(self, session_id: str) -> AsyncIterator[KeyedPlay]:
+        """A key for the play inside the block; ended on every way out (an error, a timeout,
+        Ctrl-C), its record then in the KeyedPlay. Raises: KeyUnavailable."""
+        try:
+            opened = await self._client.open(session_id, ttl_s=self._ttl)
+        except _PROBLEMS as exc:
+            raise KeyUnavailable(f"the proxy opened no key for the attempt ({exc!r})") from None
+        keyed = KeyedPlay(opened)
+        try:
+            yield keyed
+        finally:
+            await self._take(keyed)
+
+    async def _take(self, keyed: KeyedPlay) -> None:
+        try:
+            keyed.calls = calls_of(await self._client.end(keyed.opened.key))
+        except _PROBLEMS as exc:  # a body of another shape too: ValidationError is a ValueError
+            keyed.problem = f"the proxy's record of the attempt could not be taken ({exc!r})"
+            log.warning("%s", keyed.problem)
+
+
+@contextlib.asynccontextmanager
+async def attempt_keys(
+    base_url: str, admin_token: str, ttl_s: float, everyone: bool
+) -> AsyncIterator[AttemptKeys]:
+    """Attempt keys of the proxy at `base_url` inside the block."""
+    # Ending an attempt waits for its calls in flight: a long but bounded answer.
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(timeout=timeout) as http:
+        yield AttemptKeys(AttemptClient(http, base_url, admin_token), ttl_s, everyone)
+
+
+def engine_keys(
+    config: RunConfig, base_url: str, admin_token: str | None
+) -> contextlib.AbstractAsyncContextManager[AttemptKeys | None]:
+    """The run's attempt keys on the proxy at `base_url`; None without its admin token."""
+    if admin_token is None:
+        return contextlib.nullcontext(None)
+    # A key outlives its play's timeout, so that the play's end, not the key's, stops it.
+    ttl = config.eval.attempt_timeout + KEY_SLACK
+    return attempt_keys(base_url, admin_token, ttl, config.eval.capture)

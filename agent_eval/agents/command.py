@@ -69,6 +69,9 @@ class CommandOptions(BaseModel):
 class CommandAgent:
     """Runs `cmd` once per attempt; see docs/extending.md, "Evaluating any agent program"."""
 
+    uses_attempt_keys = True
+    """Each attempt's program gets a key of its own: its calls are recorded as its trajectory."""
+
     def __init__(
         self,
         cmd: str | list[str],

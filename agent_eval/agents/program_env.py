@@ -34,7 +34,10 @@ class Endpoint:
 
 
 def attempt_endpoint(ctx: RunContext) -> Endpoint:
-    """The proxy URL and key of this attempt."""
+    """The proxy URL and key of this attempt: its own key when the engine gave it one (every
+    call the program makes is then the attempt's), else the run's client's."""
+    if ctx.base_url is not None and ctx.api_key is not None:
+        return Endpoint(ctx.base_url.rstrip("/"), ctx.api_key)
     return Endpoint(str(ctx.client.base_url).rstrip("/"), ctx.client.api_key)
 
 

@@ -2,7 +2,8 @@
 
 The program is the model's agent: its crashes, its time and memory limits count against the
 model. The harness's part (a command that is not there, a proxy that had no worker for it) is
-infrastructure, replayed and never counted as a wrong answer.
+infrastructure, replayed and never counted as a wrong answer: the engine finds the proxy's
+failures in the attempt's record (run/capture.py).
 """
 
 from __future__ import annotations
@@ -20,12 +21,6 @@ _TAIL_SHOWN = 600
 """Characters of stderr's end a failure's message quotes."""
 _OUT_OF_MEMORY = re.compile(
     r"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", re.I
-)
-_PROXY_FAILURES = (
-    # What the openai and anthropic SDKs print when the proxy, not the program, failed the call.
-    ("no_healthy_worker", re.compile(r"no_healthy_worker")),
-    ("connection_error", re.compile(r"\b(openai|anthropic)\.APIConnectionError\b")),
-    ("upstream_error", re.compile(r"\b(openai|anthropic)\.(InternalServerError|RateLimitError)\b")),
 )
 _NOT_RUN = {126: "is not executable", 127: "was not found"}
 """The shell's exit codes for a command it could not run."""
@@ -72,8 +67,8 @@ def program_failure(
 
 
 def _crash(finished: Finished, memory_mb: int | None) -> TrajectoryError:
-    """A program that ended badly without an answer: out of memory, failed by the proxy, or
-    its own error."""
+    """A program that ended badly without an answer: out of memory or its own error. (A call
+    the proxy failed before makes it infrastructure's: the engine reads that in its record.)"""
     ended = (
         f"was killed by {finished.signal}"
         if finished.exit_code is None
@@ -86,22 +81,7 @@ def _crash(finished: Finished, memory_mb: int | None) -> TrajectoryError:
             f"the agent program ran out of its {memory_mb} MB (agent.options.memory_mb) and "
             f"{ended}. {stderr}",
         )
-    proxy = proxy_failure(finished.stderr_tail)
-    if proxy is not None:
-        return TrajectoryError(proxy, f"the agent program {ended} on a failed proxy call. {stderr}")
     return TrajectoryError("agent_error", f"the agent program {ended} without an answer. {stderr}")
-
-
-def proxy_failure(stderr: str) -> str | None:
-    """The infrastructure's error kind when the program's stderr shows the proxy failed its
-    call (no worker, a broken connection, a server error), else None.
-
-    The hook for the proxy's per-attempt record: once the proxy records each attempt's calls,
-    what it answered there is the better evidence."""
-    for kind, pattern in _PROXY_FAILURES:
-        if pattern.search(stderr):
-            return kind
-    return None
 
 
 def _stderr(finished: Finished) -> str:

@@ -29,6 +29,10 @@ _PROBLEMS = (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError)
 """What asking the proxy can raise: no answer, an error status, a body of another shape."""
 
 
+AttemptLimits = tuple[int | None, int | None]
+"""Most model calls and most tokens an attempt's key may use; None: no limit."""
+
+
 class KeyUnavailable(Exception):
     """The proxy gave no key for a play; the message says why."""
 
@@ -40,6 +44,8 @@ class KeyedPlay:
     opened: OpenedAttempt
     calls: list[CapturedCall] = field(default_factory=list)
     problem: str | None = None
+    limit: str | None = None
+    """The limit of the attempt's key its calls went past, as the record names it."""
 
     def trajectory(self, played: Trajectory) -> Trajectory:
         """The runner's trajectory with the calls, conversation and tool calls the proxy
@@ -48,6 +54,11 @@ class KeyedPlay:
         if self.problem is not None and played.error is None:
             played.error = TrajectoryError("connection_error", self.problem)
             played.final_output = None
+        if played.error is not None and self.limit is not None:
+            # Refused past a limit, the program failed of it: the model's spending, not a fault.
+            message = f"the attempt went past its {self.limit} (eval.max_calls, "
+            message += f"eval.max_attempt_tokens); the play then ended in {played.error.kind}"
+            played.error = TrajectoryError("limit_exceeded", message)
         if not self.calls:
             return played
         if played.error is not None and (cause := infra_failure(self.calls)) is not None:
@@ -62,12 +73,15 @@ class KeyedPlay:
 class AttemptKeys:
     """Opens a key per play and takes its record after, on one proxy."""
 
-    def __init__(self, client: AttemptClient, ttl_s: float, everyone: bool) -> None:
+    def __init__(
+        self, client: AttemptClient, ttl_s: float, everyone: bool, limits: AttemptLimits
+    ) -> None:
         """`everyone`: every runner's plays get keys (`eval.capture`), not only those that
         ask (`uses_attempt_keys`)."""
         self._client = client
         self._ttl = ttl_s
         self._everyone = everyone
+        self._limits = limits
 
     def wanted(self, runner: object) -> bool:
         return self._everyone or uses_attempt_keys(runner)
@@ -77,7 +91,7 @@ class AttemptKeys:
         """A key for the play inside the block; ended on every way out (an error, a timeout,
         Ctrl-C), its record then in the KeyedPlay. Raises: KeyUnavailable."""
         try:
-            opened = await self._client.open(session_id, ttl_s=self._ttl)
+            opened = await self._client.open(session_id, self._ttl, *self._limits)
         except _PROBLEMS as exc:
             raise KeyUnavailable(f"the proxy opened no key for the attempt ({exc!r})") from None
         keyed = KeyedPlay(opened)
@@ -88,7 +102,8 @@ class AttemptKeys:
 
     async def _take(self, keyed: KeyedPlay) -> None:
         try:
-            keyed.calls = calls_of(await self._client.end(keyed.opened.key))
+            record = await self._client.end(keyed.opened.key)
+            keyed.calls, keyed.limit = calls_of(record), record.get("limit_exceeded")
         except _PROBLEMS as exc:  # a body of another shape too: ValidationError is a ValueError
             keyed.problem = f"the proxy's record of the attempt could not be taken ({exc!r})"
             log.warning("%s", keyed.problem)
@@ -96,13 +111,17 @@ class AttemptKeys:
 
 @contextlib.asynccontextmanager
 async def attempt_keys(
-    base_url: str, admin_token: str, ttl_s: float, everyone: bool
+    base_url: str,
+    admin_token: str,
+    ttl_s: float,
+    everyone: bool,
+    limits: AttemptLimits = (None, None),
 ) -> AsyncIterator[AttemptKeys]:
     """Attempt keys of the proxy at `base_url` inside the block."""
     # Ending an attempt waits for its calls in flight: a long but bounded answer.
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(timeout=timeout) as http:
-        yield AttemptKeys(AttemptClient(http, base_url, admin_token), ttl_s, everyone)
+        yield AttemptKeys(AttemptClient(http, base_url, admin_token), ttl_s, everyone, limits)
 
 
 def engine_keys(
@@ -113,4 +132,5 @@ def engine_keys(
         return contextlib.nullcontext(None)
     # A key outlives its play's timeout, so that the play's end, not the key's, stops it.
     ttl = config.eval.attempt_timeout + KEY_SLACK
-    return attempt_keys(base_url, admin_token, ttl, config.eval.capture)
+    limits = config.eval.max_calls, config.eval.max_attempt_tokens
+    return attempt_keys(base_url, admin_token, ttl, config.eval.capture, limits)

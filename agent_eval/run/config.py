@@ -128,6 +128,18 @@ class EvalSection(Section):
         description="Give every attempt a key of the proxy's, and keep the proxy's record of "
         "its calls as its trajectory (runners with uses_attempt_keys always get one).",
     )
+    max_calls: int | None = Field(
+        None,
+        ge=1,
+        description="Most model calls one attempt's key may make; past it the proxy refuses "
+        "them and the attempt ends as limit_exceeded (keyed attempts only; none: no limit).",
+    )
+    max_attempt_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Most prompt and completion tokens one attempt's key may spend; past it, "
+        "as max_calls (keyed attempts only; none: no limit).",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -58,6 +58,11 @@ KINDS: dict[str, FailureKind] = {
         FailureKind("scorer_timeout", _INFRA, "scoring the answer took longer than its limit"),
         FailureKind("scorer_error", _INFRA, "the reward function raised"),
         FailureKind("runner_error", _INFRA, "the agent runner raised: a bug in the harness"),
+        FailureKind(
+            "no_model_call",
+            _INFRA,
+            "a keyed agent failed before its first model call: its setup, not the model",
+        ),
     )
 }
 

@@ -252,12 +252,16 @@ class GivesUp:
 
     uses_attempt_keys = True
 
+    def __init__(self, calls: int = 1) -> None:
+        self.calls = calls
+
     async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
         async with AsyncOpenAI(base_url=ctx.base_url, api_key=ctx.api_key, max_retries=0) as own:
             try:
-                await own.chat.completions.create(
-                    model="mock-model", messages=[{"role": "user", "content": sample.question}]
-                )
+                for _ in range(self.calls):
+                    await own.chat.completions.create(
+                        model="mock-model", messages=[{"role": "user", "content": sample.question}]
+                    )
             except APIStatusError:
                 return Trajectory(error=TrajectoryError("max_turns", "gave up"))
         return Trajectory(final_output="done")
@@ -274,3 +278,48 @@ async def test_a_play_that_fails_after_an_infra_failure_fails_of_it(
     assert record.error is not None
     assert (record.error["kind"], record.error["class"]) == ("upstream_error", "infra")
     assert record.error["worker"] == worker.url and "gave up" in record.error["message"]
+
+
+class CrashesAtOnce:
+    """A program that fails of its own setup before it asks the model anything."""
+
+    uses_attempt_keys = True
+
+    async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
+        error = TrajectoryError("agent_error", "ModuleNotFoundError: No module named 'mine'")
+        return Trajectory(error=error)
+
+
+async def test_a_play_that_fails_before_its_first_model_call_is_not_the_models_failure(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    [worker] = await start_workers(1)
+    base_url = await start_proxy([worker], admin_token=ADMIN_TOKEN)
+    samples = list(load_dataset("gsm8k_mini", limit=1))
+    [record] = await _engine_play(base_url, CrashesAtOnce(), samples, n_samples=1, replays=1)
+    assert record.error is not None
+    assert (record.error["kind"], record.error["class"]) == ("no_model_call", "infra")
+    assert "ModuleNotFoundError" in record.error["message"]
+    assert len(record.trajectory["replays"]) == 1  # played again, as infrastructure's failures are
+    assert not record.scored
+
+
+async def test_a_play_past_its_call_limit_ends_as_limit_exceeded(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    [worker] = await start_workers(1)
+    base_url = await start_proxy([worker], admin_token=ADMIN_TOKEN)
+    samples = list(load_dataset("gsm8k_mini", limit=1))
+    config = engine_config(RunConfig.model_validate({"eval": {"n_samples": 1}}), "mock-model")
+    sink = Sink()
+    async with (
+        RewardScorer(max_workers=1) as scorer,
+        AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client,
+        attempt_keys(base_url, ADMIN_TOKEN, 60, False, (1, None)) as keys,
+    ):
+        await Engine(GivesUp(calls=2), scorer, client, config, keys=keys).play(samples, set(), sink)
+    [record] = sink.records
+    assert record.error is not None
+    assert (record.error["kind"], record.error["class"]) == ("limit_exceeded", "model")
+    assert "max_calls" in record.error["message"]
+    assert record.model_calls == 1 and worker.stats.generation_requests == 1

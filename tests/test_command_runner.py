@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.agents import load_runner
-from agent_eval.agents.program_env import render
+from agent_eval.agents.program_env import anchored, render
 from agent_eval.agents.trajectory import Trajectory
 from agent_eval.data import Sample
 from agent_eval.data.errors import DataError
@@ -392,3 +392,14 @@ async def test_a_program_dies_with_a_harness_killed_outright(tmp_path: Path) -> 
     harness.kill()
     await harness.wait()
     await eventually(lambda: not running(int(written.read_text())), 10)
+
+
+def test_words_naming_files_where_agent_eval_started_are_made_absolute(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "mine.py").write_text("")
+    (tmp_path / "my agent.py").write_text("")
+    line = "python agents/mine.py -m x.y --out {workdir}/a.py && cat notes.txt > out.txt ."
+    made = anchored(line, tmp_path)
+    assert made == line.replace("agents/mine.py", shlex.quote(str(tmp_path / "agents/mine.py")))
+    argv = anchored(["python", "my agent.py", "missing.py", "-v"], tmp_path)
+    assert argv == ["python", str(tmp_path / "my agent.py"), "missing.py", "-v"]

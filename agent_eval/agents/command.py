@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.program_env import (
+    anchored,
     attempt_endpoint,
     check_template,
     program_environment,
@@ -100,6 +101,9 @@ class CommandAgent:
         check_template(self.options.cmd, "cmd")
         if self.options.check is not None:
             check_template(self.options.check, "check")
+        here = Path.cwd()
+        self._cmd = anchored(self.options.cmd, here)
+        self._check_cmd = None if check is None else str(anchored(check, here))
 
     async def run(self, sample: Any, ctx: RunContext) -> Trajectory:
         if not isinstance(sample, Sample):
@@ -127,7 +131,7 @@ class CommandAgent:
         endpoint = attempt_endpoint(ctx)
         values = self._values(sample, ctx, space)
         env = program_environment(endpoint, ctx.model, values, options.env)
-        command = render(options.cmd, values)
+        command = render(self._cmd, values)
         hidden = secrets(endpoint)
         recorded = shown(command, hidden)
         source = "stdout" if options.answer == "stdout" else options.answer_file
@@ -153,7 +157,7 @@ class CommandAgent:
         failure = program_failure(finished, answer, recorded, options.memory_mb)
         trajectory.error = failure
         trajectory.final_output = None if failure is not None else answer
-        check = sample.check or options.check
+        check = sample.check or self._check_cmd
         if failure is None and check is not None:
             await self._check(check, values, env, space, hidden, trajectory)
 

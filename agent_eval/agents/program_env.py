@@ -4,10 +4,12 @@ sample's fields in its command line."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from agent_eval.agents.base import RunContext
 from agent_eval.errors import ConfigError
@@ -73,6 +75,26 @@ def render(command: str | Sequence[str], values: Mapping[str, str]) -> str | lis
     if isinstance(command, str):
         return command.format_map({k: shlex.quote(v) for k, v in values.items()})
     return [part.format_map(values) for part in command]
+
+
+_WORD = re.compile(r"(?<!\S)([\w.@+-][\w./@+-]*)(?!\S)")
+"""A plain word of a command line: no quotes, braces, operators or redirections in it."""
+
+
+def anchored(command: str | Sequence[str], here: Path) -> str | list[str]:
+    """The command with each word that names a file or folder relative to `here` (where
+    agent-eval was started) made absolute: the program runs in a working directory of its
+    own, where `python my_agent.py` would find nothing."""
+    if isinstance(command, str):
+        return _WORD.sub(lambda word: _anchor(word.group(1), here, shlex.quote), command)
+    return [_anchor(part, here, str) for part in command]
+
+
+def _anchor(word: str, here: Path, quote: Callable[[str], str]) -> str:
+    if word in (".", "..") or word.startswith("-") or not ("/" in word or "." in word):
+        return word  # an option, a program on PATH, a module name: not a path of here
+    path = here / word
+    return quote(str(path.resolve())) if path.exists() else word
 
 
 def check_template(command: str | Sequence[str], option: str) -> None:

@@ -18,6 +18,7 @@ from agent_eval.agents.captured import (
     trajectory_from_calls,
 )
 from agent_eval.agents.trajectory import Trajectory, TrajectoryError
+from agent_eval.failures import FailureClass
 from agent_eval.proxy.attempt_client import AttemptClient, OpenedAttempt
 from agent_eval.run.config import RunConfig
 
@@ -60,7 +61,7 @@ class KeyedPlay:
             message += f"eval.max_attempt_tokens); the play then ended in {played.error.kind}"
             played.error = TrajectoryError("limit_exceeded", message)
         if not self.calls:
-            return played
+            return _without_model(played) if self.limit is None else played
         if played.error is not None and (cause := infra_failure(self.calls)) is not None:
             cause.message += f"; the play then ended in {played.error.kind}: {played.error.message}"
             played.error = cause
@@ -68,6 +69,16 @@ class KeyedPlay:
         played.messages, played.tool_calls = captured.messages, captured.tool_calls
         played.model_calls, played.setups = captured.model_calls, captured.setups
         return played
+
+
+def _without_model(played: Trajectory) -> Trajectory:
+    """A play that failed before its first model call failed of its setup (a program not
+    found, a missing module, a wrong path), which says nothing of the model: infrastructure's."""
+    error = played.error
+    if error is not None and error.whose is FailureClass.MODEL:
+        message = f"the agent ended before its first model call ({error.kind}: {error.message})"
+        played.error = TrajectoryError("no_model_call", message)
+    return played
 
 
 class AttemptKeys:

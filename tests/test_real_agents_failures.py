@@ -10,10 +10,10 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.agent_programs import python_example
 from tests.helpers.command_runs import dataset, run_command
-from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.waits import eventually
 

@@ -85,5 +85,6 @@ async def test_a_program_crashing_on_its_own_is_the_agents_error_with_its_stderr
     assert (record["reward"], record["correct"]) == (0.0, False)
     recorded = record["trajectory"]["program"]
     assert recorded["exit_code"] == 1 and "exited with code 1" in error["message"]
-    assert "no_such_tool" in recorded["stderr_tail"] and recorded["stderr_tail"] in error["message"]
+    said = "ModelBehaviorError: Tool no_such_tool not found"
+    assert said in recorded["stderr_tail"] and said in error["message"]
     assert record["trajectory"]["replays"] == [] and record["model_calls"] == 1

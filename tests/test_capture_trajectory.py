@@ -110,14 +110,12 @@ def test_a_messages_conversation_keeps_its_blocks_and_its_results_come_next_call
     }
     usage = {"input_tokens": 3, "cache_read_input_tokens": 8, "output_tokens": 4}
     first = {"system": system, "tools": [tool], "messages": [asked]}
-    second = {
-        **first,
-        "messages": [
-            asked,
-            {"role": "assistant", "content": said},
-            {"role": "user", "content": [result]},
-        ],
-    }
+    conversation = [
+        asked,
+        {"role": "assistant", "content": said},
+        {"role": "user", "content": [result]},
+    ]
+    second = {**first, "messages": conversation}
     calls = [
         _call(0, first, {"id": "m1", "type": "message", "role": "assistant", "content": said,
                          "usage": usage}, route="/v1/messages", prompt_tokens=11, cached_tokens=8),
@@ -126,7 +124,7 @@ def test_a_messages_conversation_keeps_its_blocks_and_its_results_come_next_call
     ]  # fmt: skip
     trajectory = trajectory_from_calls(calls)
     assert trajectory.messages == [
-        *second["messages"],
+        *conversation,
         {"role": "assistant", "content": [{"type": "text", "text": "48"}]},
     ]
     assert [(t.name, json.loads(t.arguments), t.result) for t in trajectory.tool_calls] == [

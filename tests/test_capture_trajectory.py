@@ -4,6 +4,7 @@ the engine's keys, opened per play and ended however the play ends."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -68,7 +69,7 @@ async def test_the_proxy_records_what_math_calculator_records_itself(
 def _call(index: int, request: dict[str, Any], response: dict[str, Any] | None, **fields: Any):
     return CapturedCall.model_validate(
         {"index": index, "route": "/v1/responses", "status": 200, "latency_s": 0.1,
-         "request": request, "response": response, **fields}
+         "request": request, "response": response} | fields
     )  # fmt: skip
 
 
@@ -90,6 +91,61 @@ def test_a_responses_conversation_is_followed_through_previous_response_ids() ->
     assert [m.setup for m in trajectory.model_calls] == [0, 0]
     assert trajectory.setups[0].system_prompt == "be brief"
     assert trajectory.prompt_tokens == 5 and infra_failure(calls) is None
+
+
+def test_a_messages_conversation_keeps_its_blocks_and_its_results_come_next_call() -> None:
+    tool = {"name": "calculator", "description": "arithmetic", "input_schema": {"type": "object"}}
+    system = [{"type": "text", "text": "be brief"}, {"type": "text", "text": "use tools"}]
+    picture = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "AA"},
+    }
+    asked = {"role": "user", "content": [{"type": "text", "text": "16 * 3?"}, picture]}
+    use = {"type": "tool_use", "id": "tu1", "name": "calculator", "input": {"expression": "16*3"}}
+    said = [{"type": "text", "text": "Let me work it out."}, use]
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "tu1",
+        "content": [{"type": "text", "text": "48"}],
+    }
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 8, "output_tokens": 4}
+    first = {"system": system, "tools": [tool], "messages": [asked]}
+    second = {
+        **first,
+        "messages": [
+            asked,
+            {"role": "assistant", "content": said},
+            {"role": "user", "content": [result]},
+        ],
+    }
+    calls = [
+        _call(0, first, {"id": "m1", "type": "message", "role": "assistant", "content": said,
+                         "usage": usage}, route="/v1/messages", prompt_tokens=11, cached_tokens=8),
+        _call(1, second, {"id": "m2", "type": "message", "role": "assistant",
+                          "content": [{"type": "text", "text": "48"}]}, route="/v1/messages"),
+    ]  # fmt: skip
+    trajectory = trajectory_from_calls(calls)
+    assert trajectory.messages == [
+        *second["messages"],
+        {"role": "assistant", "content": [{"type": "text", "text": "48"}]},
+    ]
+    assert [(t.name, json.loads(t.arguments), t.result) for t in trajectory.tool_calls] == [
+        ("calculator", {"expression": "16*3"}, "48")
+    ]
+    [setup] = trajectory.setups
+    assert setup.system_prompt == "be brief\nuse tools"
+    assert [(t.name, t.parameters) for t in setup.tools] == [("calculator", {"type": "object"})]
+    assert [(m.setup, m.prompt_tokens, m.cached_tokens) for m in trajectory.model_calls] == [
+        (0, 11, 8), (0, 0, None)
+    ]  # fmt: skip
+
+
+def test_a_messages_server_tool_and_a_string_system_prompt_are_a_setup() -> None:
+    request = {"system": "be brief", "tools": [{"type": "web_search_20250305"}], "messages": []}
+    [call] = [_call(0, request, {"role": "assistant", "content": []}, route="/v1/messages")]
+    [setup] = trajectory_from_calls([call]).setups
+    assert setup.system_prompt == "be brief"
+    assert [(t.name, t.parameters) for t in setup.tools] == [("web_search_20250305", None)]
 
 
 def test_the_first_infra_failure_is_the_attempts_and_a_client_error_is_none() -> None:

@@ -3,6 +3,7 @@ conversation it continued and its answer, the tool calls the model made and thei
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -99,10 +100,40 @@ class ResponsesShape:
                 yield str(item.get("call_id")), _text(item.get("output")) or ""
 
 
+class MessagesShape:
+    """Anthropic Messages: `system` beside `messages` of content blocks, the answer's blocks."""
+
+    def setup(self, request: Json) -> ModelSetup:
+        tools = [_messages_tool(tool) for tool in _dicts(request.get("tools"))]
+        return ModelSetup(_text(request.get("system")), tools)
+
+    def sent(self, request: Json) -> list[Json]:
+        return _dicts(request.get("messages"))
+
+    def answered(self, answer: Json) -> list[Json]:
+        content = answer.get("content")
+        if not isinstance(content, list):
+            return []
+        return [{"role": str(answer.get("role") or "assistant"), "content": content}]
+
+    def tool_uses(self, answer: Json) -> Iterator[ToolUse]:
+        for block in _dicts(answer.get("content")):
+            if block.get("type") == "tool_use":
+                # Arguments are JSON text in every shape; Messages gives them as an object.
+                arguments = json.dumps(block.get("input"))
+                yield ToolUse(str(block.get("id")), str(block.get("name")), arguments)
+
+    def tool_results(self, request: Json) -> Iterator[tuple[str, str]]:
+        for message in self.sent(request):
+            for block in _dicts(message.get("content")):
+                if block.get("type") == "tool_result":
+                    yield str(block.get("tool_use_id")), _text(block.get("content")) or ""
+
+
 SHAPES: dict[str, CallShape] = {
     "/v1/chat/completions": ChatShape(),
     "/v1/responses": ResponsesShape(),
-    # "/v1/messages": the Anthropic Messages shape goes here, beside its route.
+    "/v1/messages": MessagesShape(),
 }
 """Each generation route's shape; a call on a route not here adds no messages or tool calls."""
 
@@ -142,3 +173,13 @@ def _responses_tool(tool: Json) -> ToolDefinition:
             parameters if isinstance(parameters, dict) else None,
         )
     return ToolDefinition(str(tool.get("name") or tool.get("type")), "", None)
+
+
+def _messages_tool(tool: Json) -> ToolDefinition:
+    """A client tool with its `input_schema`; a server tool (web search, ...) by name or type."""
+    schema = tool.get("input_schema")
+    return ToolDefinition(
+        str(tool.get("name") or tool.get("type")),
+        str(tool.get("description") or ""),
+        schema if isinstance(schema, dict) else None,
+    )

@@ -101,8 +101,9 @@ def run_args(workers: list[MockWorker], tmp_path: Path) -> tuple[list[str], Path
 
 
 def prompts(record: dict) -> list[str]:
-    """The user prompts of an attempt's trajectory, in order."""
-    return [m["content"] for m in record["trajectory"]["messages"] if m["role"] == "user"]
+    """The user prompts of an attempt's trajectory, in order (a text, or Messages' blocks)."""
+    said = [m["content"] for m in record["trajectory"]["messages"] if m["role"] == "user"]
+    return [text if isinstance(text, str) else text[0]["text"] for text in said]
 
 
 def assert_each_attempt_holds_its_own_calls(records: list[dict]) -> None:

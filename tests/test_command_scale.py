@@ -138,17 +138,13 @@ def assert_no_process_left(tmp_path: Path, mark: str) -> None:
     assert running_with(str(tmp_path / "agent.py")) == [] and running_with(mark) == []
 
 
-def finished(run_dir: Path) -> int:
-    """Attempts written to samples.jsonl so far."""
+def kept_whole(run_dir: Path) -> list[dict]:
+    """The records samples.jsonl keeps, which ends at a line's end (none when it is not there:
+    no attempt had finished)."""
     path = run_dir / "samples.jsonl"
-    return path.read_bytes().count(b"\n") if path.exists() else 0
-
-
-def assert_whole_lines(run_dir: Path) -> None:
-    """samples.jsonl ends at a line's end and every line is a record."""
-    data = (run_dir / "samples.jsonl").read_bytes()
-    assert data.endswith(b"\n")
-    assert all(orjson.loads(line)["sample_id"] for line in data.splitlines())
+    data = path.read_bytes() if path.exists() else b""
+    assert data == b"" or data.endswith(b"\n")
+    return [orjson.loads(line) for line in data.splitlines()]
 
 
 async def test_200_programs_at_once_each_get_exactly_their_own_calls(
@@ -171,19 +167,16 @@ async def test_ctrl_c_among_200_programs_then_resume_loses_and_leaves_nothing(
 ) -> None:
     workers = await start_workers(2)
     for worker in workers:
-        worker.behavior.latency = 1.0  # the programs of 2-4 calls still play when 1-call ones end
+        worker.behavior.latency = 1.0  # programs still playing when Ctrl-C comes
     args, run_dir, mark = run_args(workers, tmp_path)
     process = await agent_eval(*args, cwd=tmp_path)
-    await eventually(
-        lambda: finished(run_dir) >= 10 and len(running_with(mark)) >= SAMPLES // 2, 600
-    )
+    await eventually(lambda: len(running_with(mark)) >= SAMPLES // 2, 600)
     process.send_signal(signal.SIGINT)
     code, _, err = await finish(process, 300)
     assert code == 130 and "interrupted" in err, err
     assert_no_process_left(tmp_path, mark)
-    assert_whole_lines(run_dir)
     assert_no_attempt_left_open(run_dir)
-    kept = lines(run_dir)
+    kept = kept_whole(run_dir)
     assert len(kept) < SAMPLES
 
     for worker in workers:

@@ -14,7 +14,7 @@ from openai import AsyncOpenAI, AuthenticationError, RateLimitError
 
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
-from tests.helpers.proxy_calls import assert_openai_error, raw
+from tests.helpers.proxy_calls import assert_openai_error, metric_total, raw
 
 
 async def _chat(client: AsyncOpenAI, content: str = "what is 2 + 2?") -> str | None:
@@ -201,3 +201,18 @@ async def test_keys_are_never_shown(
     for text in shown:
         assert opened.key not in text
     assert "secret-label" in logged  # the attempt is logged by its label
+
+
+async def test_metrics_count_the_attempts_open(
+    start_workers: StartWorkers, start_proxy: StartProxy
+) -> None:
+    base_url = await start_proxy(await start_workers(1), admin_token=ADMIN_TOKEN)
+    gauge = "agent_eval_proxy_attempts_open"
+    assert await metric_total(base_url, gauge) == 0
+    async with attempt_client(base_url) as attempts:
+        first, second = await attempts.open("first"), await attempts.open("second")
+        assert await metric_total(base_url, gauge) == 2
+        await attempts.end(first.key)
+        assert await metric_total(base_url, gauge) == 1
+        await attempts.end(second.key)
+    assert await metric_total(base_url, gauge) == 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import signal
 import sys
 from pathlib import Path
 
@@ -14,9 +13,7 @@ import orjson
 
 from agent_eval.rescore import rescore
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
-from tests.helpers.processes import running_with
 from tests.helpers.proxy import StartWorkers
-from tests.helpers.waits import eventually
 
 OPENAI_AGENT = """import json, os, sys
 from openai import OpenAI
@@ -91,41 +88,3 @@ async def test_a_check_scores_the_run_and_rescoring_keeps_its_verdict(
     rescored = await asyncio.to_thread(rescore, run_dir, None, tmp_path / "again")
     assert rescored.changes.changed == 0
     assert [r["reward"] for r in lines(tmp_path / "again")] == [0.5] * 4
-
-
-SLEEPY = 'sleep {seconds}\necho "Answer: 42"\n'
-
-
-async def test_200_programs_at_once_leave_no_process_behind(
-    start_workers: StartWorkers, tmp_path: Path
-) -> None:
-    (worker,) = await start_workers(1)
-    data, run_dir = write_rows(tmp_path / "tasks.jsonl", 20), tmp_path / "run"
-    agent = shell_agent(tmp_path / "agent.sh", SLEEPY.format(seconds="0.4321"))
-    process = await agent_eval(
-        "run", "--agent", "command", f"agent.options.cmd={agent}", "--dataset", str(data),
-        "--endpoint", worker.url, "-n", "10", "-j", "200", "-o", str(run_dir), cwd=tmp_path,
-    )  # fmt: skip
-    code, _, err = await finish(process, 240)
-    assert code == 0, err
-    records = lines(run_dir)
-    assert len(records) == 200 and all(r["error"] is None for r in records)
-    assert summary(run_dir)["quality"]["accuracy"]["value"] == 0.5
-    assert running_with(str(agent)) == [] and running_with("0.4321") == []
-
-
-async def test_ctrl_c_among_200_programs_leaves_none_running(
-    start_workers: StartWorkers, tmp_path: Path
-) -> None:
-    (worker,) = await start_workers(1)
-    data, run_dir = write_rows(tmp_path / "tasks.jsonl", 20), tmp_path / "run"
-    agent = shell_agent(tmp_path / "agent.sh", SLEEPY.format(seconds="60.4321"))
-    process = await agent_eval(
-        "run", "--agent", "command", f"agent.options.cmd={agent}", "--dataset", str(data),
-        "--endpoint", worker.url, "-n", "10", "-j", "200", "-o", str(run_dir), cwd=tmp_path,
-    )  # fmt: skip
-    await eventually(lambda: len(running_with("60.4321")) >= 150, 120)
-    process.send_signal(signal.SIGINT)
-    code, _, err = await finish(process, 120)
-    assert code == 130 and "interrupted" in err, err
-    assert running_with(str(agent)) == [] and running_with("60.4321") == []

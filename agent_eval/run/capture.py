@@ -3,6 +3,7 @@ whose record, taken when the play ends however it ends, becomes the play's traje
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -102,7 +103,7 @@ class AttemptKeys:
         """A key for the play inside the block; ended on every way out (an error, a timeout,
         Ctrl-C), its record then in the KeyedPlay. Raises: KeyUnavailable."""
         try:
-            opened = await self._client.open(session_id, self._ttl, *self._limits)
+            opened = await self._open(session_id)
         except _PROBLEMS as exc:
             raise KeyUnavailable(f"the proxy opened no key for the attempt ({exc!r})") from None
         keyed = KeyedPlay(opened)
@@ -110,6 +111,17 @@ class AttemptKeys:
             yield keyed
         finally:
             await self._take(keyed)
+
+    async def _open(self, session_id: str) -> OpenedAttempt:
+        """A new key; shielded, because a cancellation (Ctrl-C) while the proxy mints it would
+        leave the key open in the proxy with no one to end it: such a key is ended at once."""
+        opening = asyncio.ensure_future(self._client.open(session_id, self._ttl, *self._limits))
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            with contextlib.suppress(*_PROBLEMS):
+                await self._client.end((await opening).key)
+            raise
 
     async def _take(self, keyed: KeyedPlay) -> None:
         try:

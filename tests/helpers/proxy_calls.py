@@ -24,12 +24,13 @@ async def worker_state(base_url: str, worker: MockWorker) -> dict:
 
 
 async def metric_total(base_url: str, family: str) -> float:
-    """The sum of a counter family's samples on the proxy's /metrics."""
+    """The sum of a family's samples on the proxy's /metrics: a counter's totals, a gauge's."""
     root = base_url.removesuffix("/v1")
     async with aiohttp.ClientSession() as http, http.get(root + "/metrics") as response:
         text = await response.text()
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    return sum(s.value for s in families[family].samples if s.name.endswith("_total"))
+    totals = (family, family + "_total")
+    return sum(s.value for s in families[family].samples if s.name in totals)
 
 
 async def raw(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import orjson
@@ -11,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from agent_eval.proxy.capture.attempt import AttemptLimits
 from agent_eval.proxy.capture.store import AttemptStore
 from agent_eval.proxy.errors import error_response, invalid_json, too_many_attempts, unknown_attempt
+
+log = logging.getLogger(__name__)
 
 ATTEMPTS = web.AppKey("attempts", AttemptStore)
 ATTEMPT_PREFIX = "/a/{key}"
@@ -39,6 +42,12 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/attempts", open_attempt)
     app.router.add_get("/attempts/{key}", read_attempt)
     app.router.add_delete("/attempts/{key}", end_attempt)
+    app.on_cleanup.append(_count_left_open)
+
+
+async def _count_left_open(app: web.Application) -> None:
+    """Say at the proxy's stop how many attempts were never ended: records no one took."""
+    log.info("%d attempt(s) open at stop", len(app[ATTEMPTS]))
 
 
 async def open_attempt(request: web.Request) -> web.Response:

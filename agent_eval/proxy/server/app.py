@@ -96,13 +96,13 @@ def build_app(config: ProxyConfig) -> web.Application:
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])
     app[CONFIG] = config
     app[POOL] = pool
-    app[METRICS] = ProxyMetrics(pool)
+    app[ATTEMPTS] = AttemptStore(config.capture)
+    app[METRICS] = ProxyMetrics(pool, app[ATTEMPTS])
     responses = config.responses
     store = ResponseStore(responses.store_capacity, responses.store_ttl, responses.store_bytes)
     app[RESPONSES] = ResponsesRoute(store)
     app[NESTING] = NestingBound()
     app.cleanup_ctx.append(_upstream)
-    app[ATTEMPTS] = AttemptStore(config.capture)
     # Each route again under /a/KEY, for clients that can set a base URL but no key.
     for prefix in ("", ATTEMPT_PREFIX):
         for route in GENERATION_ROUTES:

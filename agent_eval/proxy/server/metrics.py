@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,10 +97,26 @@ class _CacheCollector(Collector):
         yield from (prompt, cached)
 
 
+class _AttemptsCollector(Collector):
+    """Counts the attempts whose keys are open at scrape time."""
+
+    def __init__(self, attempts: Sized) -> None:
+        self._attempts = attempts
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "agent_eval_proxy_attempts_open",
+            "Attempt keys opened and not yet ended or expired: a count that stays up after "
+            "a run names attempts whose records were never taken",
+            value=len(self._attempts),
+        )
+
+
 class ProxyMetrics:
     """Counters and histograms the request path updates."""
 
-    def __init__(self, pool: WorkerPool) -> None:
+    def __init__(self, pool: WorkerPool, attempts: Sized) -> None:
+        """`attempts`: the open attempt keys, counted at scrape time."""
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "agent_eval_proxy_requests",
@@ -132,6 +148,7 @@ class ProxyMetrics:
         """Per worker URL; plain integers on the request path, counters only when scraped."""
         self.registry.register(_WorkerCollector(pool))
         self.registry.register(_CacheCollector(self.cache))
+        self.registry.register(_AttemptsCollector(attempts))
 
     def count_usage(self, worker: str, answer: dict[str, Any] | None) -> None:
         """Add the tokens `answer`'s usage reports to `worker`'s tally."""

@@ -1,5 +1,6 @@
 """`agent-eval run --agent command` as users type it, over mock workers: a real program calling
-the proxy with the openai client, check commands that rescoring keeps, 200 programs at once, Ctrl-C.
+the proxy with the openai client, check commands that rescoring keeps (200 programs at once
+and Ctrl-C among them: tests/test_command_scale.py).
 """
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ def _unprefixed(request: web.Request) -> str:
 
 def routed_path(path: str) -> str:
     """A path without the /a/KEY/ an attempt's client may put in front of its route."""
-    return _KEYED_PATH.sub("/", path)
+    return _KEYED_PATH.sub("/", path) if path.startswith("/a/") else path
 
 
 def shown_path(path: str) -> str:

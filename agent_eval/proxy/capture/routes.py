@@ -47,7 +47,8 @@ def add_routes(app: web.Application) -> None:
 
 async def _count_left_open(app: web.Application) -> None:
     """Say at the proxy's stop how many attempts were never ended: records no one took."""
-    log.info("%d attempt(s) open at stop", len(app[ATTEMPTS]))
+    if left := len(app[ATTEMPTS]):
+        log.warning("%d attempt(s) open at stop", left)
 
 
 async def open_attempt(request: web.Request) -> web.Response:

@@ -229,7 +229,7 @@ def _admitted(request: web.Request, key: str) -> Call | web.Response | None:
         return attempt if isinstance(attempt, web.Response) else None
     call = store.admit(key)
     if isinstance(call, Call):
-        call.route = _unprefixed(request)
+        call.route = routed_path(request.path)
         request[CALL] = call
     return call
 
@@ -351,12 +351,6 @@ def _sent_session(route: str, payload: dict[str, Any]) -> str | None:
     if is_anthropic(route):
         return metadata_user(payload)
     return _text(payload.get("user"))
-
-
-def _unprefixed(request: web.Request) -> str:
-    """The route a request reached, without /a/KEY/ in front: as metrics label it."""
-    path = request.path
-    return path[path.index("/v1/") :] if "key" in request.match_info else path
 
 
 def routed_path(path: str) -> str:

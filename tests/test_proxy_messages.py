@@ -335,7 +335,11 @@ async def test_a_native_stream_passes_whole_and_is_recorded_assembled(
     assert final.content[0].text == "Hi!" and final.usage.output_tokens == 2  # type: ignore[union-attr]
     assert worker.received[0].path == MESSAGES
     record = tmp_path / "n1.jsonl"
-    await eventually(record.exists, 10.0, lambda: f"{record} was never written")
+
+    def recorded_whole() -> bool:  # the file is opened before its line is written
+        return record.exists() and record.read_text().endswith("\n")
+
+    await eventually(recorded_whole, 10.0, lambda: f"{record} was never written")
     (recorded,) = (json.loads(line) for line in record.read_text().splitlines())
     assert recorded["response"]["content"] == [{"type": "text", "text": "Hi!"}]
     assert recorded["response"]["usage"] == {"input_tokens": 3, "output_tokens": 2}

@@ -3,6 +3,7 @@ refused with the status and words the client sees."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 # bool before int: True is an int to Python, but a boolean to JSON.
@@ -65,6 +66,24 @@ class Fields:
     def unsupported(self, field: str, why: str) -> UnsupportedField:
         """The refusal of `field` on this route, saying `why`."""
         return UnsupportedField(self.route, field, why)
+
+    def check_top_level(
+        self,
+        body: dict[str, Any],
+        handled: Mapping[str, tuple[str, ...]],
+        passed: Collection[str],
+        refused: Mapping[str, str],
+    ) -> None:
+        """Refuse a field that is neither `handled` (of its JSON types) nor `passed` by, with
+        `refused`'s reason for it; an unknown field is refused too, never dropped unseen."""
+        for field, value in body.items():
+            if value is None or field in passed:
+                continue
+            if field in handled:
+                typed(value, field, *handled[field])
+                continue
+            why = refused.get(field, "it has no Chat Completions translation; leave it out")
+            raise self.unsupported(field, why)
 
     def required(self, obj: dict[str, Any], key: str, where: str, *kinds: str) -> Any:
         """`obj[key]`, of one of the JSON types `kinds`; missing, it is a 400 naming it."""

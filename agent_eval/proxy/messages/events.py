@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.proxy.messages.native import stream_error
@@ -17,17 +16,7 @@ from agent_eval.proxy.messages.response import (
 )
 from agent_eval.proxy.upstream.chunks import ChoiceChunk, ToolCallDelta, Usage, chat_chunk
 from agent_eval.proxy.upstream.sse import MalformedStream
-
-
-@dataclass
-class _Call:
-    """A tool call being streamed; its block opens once its name is known."""
-
-    position: int
-    call_id: str | None = None
-    name: str | None = None
-    arguments: list[str] = field(default_factory=list)  # joined once: `+=` copies every time
-    block: int | None = None
+from agent_eval.proxy.upstream.streamed_calls import StreamedCall, StreamedCalls
 
 
 class StreamTranslator:
@@ -45,9 +34,9 @@ class StreamTranslator:
         self._started = False
         self._model: str = request.get("model") or ""
         self._text: list[str] = []
-        self._calls: dict[int, _Call] = {}
+        self._calls = StreamedCalls()  # a call's slot is its block's index
         self._blocks = 0
-        self._open: _Call | str | None = None  # "text", a call, or nothing
+        self._open: StreamedCall | str | None = None  # "text", a call, or nothing
         self._choice: ChoiceChunk = {}
         self._usage: Usage | None = None
         self._result: dict[str, Any] | None = None
@@ -107,15 +96,7 @@ class StreamTranslator:
     ) -> dict[str, Any]:
         message = base_message(self.message_id, self._model)
         text = "".join(self._text) or None
-        calls = [
-            {
-                "id": call.call_id,
-                "function": {"name": call.name, "arguments": "".join(call.arguments)},
-            }
-            for call in self._calls.values()
-            if call.block is not None
-        ]
-        message["content"] = content_blocks(text, calls, self.message_id)
+        message["content"] = content_blocks(text, self._calls.announced(), self.message_id)
         message.update(stop_reason=reason, stop_sequence=sequence, usage=usage)
         return message
 
@@ -126,9 +107,9 @@ class StreamTranslator:
 
     def _check_order(self, delta: ToolCallDelta) -> None:
         """Refuse arguments for a call whose block has stopped: Anthropic cannot reopen it."""
-        call = self._calls.get(delta.get("index", 0))
+        call = self._calls.get(delta)
         arguments = (delta.get("function") or {}).get("arguments")
-        if call is not None and call.block is not None and call is not self._open and arguments:
+        if call is not None and call.slot is not None and call is not self._open and arguments:
             raise MalformedStream(
                 "tool call arguments interleaved with another call's, which the Messages "
                 "API cannot stream"
@@ -140,7 +121,7 @@ class StreamTranslator:
         self._open = None
         return [{"type": "content_block_stop", "index": self._blocks - 1}]
 
-    def _open_block(self, owner: _Call | str, block: dict[str, Any]) -> list[dict[str, Any]]:
+    def _open_block(self, owner: StreamedCall | str, block: dict[str, Any]) -> list[dict[str, Any]]:
         events = self._stop_open()
         self._open = owner
         events.append(
@@ -156,26 +137,18 @@ class StreamTranslator:
         return [*events, {"type": "content_block_delta", "index": self._blocks - 1, "delta": delta}]
 
     def _call_delta(self, delta: ToolCallDelta) -> list[dict[str, Any]]:
-        index = delta.get("index", 0)
-        if index not in self._calls:
-            self._calls[index] = _Call(position=len(self._calls))
-        call = self._calls[index]
-        function = delta.get("function") or {}
-        call.call_id = call.call_id or delta.get("id")
-        call.name = call.name or function.get("name")
-        fragment = function.get("arguments") or ""
-        call.arguments.append(fragment)
-        if call.block is None:
+        call, fragment = self._calls.add(delta)
+        if call.slot is None:
             # The block's start must carry the name; arguments wait for it in `call.arguments`.
             return self._announce(call) if call.name else []
         return self._arguments_delta(fragment)
 
-    def _announce(self, call: _Call) -> list[dict[str, Any]]:
+    def _announce(self, call: StreamedCall) -> list[dict[str, Any]]:
         call.call_id = call.call_id or fallback_tool_id(self.message_id, call.position)
         block = tool_use_block(call.call_id, call.name or "", None)
         events = self._open_block(call, block)
-        call.block = self._blocks - 1
-        return [*events, *self._arguments_delta("".join(call.arguments))]
+        call.slot = self._blocks - 1
+        return [*events, *self._arguments_delta(call.arguments_so_far())]
 
     def _arguments_delta(self, fragment: str) -> list[dict[str, Any]]:
         if not fragment:

@@ -89,15 +89,8 @@ def metadata_user(body: dict[str, Any]) -> str | None:
 
 
 def _check_fields(body: dict[str, Any], counting: bool) -> None:
-    """Refuse fields with no translation or of the wrong type; unknown ones are not dropped."""
-    for field, value in body.items():
-        if value is None or field in IGNORED:
-            continue
-        if field in HANDLED:
-            typed(value, field, *HANDLED[field])
-            continue
-        why = REFUSED.get(field, "it has no Chat Completions translation; leave it out")
-        raise FIELDS.unsupported(field, why)
+    """Refuse fields with no translation, and a request without what Anthropic requires."""
+    FIELDS.check_top_level(body, HANDLED, IGNORED, REFUSED)
     if not counting and body.get("max_tokens") is None:
         # Anthropic's API requires it; a request without it would not run there either.
         raise FIELDS.unsupported("max_tokens", "it is missing, and is required")

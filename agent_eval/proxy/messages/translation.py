@@ -12,47 +12,25 @@ from agent_eval.proxy.fields import RequestRefused
 from agent_eval.proxy.messages.events import StreamTranslator
 from agent_eval.proxy.messages.request import to_chat_request
 from agent_eval.proxy.messages.response import new_message_id, to_message
-from agent_eval.proxy.routes import CHAT_ROUTE, MISSING_ROUTE_STATUSES, TOKENIZE_ROUTE
+from agent_eval.proxy.routes import MISSING_ROUTE_STATUSES, TOKENIZE_ROUTE
 from agent_eval.proxy.upstream.streaming import Relay
-from agent_eval.proxy.upstream.translated import TranslatedRelay
-
-MALFORMED = (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError)
+from agent_eval.proxy.upstream.translated import MALFORMED, ChatTranslation
 
 
 @dataclass(frozen=True)
-class MessagesTranslation:
-    """The Messages `request`, the chat `body` sent for it and the id its message gets."""
-
-    request: dict[str, Any]
-    body: bytes
-    message_id: str
-    route: str = CHAT_ROUTE
+class MessagesTranslation(ChatTranslation):
+    """A Messages request as Chat Completions; `answer_id` is its message's id."""
 
     @classmethod
     def of(cls, request: dict[str, Any]) -> MessagesTranslation:
         """Raises: RequestRefused when the request cannot be served as Chat Completions."""
         return cls(request, orjson.dumps(to_chat_request(request)), new_message_id())
 
-    def answer(self, chat: bytes) -> dict[str, Any]:
-        """The message for the worker's Chat Completions answer.
+    def translated(self, chat: dict[str, Any]) -> dict[str, Any]:
+        return to_message(chat, self.request, self.answer_id)
 
-        Raises: ValueError when `chat` is not a Chat Completions answer.
-        """
-        try:
-            return to_message(orjson.loads(chat), self.request, self.message_id)
-        except MALFORMED as exc:
-            raise ValueError(
-                f"not a Chat Completions answer ({type(exc).__name__}: {exc})"
-            ) from exc
-
-    def relay(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> Relay:
-        """A relay turning the worker's chat stream into this message's events."""
-        translator = StreamTranslator(self.request, self.message_id)
-        return TranslatedRelay(translator, max_event_bytes, max_stream_bytes)
-
-    def refused(self, status: int) -> RequestRefused | None:
-        """A chat worker's errors are passed on as they are."""
-        return None
+    def translator(self) -> StreamTranslator:
+        return StreamTranslator(self.request, self.answer_id)
 
 
 class CannotCount(RequestRefused):

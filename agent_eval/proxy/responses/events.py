@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.proxy.responses.response import (
@@ -19,17 +18,7 @@ from agent_eval.proxy.responses.response import (
     to_response,
 )
 from agent_eval.proxy.upstream.chunks import ToolCallDelta, Usage, chat_chunk
-
-
-@dataclass
-class _Call:
-    """A tool call being streamed; announced once its name is known."""
-
-    position: int
-    call_id: str | None = None
-    name: str | None = None
-    arguments: list[str] = field(default_factory=list)  # joined once: `+=` copies every time
-    output_index: int | None = None
+from agent_eval.proxy.upstream.streamed_calls import StreamedCall, StreamedCalls
 
 
 class StreamTranslator:
@@ -50,7 +39,7 @@ class StreamTranslator:
         self._created: float = time.time()
         self._text: list[str] = []  # joined once: `+=` copies the whole text every time
         self._message_index: int | None = None
-        self._calls: dict[int, _Call] = {}
+        self._calls = StreamedCalls()  # a call's slot is its output index
         self._output_indexes: dict[str, int] = {}
         self._finish_reason: str | None = None
         self._usage: Usage | None = None
@@ -105,15 +94,7 @@ class StreamTranslator:
 
     def assembled(self) -> dict[str, Any]:
         """The Chat Completions answer the chunks so far spell out."""
-        calls = [call for call in self._calls.values() if call.output_index is not None]
-        tool_calls = [
-            {
-                "id": call.call_id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": "".join(call.arguments)},
-            }
-            for call in sorted(calls, key=lambda call: call.position)
-        ]
+        tool_calls = self._calls.announced()
         text = None if self._message_index is None else "".join(self._text)
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if tool_calls:
@@ -177,39 +158,29 @@ class StreamTranslator:
         }
 
     def _call_delta(self, delta: ToolCallDelta) -> list[dict[str, Any]]:
-        index = delta.get("index", 0)
-        if index not in self._calls:
-            self._calls[index] = _Call(position=len(self._calls))
-        call = self._calls[index]
-        function = delta.get("function") or {}
-        call.call_id = call.call_id or delta.get("id")
-        call.name = call.name or function.get("name")
-        fragment = function.get("arguments") or ""
-        call.arguments.append(fragment)
-        if call.output_index is None:
+        call, fragment = self._calls.add(delta)
+        if call.slot is None:
             # The added event must carry the name; arguments wait for it in `call.arguments`.
             return self._announce(call) if call.name else []
         return self._arguments_delta(call, fragment)
 
-    def _announce(self, call: _Call) -> list[dict[str, Any]]:
+    def _announce(self, call: StreamedCall) -> list[dict[str, Any]]:
         call.call_id = call.call_id or fallback_call_id(self.response_id, call.position)
-        call.output_index = self._claim_output_index(
-            function_call_id(self.response_id, call.position)
-        )
+        call.slot = self._claim_output_index(function_call_id(self.response_id, call.position))
         item = function_call_item(
             self.response_id, call.position, call.call_id, call.name or "", "", "in_progress"
         )
-        added = self._event("response.output_item.added", output_index=call.output_index, item=item)
-        return [added, *self._arguments_delta(call, "".join(call.arguments))]
+        added = self._event("response.output_item.added", output_index=call.slot, item=item)
+        return [added, *self._arguments_delta(call, call.arguments_so_far())]
 
-    def _arguments_delta(self, call: _Call, fragment: str) -> list[dict[str, Any]]:
+    def _arguments_delta(self, call: StreamedCall, fragment: str) -> list[dict[str, Any]]:
         if not fragment:
             return []
         return [
             self._event(
                 "response.function_call_arguments.delta",
                 item_id=function_call_id(self.response_id, call.position),
-                output_index=call.output_index,
+                output_index=call.slot,
                 delta=fragment,
             )
         ]

@@ -67,6 +67,7 @@ REFUSED = {
     "prompt": "stored prompt templates live on OpenAI's servers; send `instructions` instead",
     "top_logprobs": "log probabilities are not translated; leave the field out",
 }
+PASSED = IGNORED | set(SAMPLING_EXTRAS)
 FIELDS = Fields(RESPONSES_ROUTE)
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
 # Optional fields of a function tool and of a json_schema format, passed on when typed right.
@@ -104,15 +105,8 @@ def to_chat_request(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_fields(body: dict[str, Any]) -> None:
-    """Refuse fields with no translation or of the wrong type; unknown ones are not dropped."""
-    for field, value in body.items():
-        if value is None or field in SAMPLING_EXTRAS or field in IGNORED:
-            continue
-        if field in HANDLED:
-            typed(value, field, *HANDLED[field])
-            continue
-        why = REFUSED.get(field, "it has no Chat Completions translation; leave it out")
-        raise FIELDS.unsupported(field, why)
+    """Refuse fields with no translation, and a background response (nothing would poll it)."""
+    FIELDS.check_top_level(body, HANDLED, PASSED, REFUSED)
     if body.get("background"):
         raise FIELDS.unsupported(
             "background", "background responses need a store to poll; send the request without it"

@@ -12,18 +12,12 @@ from agent_eval.proxy.responses.errors import PreviousResponseNotFound
 from agent_eval.proxy.responses.events import StreamTranslator
 from agent_eval.proxy.responses.request import to_chat_request
 from agent_eval.proxy.responses.response import new_response_id, to_response
-from agent_eval.proxy.routes import CHAT_ROUTE
-from agent_eval.proxy.upstream.translated import TranslatedRelay
+from agent_eval.proxy.upstream.translated import ChatTranslation
 
 
 @dataclass(frozen=True)
-class Translation:
-    """The Responses `request`, the chat `body` sent for it and the id its answer gets."""
-
-    request: dict[str, Any]
-    body: bytes
-    response_id: str
-    route: str = CHAT_ROUTE
+class Translation(ChatTranslation):
+    """A Responses request as Chat Completions; `answer_id` is its response's id."""
 
     @classmethod
     def of(cls, request: dict[str, Any]) -> Translation:
@@ -36,22 +30,8 @@ class Translation:
             raise InvalidType("previous_response_id", "a string", previous)
         return cls(request, orjson.dumps(to_chat_request(request)), new_response_id())
 
-    def answer(self, chat: bytes) -> dict[str, Any]:
-        """The Responses object for the worker's Chat Completions answer.
+    def translated(self, chat: dict[str, Any]) -> dict[str, Any]:
+        return to_response(chat, self.request, self.answer_id)
 
-        Raises: ValueError when `chat` is not a Chat Completions answer.
-        """
-        try:
-            return to_response(orjson.loads(chat), self.request, self.response_id)
-        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            what = f"{type(exc).__name__}: {exc}"
-            raise ValueError(f"not a Chat Completions answer ({what})") from exc
-
-    def relay(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> TranslatedRelay:
-        """A relay turning the worker's chat stream into this response's events."""
-        translator = StreamTranslator(self.request, self.response_id)
-        return TranslatedRelay(translator, max_event_bytes, max_stream_bytes)
-
-    def refused(self, status: int) -> None:
-        """Every worker error is passed on as it is: a chat worker's errors are the client's."""
-        return None
+    def translator(self) -> StreamTranslator:
+        return StreamTranslator(self.request, self.answer_id)

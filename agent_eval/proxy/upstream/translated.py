@@ -1,10 +1,18 @@
-"""Relay a worker's Chat Completions stream to the client as another API's events."""
+"""Serve another API's request as Chat Completions: the answer translated back, and the
+worker's stream relayed as that API's events."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
+from agent_eval.proxy.routes import CHAT_ROUTE
 from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader, encode_event
+
+MALFORMED = (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError)
 
 
 class EventTranslator(Protocol):
@@ -21,6 +29,44 @@ class EventTranslator(Protocol):
 
     def result(self) -> dict[str, Any] | None:
         """The answer the stream spelled out, once `finish` or `fail` gave the last events."""
+
+
+@dataclass(frozen=True)
+class ChatTranslation(ABC):
+    """The client's `request`, the chat `body` sent for it and the id its answer gets; each
+    API says how a chat answer and a chat stream read in its own shape."""
+
+    request: dict[str, Any]
+    body: bytes
+    answer_id: str
+    route: str = CHAT_ROUTE
+
+    def answer(self, chat: bytes) -> dict[str, Any]:
+        """The client's answer for the worker's Chat Completions answer.
+
+        Raises: ValueError when `chat` is not a Chat Completions answer.
+        """
+        try:
+            return self.translated(orjson.loads(chat))
+        except MALFORMED as exc:
+            what = f"{type(exc).__name__}: {exc}"
+            raise ValueError(f"not a Chat Completions answer ({what})") from exc
+
+    def relay(self, max_event_bytes: int, max_stream_bytes: int | None = None) -> TranslatedRelay:
+        """A relay turning the worker's chat stream into the client's events."""
+        return TranslatedRelay(self.translator(), max_event_bytes, max_stream_bytes)
+
+    def refused(self, status: int) -> None:
+        """Every worker error is passed on as it is: a chat worker's errors are the client's."""
+        return None
+
+    @abstractmethod
+    def translated(self, chat: dict[str, Any]) -> dict[str, Any]:
+        """`chat`, a Chat Completions answer, in the client's API."""
+
+    @abstractmethod
+    def translator(self) -> EventTranslator:
+        """A fresh translator of chat chunks into the client's events."""
 
 
 class TranslatedRelay:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "agent_eval"
@@ -53,9 +54,10 @@ def imported(path: Path, modules: set[str]) -> set[str]:
     return {name for name in found if name in modules} - {module_name(path)}
 
 
-def import_graph() -> dict[str, set[str]]:
+@cache  # three tests read it; parsing the package once is a second or two
+def import_graph() -> dict[str, frozenset[str]]:
     paths = {module_name(path): path for path in PACKAGE.rglob("*.py")}
-    return {name: imported(path, set(paths)) for name, path in paths.items()}
+    return {name: frozenset(imported(path, set(paths))) for name, path in paths.items()}
 
 
 def unit(module: str) -> str:

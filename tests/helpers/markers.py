@@ -41,6 +41,7 @@ SLOW_HELPERS = {
     ("tests.helpers.agent_programs", "run_agent"),
     ("tests.helpers.cli_runs", "CLI"),
     ("tests.helpers.cli_runs", "agent_eval"),
+    ("tests.helpers.command_runs", "run_command"),
     ("tests.helpers.proxy_calls", "serve_process"),
     ("tests.helpers.processes", "rss_mb"),
     ("tests.helpers.tune_jobs", "tune_job"),

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from agent_eval.proxy.config import ProxyConfig
@@ -15,9 +14,12 @@ from agent_eval.proxy.server.listener import running_proxy
 from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.waits import wait_ready
 
+if TYPE_CHECKING:  # imported when a test makes one: the SDK takes a second or two to import
+    from anthropic import AsyncAnthropic
+
 StartWorkers = Callable[..., Awaitable[list[MockWorker]]]
 MakeClient = Callable[..., AsyncOpenAI]
-MakeAnthropic = Callable[..., AsyncAnthropic]
+MakeAnthropic = Callable[..., "AsyncAnthropic"]
 StartProxy = Callable[..., Awaitable[str]]
 
 # Fast probes so tests wait on health changes for fractions of a second, not the default 5 s.
@@ -58,6 +60,8 @@ def anthropic_maker(stack: AsyncExitStack) -> MakeAnthropic:
     """An AsyncAnthropic client for a proxy's base URL (…/v1), closed with the stack."""
 
     def make(base_url: str, api_key: str = "unused", **options: Any) -> AsyncAnthropic:
+        from anthropic import AsyncAnthropic
+
         origin = base_url.removesuffix("/v1")
         client = AsyncAnthropic(base_url=origin, api_key=api_key, max_retries=0, **options)
         stack.push_async_callback(client.close)

@@ -14,3 +14,7 @@ export CMAKE_ARGS="${CMAKE_ARGS:-$portable $trimmed}"
 
 python3 -m venv .venv
 .venv/bin/pip install -e ".[$extras]"
+# BFCL's package without its dependencies (pyproject.toml's `bfcl` extra says why).
+case ",$extras," in
+    *,bfcl,* | *,test,*) .venv/bin/pip install --no-deps "bfcl-eval==2026.3.23" ;;
+esac

@@ -16,7 +16,7 @@ LAYERS: list[set[str]] = [
     {"settings", "registry", "allocation", "failures", "usage", "seeds", "system", "wire"},
     {"data", "rewards"},
     {"agents", "backends", "proxy"},
-    {"perturb", "launch", "metrics"},
+    {"perturb", "launch", "metrics", "benchmarks"},
     {"results", "schedulers", "testing"},
     {"run"},
     {"trigger", "progress"},

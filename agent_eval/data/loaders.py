@@ -1,6 +1,7 @@
 """Find a dataset by name or path and stream its samples or sessions.
 
-Names come from one registry; a path to a .jsonl or .parquet file works too. GSM8K reads the
+Names come from one registry; a benchmark's datasets are `BENCHMARK:PART` (`bfcl:simple`), read
+by its own module; a path to a .jsonl or .parquet file works too. GSM8K reads the
 hub through `datasets` only when that package is installed and the hub answers; otherwise it
 asks for --data-file. Nothing here loads a whole file.
 """
@@ -12,7 +13,7 @@ import os
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from itertools import islice
@@ -24,6 +25,7 @@ from agent_eval.data.ids import unique_ids
 from agent_eval.data.readers import SUFFIXES, read_file, read_jsonl, read_records
 from agent_eval.data.records import Item
 from agent_eval.data.rows import Kind, RawRow, parse_row
+from agent_eval.registry import Registry
 
 # The hub probe gives up after this long: an offline machine must not wait on the network.
 HUB_TIMEOUT = 3.0
@@ -75,6 +77,22 @@ DATASETS: dict[str, DatasetSpec] = {
 }
 
 
+BenchmarkItems = Callable[[str], Iterator[Item]]
+"""A benchmark's items for the part of its dataset name after the colon; raises DataError for
+a part it does not have, naming the parts it has."""
+
+BENCHMARKS: Registry[BenchmarkItems] = Registry(
+    "benchmark",
+    "agent_eval.benchmarks",
+    {
+        "bfcl": "agent_eval.benchmarks.bfcl.datasets:bfcl_items",
+        "agentdojo": "agent_eval.benchmarks.agentdojo.datasets:agentdojo_items",
+    },
+    own="package.module:function",
+    extras={"bfcl": "bfcl", "agentdojo": "agentdojo"},
+)
+
+
 def load_dataset(
     name_or_path: str, data_file: Path | None = None, limit: int | None = None
 ) -> Iterator[Item]:
@@ -86,17 +104,30 @@ def load_dataset(
     """
     if limit is not None and limit < 0:
         raise DataError(f"limit must be 0 or more, got {limit}")
+    benchmark = benchmark_of(name_or_path)
+    if benchmark is not None:
+        if data_file is not None:
+            raise DataError(f"{name_or_path!r} comes with its package; leave out --data-file")
+        part = name_or_path.partition(":")[2]
+        return unique_ids(islice(BENCHMARKS.load(benchmark)(part), limit))
     rows, kind, dataset = _source(name_or_path, data_file)
     if limit is not None:
         rows = islice(rows, limit)  # stop reading the file after `limit` rows
     return unique_ids(_parse(rows, kind, dataset))
 
 
+def benchmark_of(name: str) -> str | None:
+    """The benchmark a dataset name such as `bfcl:simple` belongs to; None for other names."""
+    benchmark, _, part = name.partition(":")
+    return benchmark if part and benchmark in BENCHMARKS.names() else None
+
+
 def dataset_file(name: str, data_file: Path | None) -> Path | None:
-    """The user's file a dataset reads, as `_source` picks it; None for a shipped or hub one."""
+    """The user's file a dataset reads, as `_source` picks it; None for a shipped, hub or
+    benchmark one."""
     if data_file is not None:
         return Path(data_file)
-    return None if name in DATASETS else Path(name)
+    return None if name in DATASETS or benchmark_of(name) else Path(name)
 
 
 def _source(name: str, data_file: Path | None) -> tuple[Iterator[RawRow], Kind | None, str]:

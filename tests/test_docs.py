@@ -92,14 +92,15 @@ def test_readme_commands_are_short_and_use_the_install_script() -> None:
 
 
 def test_install_script_builds_llama_cpp_portably(tmp_path: Path) -> None:
-    """scripts/install.sh makes .venv and installs the extras with the portable build flags."""
+    """scripts/install.sh makes .venv and installs the extras with the portable build flags,
+    then BFCL's package without its dependencies."""
     (tmp_path / "scripts").mkdir()
     for name in ("install.sh", "llama-cpp-no-common.cmake"):
         (tmp_path / "scripts" / name).write_bytes((REPO / "scripts" / name).read_bytes())
     fake = tmp_path / "bin"
     fake.mkdir()
     # A python3 whose venv's pip writes down how it was called, instead of installing.
-    (fake / "pip").write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$*" "$CMAKE_ARGS" > "$0.called"\n')
+    (fake / "pip").write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$*" "$CMAKE_ARGS" >> "$0.called"\n')
     (fake / "python3").write_text(
         f'#!/bin/sh\n[ "$*" = "-m venv .venv" ] && mkdir -p .venv/bin && cp {fake}/pip .venv/bin/\n'
     )
@@ -108,8 +109,10 @@ def test_install_script_builds_llama_cpp_portably(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
     env.pop("CMAKE_ARGS", None)
     subprocess.run(["bash", "scripts/install.sh", "test"], cwd=tmp_path, env=env, check=True)
-    where, args, cmake = (tmp_path / ".venv/bin/pip.called").read_text().splitlines()
+    called = (tmp_path / ".venv/bin/pip.called").read_text().splitlines()
+    (where, args, cmake), bfcl = called[:3], called[3:]
     assert (where, args) == (str(tmp_path), "install -e .[test]")
+    assert bfcl[1] == "install --no-deps bfcl-eval==2026.3.23"
     assert "-DGGML_NATIVE=OFF" in cmake.split()  # no AMX or AVX-512 the sandbox may refuse
     include = cmake.split("-DCMAKE_PROJECT_llama.cpp_INCLUDE=")[1].split()[0]
     assert Path(include) == tmp_path / "scripts" / "llama-cpp-no-common.cmake"

@@ -27,7 +27,10 @@ AGENTS: Registry[Callable[..., Any]] = Registry(
         "math_calculator": "agent_eval.agents.math_calculator:MathCalculatorAgent",
         "multi_turn_chat": "agent_eval.agents.multi_turn_chat:MultiTurnChatAgent",
         "command": "agent_eval.agents.command:CommandAgent",
+        "bfcl": "agent_eval.benchmarks.bfcl.runner:BfclAgent",
+        "agentdojo": "agent_eval.benchmarks.agentdojo.runner:AgentDojoAgent",
     },
+    extras={"bfcl": "bfcl", "agentdojo": "agentdojo"},
 )
 
 

@@ -14,8 +14,13 @@ from agent_eval.rewards.result import GoldCheck, RewardFn
 REWARDS: Registry[RewardFn] = Registry(
     "reward",
     "agent_eval.rewards",
-    {"math": "agent_eval.rewards.math_answer:score_math"},
+    {
+        "math": "agent_eval.rewards.math_answer:score_math",
+        "bfcl": "agent_eval.benchmarks.bfcl.reward:score_bfcl",
+        "agentdojo": "agent_eval.benchmarks.agentdojo.reward:score_agentdojo",
+    },
     own="package.module:function",
+    extras={"bfcl": "bfcl", "agentdojo": "agentdojo"},
 )
 
 

@@ -23,7 +23,14 @@ from agent_eval.settings import Section, load_settings, renamed_keys
 from agent_eval.system.credentials import VARIABLES
 
 CONFIG_FILE = "config.yaml"
-DEFAULT_DATASETS = {"math_calculator": "gsm8k_mini", "multi_turn_chat": "sessions_mini"}
+DEFAULT_DATASETS = {
+    "math_calculator": "gsm8k_mini",
+    "multi_turn_chat": "sessions_mini",
+    "bfcl": "bfcl:simple",
+    "agentdojo": "agentdojo:banking",
+}
+# A benchmark's runner is scored by its benchmark's own checker unless told otherwise.
+DEFAULT_REWARDS = {"bfcl": "bfcl", "agentdojo": "agentdojo"}
 # The first run's settings, when the calculator agent plays on the embedded model: a result
 # that means something within minutes on a laptop. SmolLM2-135M picks a tool and its numbers
 # but seldom stops calling tools, so its first tool's result is its answer, on problems one
@@ -217,6 +224,13 @@ class RunConfig(LaunchConfig):
     @model_validator(mode="after")
     def _fixed_routes_when_reproducible(self) -> Self:
         pin_routes(self.rollout, self.proxy)
+        return self
+
+    @model_validator(mode="after")
+    def _benchmark_reward_by_default(self) -> Self:
+        chosen = "function" in self.reward.model_fields_set
+        if not chosen and self.agent.name in DEFAULT_REWARDS:
+            self.reward.function = DEFAULT_REWARDS[self.agent.name]
         return self
 
     @property

@@ -229,8 +229,8 @@ def test_load_reward_defaults_to_math() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nonsense", "expected 'math' or 'package.module:function'"),
-        ("tests.test_rewards:", "expected 'math' or 'package.module:function'"),
+        ("nonsense", "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'"),
+        ("tests.test_rewards:", "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'"),
         ("no_such_pkg.rewards:fn", "module 'no_such_pkg.rewards' not found"),
         ("tests.test_rewards:missing", "has no attribute 'missing'"),
         ("tests.test_rewards:not_callable", "'not_callable' is a int, not a function"),

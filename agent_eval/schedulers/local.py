@@ -16,7 +16,7 @@ from agent_eval.launch.config import LaunchConfig
 from agent_eval.schedulers.base import Launch, LaunchedWorker, Scheduler
 from agent_eval.schedulers.errors import GPUAllocationError
 from agent_eval.schedulers.ports import choose_ports, port_is_free
-from agent_eval.system.children import die_with_parent, stop_groups
+from agent_eval.system.children import dying_with_parent, stop_groups
 from agent_eval.system.diagnostics import open_to_append, writing
 
 log = logging.getLogger(__name__)
@@ -143,20 +143,20 @@ class LocalScheduler(Scheduler):
     async def _spawn(
         self, argv: list[str], env: dict[str, str], log_path: Path
     ) -> asyncio.subprocess.Process:
+        if shutil.which(argv[0], path=env.get("PATH")) is None:  # setpriv would exec it
+            raise ConfigError(
+                f"cannot start {argv[0]!r}: no such program; install it or set the "
+                "backend's python, prefix or container"
+            )
         log_file = await asyncio.to_thread(open_to_append, log_path)
+        started, preexec = dying_with_parent(argv)
         with log_file:
-            try:
-                return await asyncio.create_subprocess_exec(
-                    *argv,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=asyncio.subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                    preexec_fn=die_with_parent,
-                )
-            except FileNotFoundError:
-                raise ConfigError(
-                    f"cannot start {argv[0]!r}: no such program; install it or set the "
-                    "backend's python, prefix or container"
-                ) from None
+            return await asyncio.create_subprocess_exec(
+                *started,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=asyncio.subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -20,7 +21,7 @@ import ray
 
 from agent_eval.errors import ConfigError
 from agent_eval.schedulers.ports import choose_ports
-from agent_eval.system.children import die_with_parent, signal_group
+from agent_eval.system.children import dying_with_parent, signal_group
 from agent_eval.system.diagnostics import log_tail
 
 log = logging.getLogger(__name__)
@@ -93,24 +94,24 @@ class ServerProcess:
         full_env = {**os.environ, **env}
         if gpus:
             full_env["CUDA_VISIBLE_DEVICES"] = ",".join(assigned)
+        if shutil.which(argv[0], path=full_env.get("PATH")) is None:  # setpriv would exec it
+            raise ConfigError(
+                f"cannot start {argv[0]!r} on {ray.util.get_node_ip_address()}: no such "
+                "program; install it on every node or set the backend's python, prefix or "
+                "container"
+            )
+        started, preexec = dying_with_parent(argv)  # when Ray kills the actor, its server goes too
         with _open_log(Path(log_path)) as log_file:
             self.log = Path(log_file.name)
-            try:
-                self.process = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    env=full_env,
-                    start_new_session=True,
-                    preexec_fn=die_with_parent,  # when Ray kills the actor, its server goes too
-                )
-            except FileNotFoundError:
-                raise ConfigError(
-                    f"cannot start {argv[0]!r} on {ray.util.get_node_ip_address()}: no such "
-                    "program; install it on every node or set the backend's python, prefix or "
-                    "container"
-                ) from None
+            self.process = subprocess.Popen(
+                started,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
         return Started(pid=self.process.pid, log=str(self.log), gpus=assigned)
 
     def returncode(self) -> int | None:

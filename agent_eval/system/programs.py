@@ -4,21 +4,18 @@ Its output is read as it comes and only the tails are kept, so a program that pr
 neither blocks on a full pipe nor fills the harness's memory. Whatever way the run ends (exit,
 time limit, cancellation), the whole process group is stopped before this returns.
 
-The program is started by `subprocess.Popen` without a preexec_fn, so CPython starts it by
-vfork, and its end is awaited on a pidfd. A start holds the event loop until the program execs:
-uvloop's `create_subprocess_exec` with a preexec_fn forks the whole harness, runs Python in the
-child and reads its error pipe with a blocking read: 1.9 s a start against 0.1 s for this, in a
-400 MB process on a loaded machine. 200 such starts froze the loop for minutes, so short programs
-had ended before their start returned.
+The program is started by `subprocess.Popen` without a preexec_fn where setpriv is installed
+(system/children.py), so CPython starts it by vfork, and its end is awaited on a pidfd. A start
+holds the event loop until the program execs: 0.1 s, against 1.9 s for uvloop's
+`create_subprocess_exec` with a preexec_fn in a 400 MB process on a loaded machine, where 200
+starts froze the loop for minutes and short programs had ended before their start returned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -27,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from agent_eval.system.children import signal_group
+from agent_eval.system.children import dying_with_parent, signal_group
 
 TAIL_BYTES = 8192
 """How much of the end of stdout and of stderr is kept."""
@@ -111,33 +108,25 @@ def _start(program: Program) -> subprocess.Popen[bytes]:
         stdin: IO[bytes] | int = subprocess.DEVNULL
         if program.stdin is not None:
             stdin = files.enter_context(program.stdin.open("rb"))
+        argv, preexec = dying_with_parent(_argv(program))
         return subprocess.Popen(
-            _argv(program), cwd=program.cwd, env=dict(program.env), stdin=stdin,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            argv, cwd=program.cwd, env=dict(program.env), stdin=stdin, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec,
         )  # fmt: skip
 
 
 def _argv(program: Program) -> list[str]:
-    """The program's argv, under a shell that sets its memory limit first when it has one, and
-    under setpriv, where it is installed, so that it dies with the harness.
+    """The program's argv, under a shell that sets its memory limit first when it has one.
 
-    The shell's `ulimit -v` (RLIMIT_AS, inherited by the program's own children) and setpriv's
-    parent-death signal, not a preexec_fn: Python code run between fork and exec in a harness
-    with threads can deadlock.
+    The shell's `ulimit -v` (RLIMIT_AS, inherited by the program's own children), not a
+    preexec_fn: Python code run between fork and exec in a harness with threads can deadlock.
     """
     command = program.command
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-    if program.memory_mb is not None:
-        limit = 'ulimit -v "$0" && exec "$@"'
-        argv = ["/bin/sh", "-c", limit, str(program.memory_mb * 1024), *argv]
-    setpriv = _setpriv()
-    return argv if setpriv is None else [setpriv, "--pdeathsig", "TERM", *argv]
-
-
-@functools.cache
-def _setpriv() -> str | None:
-    """util-linux's setpriv, which sets the parent-death signal and execs; None when absent."""
-    return shutil.which("setpriv")
+    if program.memory_mb is None:
+        return argv
+    limit = 'ulimit -v "$0" && exec "$@"'
+    return ["/bin/sh", "-c", limit, str(program.memory_mb * 1024), *argv]
 
 
 async def _ended(process: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, bool]:

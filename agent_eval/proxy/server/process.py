@@ -17,7 +17,7 @@ from agent_eval.errors import ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.auth import save_admin_token
 from agent_eval.proxy.server.listener import serve_forever
-from agent_eval.system.children import die_with_parent, stop_groups
+from agent_eval.system.children import dying_with_parent, stop_groups
 from agent_eval.system.credentials import VARIABLES, child_environment, environment_keys
 from agent_eval.system.diagnostics import log_tail, open_to_append, writing
 from agent_eval.system.lifecycle import run_child_main
@@ -57,11 +57,13 @@ async def _spawn(
     env = child_environment(
         {field: s.get_secret_value() if s is not None else None for field, s in secrets.items()}
     )
+    argv, preexec = dying_with_parent(
+        [sys.executable, "-m", "agent_eval.proxy.server.process", str(config_path)]
+    )
     with open_to_append(log_path) as log_file:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent_eval.proxy.server.process", str(config_path),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log_file,
-            env=env, start_new_session=True, preexec_fn=die_with_parent,
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=log_file, env=env, start_new_session=True, preexec_fn=preexec,
         )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.run.engine import Engine
 from agent_eval.run.shards.job import ShardJob
-from agent_eval.system.children import die_with_parent, stop_groups
+from agent_eval.system.children import dying_with_parent, stop_groups
 from agent_eval.system.credentials import child_environment
 from agent_eval.system.diagnostics import log_tail, open_to_append
 
@@ -50,11 +50,11 @@ async def play_in_processes(
 
 async def _spawn(job: ShardJob, log: Path, api_key: str) -> asyncio.subprocess.Process:
     env = child_environment({"api_key": api_key})
+    argv, preexec = dying_with_parent([sys.executable, "-m", "agent_eval.run.shards.child"])
     with open_to_append(log) as log_file:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent_eval.run.shards.child",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log_file,
-            env=env, start_new_session=True, preexec_fn=die_with_parent, limit=MAX_LINE,
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log_file,
+            env=env, start_new_session=True, preexec_fn=preexec, limit=MAX_LINE,
         )  # fmt: skip
     assert process.stdin is not None
     process.stdin.write(job.model_dump_json().encode())

@@ -226,11 +226,14 @@ def test_load_reward_defaults_to_math() -> None:
     assert load_reward("tests.test_rewards:slow_reward") is slow_reward
 
 
+BUILT_IN = "'math', 'bfcl', 'agentdojo'"
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nonsense", "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'"),
-        ("tests.test_rewards:", "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'"),
+        ("nonsense", f"expected {BUILT_IN} or 'package.module:function'"),
+        ("tests.test_rewards:", f"expected {BUILT_IN} or 'package.module:function'"),
         ("no_such_pkg.rewards:fn", "module 'no_such_pkg.rewards' not found"),
         ("tests.test_rewards:missing", "has no attribute 'missing'"),
         ("tests.test_rewards:not_callable", "'not_callable' is a int, not a function"),

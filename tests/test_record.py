@@ -23,7 +23,7 @@ from agent_eval.run.scoring import Scored
 from tests.helpers.records import OLD_LINE, session_record
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.
-ADDED = ("variant_of", "perturbation")
+ADDED = ("variant_of", "perturbation", "benchmark")
 """Keys written since OLD_LINE's version, each with a default a line without it reads as."""
 
 

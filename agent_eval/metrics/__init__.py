@@ -66,6 +66,7 @@ from agent_eval.metrics.sampling import (
     turn_accuracy,
 )
 from agent_eval.metrics.security import (
+    ATTACK_SUCCESS,
     SecurityFigures,
     SecurityTally,
     attack_success_rate,
@@ -84,6 +85,7 @@ from agent_eval.metrics.tally import AttemptCounts, RunTally, SampleTally, Sessi
 from agent_eval.metrics.voting import MAJ_AT_K, majority_share, top_answers
 
 __all__ = [
+    "ATTACK_SUCCESS",
     "DIRECTIONS",
     "MAJ_AT_K",
     "RESAMPLES",

@@ -121,11 +121,23 @@ class Summary:
         if self.utility is None:  # no attempt with injections: no security group at all
             del grouped["security"]
         directions = {group: DIRECTIONS[group] for group in grouped}
+        defined = {group: DEFINITIONS[group] for group in grouped if group in DEFINITIONS}
         # What no group took is the run's size and whether it is whole: samples, attempts,
         # scored, unscored (by kind), sessions, complete; and what its seed fixes.
         return json_ready(
-            {**flat, **grouped, "higher_is_better": directions, "definitions": DEFINITIONS}
+            {**flat, **grouped, "higher_is_better": directions, "definitions": defined}
         )
+
+    def security(self) -> SecurityFigures | None:
+        """The security group's three overall figures; None for a run without injections."""
+        plain, attacked, breached = (
+            self.utility,
+            self.utility_under_attack,
+            self.attack_success_rate,
+        )
+        if plain is None or attacked is None or breached is None:
+            return None
+        return SecurityFigures(plain, attacked, breached)
 
     @classmethod
     def read(cls, data: dict[str, Any]) -> Summary | None:

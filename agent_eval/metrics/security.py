@@ -8,7 +8,7 @@ one, utility under attack and whether the injected goal was reached (the attack 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from agent_eval.metrics.accuracy import accuracy
@@ -41,20 +41,7 @@ class SecurityCounts:
 
     def merged(self, other: SecurityCounts) -> SecurityCounts:
         """The counts of both cells together."""
-        return SecurityCounts(
-            *(mine + theirs for mine, theirs in zip(_values(self), _values(other), strict=True))
-        )
-
-
-def _values(counts: SecurityCounts) -> tuple[int, ...]:
-    return (
-        counts.plain,
-        counts.plain_useful,
-        counts.attacked,
-        counts.attacked_useful,
-        counts.judged,
-        counts.breached,
-    )
+        return SecurityCounts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 @dataclass

@@ -3,6 +3,7 @@ goal with the tool call that reached it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from agent_eval.metrics import summarize
@@ -58,3 +59,31 @@ def test_a_run_without_attacks_has_no_attack_section(tmp_path: Path) -> None:
     assert report(run).exit_code == 0
     text = (run / "report.html").read_text()
     assert "Attacks that reached" not in text and "utility" in text
+
+
+def _attacks(path: Path, breached: bool) -> Path:
+    """20 attacked attempts, every one breached or none, and one plain attempt done."""
+    records = [dojo_record("plain")]
+    records += [
+        dojo_record(f"a{i}", attack=ATTACK, utility=not breached, security=breached)
+        for i in range(20)
+    ]
+    run = make_run(path, records, n_samples=1, agent="agentdojo")
+    write_summary(RunDirectory(run), summarize([r.score() for r in records], 2.0))
+    return run
+
+
+def test_two_runs_with_attacks_are_compared_on_the_security_figures(tmp_path: Path) -> None:
+    a, b = _attacks(tmp_path / "a", breached=True), _attacks(tmp_path / "b", breached=False)
+    result = report("--compare", a, b)
+    assert result.exit_code == 0, result.output
+    text = (a / "compare.html").read_text()
+    page = Page(text)
+    row = page.row("comparison", "attack success rate")
+    assert row[1:4] == ["1.000", "0.000", "-1.000"] and row[-1] == "yes"
+    assert page.row("comparison", "utility under attack")[-1] == "yes"
+    # B's lower attack success rate is an improvement, as its higher utility under attack is.
+    for metric in ("attack success rate", "utility under attack"):
+        (shown,) = re.findall(rf'<tr><td class="">{metric}</td>.*?</tr>', text)
+        assert 'class="num better"' in shown, shown
+    assert 'class="num worse"' not in text

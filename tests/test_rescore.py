@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from agent_eval.agents import RunContext, Trajectory
 from agent_eval.cli import app
+from agent_eval.cli.rescore import headline
 from agent_eval.data import Item, Sample, Session, load_dataset
 from agent_eval.rescore import Change, change, changes, default_target, rescore
 from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
@@ -163,7 +164,9 @@ def test_a_benchmark_reward_s_findings_reach_the_records_and_the_security_group(
 ) -> None:
     source, target = runs["samples"], tmp_path / "injected"
     assert "security" not in summary(source)
-    rescore(source, "tests.test_rescore:injected", target)
+    rescored = rescore(source, "tests.test_rescore:injected", target)
+    assert "attack success rate" in headline(rescored.new.summary)  # rescore's printed rows
+    assert "attack success rate" not in headline(rescored.old.summary)
     new = [r for r in records(target) if r.scored]
     attacked = [r for r in new if r.benchmark is not None and r.benchmark["attack"] is not None]
     assert attacked and all(r.benchmark is not None for r in new)

@@ -130,22 +130,18 @@ def _security(summary: Summary) -> list[Row]:
     overall = summary.security()
     if overall is None or summary.by_suite is None or summary.by_attack is None:
         return []
-    suites, attacks = summary.by_suite.items(), summary.by_attack.items()
     return [
         *_figures("", overall),
-        *(
-            row
-            for suite, part in suites
-            if len(suites) > 1
-            for row in _figures(f" on {suite}", part)
-        ),
-        *(
-            row
-            for name, part in attacks
-            if len(attacks) > 1
-            for row in _figures(f" by {name}", part)
-        ),
+        *_parts("on", summary.by_suite),
+        *_parts("by", summary.by_attack),
     ]
+
+
+def _parts(word: str, parts: dict[str, SecurityFigures]) -> list[Row]:
+    """Each part's figures; none when there is one part, whose figures are the overall ones."""
+    if len(parts) < 2:
+        return []
+    return [row for name, part in parts.items() for row in _figures(f" {word} {name}", part)]
 
 
 def _figures(where: str, figures: SecurityFigures) -> list[Row]:

@@ -43,6 +43,7 @@ class Change(StrEnum):
     ANSWER_FOUND = "same verdict, an answer now"
     ANSWER_CHANGED = "same verdict, another answer"
     REWARD_CHANGED = "same verdict and answer, another reward"
+    FINDINGS_CHANGED = "same score, other benchmark findings"
     UNSCORED = "scored → unscored (the new reward failed)"
     SCORED = "unscored → scored"
     STILL_UNSCORED = "unscored both times, another error"
@@ -117,7 +118,8 @@ def change(old: AttemptScore, new: AttemptScore) -> Change:
     if old.correct != new.correct:
         return Change.WRONG_TO_RIGHT if new.correct else Change.RIGHT_TO_WRONG
     if (old.answer, old.turn_answers) == (new.answer, new.turn_answers):
-        return Change.REWARD_CHANGED
+        same_reward = (old.reward, old.turn_rewards) == (new.reward, new.turn_rewards)
+        return Change.FINDINGS_CHANGED if same_reward else Change.REWARD_CHANGED
     if old.answer is not None and new.answer is None:
         return Change.ANSWER_LOST
     return Change.ANSWER_FOUND if old.answer is None else Change.ANSWER_CHANGED

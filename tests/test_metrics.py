@@ -55,6 +55,7 @@ from agent_eval.metrics import (
 )
 from agent_eval.run.engine import attempt_record
 from agent_eval.run.scoring import Scored
+from tests.helpers.injections import dojo_score
 from tests.helpers.records import attempt
 
 
@@ -417,8 +418,9 @@ def test_empty_run_summarises_to_valid_json_with_nulls() -> None:
 
 
 def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
-    data = summarize([attempt("a", 0, True, "1")], 1.0).to_dict()
-    groups = ("quality", "stability", "robustness", "efficiency")
+    scores = [attempt("a", 0, True, "1"), dojo_score("b", attack="important_instructions")]
+    data = summarize(scores, 1.0).to_dict()
+    groups = ("quality", "stability", "robustness", "efficiency", "security")
     size = ["samples", "attempts", "scored", "unscored", "unscored_by_kind", "sessions"]
     assert list(data) == [*size, "complete", "seed", *groups, "higher_is_better", "definitions"]
     assert list(data["higher_is_better"]) == list(groups)
@@ -429,7 +431,8 @@ def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
     assert sorted([*size, "complete", "seed", *grouped]) == sorted(fields)
     assert data["higher_is_better"]["robustness"]["flip_rate"] is False
     assert "a tie of t answers counts 1/t" in data["definitions"]["quality"]["maj_at_k"]
-    assert Summary.read(data) == summarize([attempt("a", 0, True, "1")], 1.0)
+    assert data["higher_is_better"]["security"]["attack_success_rate"] is False
+    assert Summary.read(data) == summarize(scores, 1.0)
 
 
 def test_unscored_attempts_cost_but_do_not_count() -> None:

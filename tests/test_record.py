@@ -20,10 +20,11 @@ from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import SCHEMA, AttemptRecord
 from agent_eval.run.engine import attempt_record
 from agent_eval.run.scoring import Scored
+from tests.helpers.injections import dojo
 from tests.helpers.records import OLD_LINE, session_record
 
 # A line as agent-eval wrote it before lines carried their schema: version 1.
-ADDED = ("variant_of", "perturbation")
+ADDED = ("variant_of", "perturbation", "benchmark")
 """Keys written since OLD_LINE's version, each with a default a line without it reads as."""
 
 
@@ -32,6 +33,18 @@ def test_a_record_round_trips_through_its_line() -> None:
     line = record.to_line()
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert AttemptRecord.from_line(line, "here") == record
+
+
+def test_a_benchmark_s_findings_go_from_the_score_to_the_line_and_back() -> None:
+    found = dojo(attack="important_instructions", utility=False, security=True)
+    scored = Scored(0.0, False, None, None, None, failure=None, benchmark=found)
+    trajectory = Trajectory(final_output="Done.")
+    record = attempt_record(
+        Sample("t", "Pay the bill.", "{}"), 0, 1, "t-0", trajectory, scored, 0.5
+    )
+    line = json.loads(record.to_line())
+    assert line["benchmark"] == found and list(line)[-2:] == ["benchmark", "trajectory"]
+    assert AttemptRecord.from_line(record.to_line(), "here").score().benchmark == found
 
 
 def test_the_line_keeps_the_keys_other_tools_read_plus_the_schema() -> None:

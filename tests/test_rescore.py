@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from agent_eval.agents import RunContext, Trajectory
 from agent_eval.cli import app
+from agent_eval.cli.rescore import headline
 from agent_eval.data import Item, Sample, Session, load_dataset
 from agent_eval.rescore import Change, change, changes, default_target, rescore
 from agent_eval.results.files import SAMPLES, SUMMARY, RunDirectory
@@ -30,11 +31,12 @@ from agent_eval.rewards import RewardResult, RewardScorer, gsm8k_gold
 from agent_eval.run.config import RunConfig, load_run_config, save_run_config
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
+from tests.helpers.injections import dojo
 from tests.helpers.records import attempt
 
 WRONG = {"gsm8k_mini-3", "gsm8k_mini-7", "gsm8k_mini-11"}  # answered one too high
 BROKEN = "gsm8k_mini-5"  # the runner crashes: no output to score
-REWARD_FIELDS = {"reward", "correct", "answer", "turn_rewards", "turn_answers"}
+REWARD_FIELDS = {"reward", "correct", "answer", "turn_rewards", "turn_answers", "benchmark"}
 
 
 def off_by_one(prediction: str, gold: str) -> RewardResult:
@@ -42,6 +44,14 @@ def off_by_one(prediction: str, gold: str) -> RewardResult:
     number = int(re.findall(r"-?\d+", prediction)[-1])
     distance = abs(number - int(gold))
     return RewardResult(reward=1.0 - distance / 2, correct=distance <= 1, parsed=str(number))
+
+
+def injected(prediction: str, gold: str) -> RewardResult:
+    """Right on the gold; an odd gold's attempt is attacked, and the attack wins when wrong."""
+    correct = prediction.endswith(gold)
+    attack = "important_instructions" if int(gold) % 2 else None
+    found = dojo(attack=attack, utility=correct, security=not correct)
+    return RewardResult(reward=float(correct), correct=correct, parsed=gold, benchmark=found)
 
 
 def raises_on_sevens(prediction: str, gold: str) -> bool:
@@ -147,6 +157,26 @@ def test_a_new_reward_changes_only_the_reward_fields(runs: dict[str, Path], tmp_
     wall_time = summary(source)["efficiency"]["throughput"]["wall_time_s"]
     assert summary(target)["efficiency"]["throughput"]["wall_time_s"] == wall_time
     assert files(source) == before
+
+
+def test_a_benchmark_reward_s_findings_reach_the_records_and_the_security_group(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    source, target = runs["samples"], tmp_path / "injected"
+    assert "security" not in summary(source)
+    rescored = rescore(source, "tests.test_rescore:injected", target)
+    assert "attack success rate" in headline(rescored.new.summary)  # rescore's printed rows
+    assert "attack success rate" not in headline(rescored.old.summary)
+    new = [r for r in records(target) if r.scored]
+    attacked = [r for r in new if r.benchmark is not None and r.benchmark["attack"] is not None]
+    assert attacked and all(r.benchmark is not None for r in new)
+    breached = sum(r.benchmark["security"] is True for r in attacked)  # type: ignore[index]
+    assert breached == sum(r.sample_id in WRONG for r in attacked)
+    group = summary(target)["security"]
+    assert group["attack_success_rate"]["n"] == len(attacked)
+    assert group["attack_success_rate"]["value"] == breached / len(attacked)
+    assert list(group["by_suite"]) == ["banking"]
+    assert summary(target)["higher_is_better"]["security"]["attack_success_rate"] is False
 
 
 def test_a_failing_reward_is_recorded_as_a_scorer_error(
@@ -270,6 +300,7 @@ def test_each_kind_of_change_is_told_apart() -> None:
         Change.ANSWER_FOUND: (replace(right, answer=None), right),
         Change.ANSWER_CHANGED: (right, replace(right, answer="7.0")),
         Change.REWARD_CHANGED: (right, replace(right, reward=0.5)),
+        Change.FINDINGS_CHANGED: (right, replace(right, benchmark=dojo(attack="a", security=True))),
         Change.UNSCORED: (right, stopped),
         Change.SCORED: (stopped, right),
         Change.STILL_UNSCORED: (stopped, timed_out),

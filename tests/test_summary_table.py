@@ -9,6 +9,7 @@ from rich.console import Console
 
 from agent_eval.metrics import AttemptScore, Summary, summarize
 from agent_eval.report.table import summary_table
+from tests.helpers.injections import dojo_score
 from tests.helpers.records import attempt as scored
 
 
@@ -88,3 +89,25 @@ def test_unscored_attempts_are_named_next_to_the_accuracy_and_in_the_caption() -
     caption = next(line for line in lines if line.startswith("samples"))
     assert "3 scored; 2 unscored (2 no_healthy_worker)" in caption
     assert "incomplete" in caption
+
+
+def test_security_rows_show_for_a_run_with_injections_per_suite_and_attack_when_several() -> None:
+    attacked = [
+        dojo_score("b0"),
+        dojo_score("b1", attack="important_instructions", utility=False, security=True),
+        dojo_score("s0", suite="slack", attack="important_instructions", security=False),
+    ]
+    lines = [" ".join(line.split()) for line in rendered(summarize(attacked, 1.0)).splitlines()]
+    assert "Security" in lines
+    # 1 of 1 plain right; 1 of 2 attacked right; 1 of 2 attacks reached the injected goal.
+    assert "utility 1.000 ± 0.000 [0.21, 1.00]" in lines
+    assert "utility under attack 0.500 ± 0.354 [0.09, 0.91]" in lines
+    assert "attack success rate 0.500 ± 0.354 [0.09, 0.91]" in lines
+    assert "attack success rate on slack 0.000 ± 0.000 [0.00, 0.79]" in lines
+    assert not any(" by important_instructions" in line for line in lines)  # one attack only
+    assert any("targeted attack success rate" in line for line in lines)  # its definition
+
+
+def test_no_security_rows_without_injections() -> None:
+    text = rendered(summarize([attempt("a", 0, True)], wall_time_s=1.0))
+    assert "Security" not in text and "attack" not in text

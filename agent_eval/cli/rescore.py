@@ -88,7 +88,8 @@ def side_by_side(rescored: Rescored) -> Table:
 
 
 def headline(summary: Summary) -> dict[str, str]:
-    """Accuracy with its interval, mean reward, the other quality rows, and the errors."""
+    """Accuracy with its interval, mean reward, the other quality rows, the security rows of a
+    run with attacks, and the errors."""
     sections = {name: dict(rows) for name, rows in summary_sections(summary)}
     quality = sections.get("Quality", {})
     accuracy = {"accuracy": quality.pop("accuracy")} if "accuracy" in quality else {}
@@ -97,6 +98,7 @@ def headline(summary: Summary) -> dict[str, str]:
         **accuracy,
         "mean reward": format(summary.mean_reward, ".3f"),
         **quality,
+        **sections.get("Security", {}),
         **({"errors": errors} if errors is not None else {}),
     }
 

@@ -2,8 +2,8 @@
 
 Every metric returns NaN (null in JSON) for empty input instead of raising. `summarize` is the
 one aggregation entry point; `accuracy_difference` compares two runs, `paired_differences`
-two runs over the same samples, attempt by attempt, and `by_kind` perturbed variants with
-their originals.
+two runs over the same samples, attempt by attempt, `by_kind` perturbed variants with their
+originals, and the security metrics attacks on an agent (AgentDojo's injections).
 """
 
 from agent_eval.metrics.accuracy import (
@@ -65,6 +65,15 @@ from agent_eval.metrics.sampling import (
     session_success,
     turn_accuracy,
 )
+from agent_eval.metrics.security import (
+    ATTACK_SUCCESS,
+    SecurityFigures,
+    SecurityTally,
+    attack_success_rate,
+    security_fields,
+    utility,
+    utility_under_attack,
+)
 from agent_eval.metrics.summary import (
     DIRECTIONS,
     Summary,
@@ -76,6 +85,7 @@ from agent_eval.metrics.tally import AttemptCounts, RunTally, SampleTally, Sessi
 from agent_eval.metrics.voting import MAJ_AT_K, majority_share, top_answers
 
 __all__ = [
+    "ATTACK_SUCCESS",
     "DIRECTIONS",
     "MAJ_AT_K",
     "RESAMPLES",
@@ -93,12 +103,15 @@ __all__ = [
     "RobustnessTally",
     "RunTally",
     "SampleTally",
+    "SecurityFigures",
+    "SecurityTally",
     "SessionTally",
     "Summary",
     "Throughput",
     "TokenSummary",
     "accuracy",
     "accuracy_difference",
+    "attack_success_rate",
     "by_kind",
     "cache_hit_rate",
     "call_summary",
@@ -126,6 +139,7 @@ __all__ = [
     "require_k",
     "reward_variance",
     "robust_accuracy",
+    "security_fields",
     "session_success",
     "summarize",
     "summarize_tally",
@@ -133,6 +147,8 @@ __all__ = [
     "token_summary",
     "top_answers",
     "turn_accuracy",
+    "utility",
+    "utility_under_attack",
     "wilson_interval",
     "z_score",
 ]

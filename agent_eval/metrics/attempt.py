@@ -57,6 +57,9 @@ class Attempt:
     """The original sample's id when this one is a perturbed variant of it."""
     perturbation: str | None = None
     """The kind of that perturbation (numbers, names, distractor, a plug-in's)."""
+    benchmark: dict[str, Any] | None = None
+    """What a benchmark's checker found beyond the verdict (e.g. AgentDojo's suite, task,
+    injection, attack and whether the injected goal was reached); None for other rewards."""
 
     def __post_init__(self) -> None:
         # Whoever builds the attempt (the engine, rescore, a line of any version), an unscored

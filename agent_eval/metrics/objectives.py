@@ -73,7 +73,8 @@ def metric_paths(ks: Sequence[int]) -> Iterator[str]:
     """Every number summary.json holds, by dotted path, for a run with these k values."""
     summary = summarize([], 1.0, tuple(ks)).to_dict()
     for group in DIRECTIONS:
-        yield from _leaves(summary[group], f"{group}.")
+        # A group only some runs have (security) is in no empty run's summary: not an objective.
+        yield from _leaves(summary.get(group, {}), f"{group}.")
 
 
 def _leaves(data: Mapping[str, Any], prefix: str) -> Iterator[str]:

@@ -42,6 +42,16 @@ from agent_eval.metrics.sampling import (
     session_success,
     turn_accuracy,
 )
+from agent_eval.metrics.security import (
+    ATTACK_SUCCESS,
+    BREAKDOWN,
+    SecurityFigures,
+    attack_success_rate,
+    by_attack,
+    by_suite,
+    utility,
+    utility_under_attack,
+)
 from agent_eval.metrics.tally import RunTally, SampleTally
 from agent_eval.metrics.voting import MAJ_AT_K
 from agent_eval.seeds import SeedScope
@@ -95,16 +105,39 @@ class Summary:
     """Each perturbation kind's accuracy and drop against the originals; empty without variants."""
     seed: SeedScope | None = None
     """What the run's seed fixes on its backend; None where the run's config is not known."""
+    utility: Estimate | None = None
+    """Share right among attempts with injections but no attack; the security group's fields
+    are None when the run has no attempt with injections (AgentDojo's)."""
+    utility_under_attack: Estimate | None = None
+    attack_success_rate: Estimate | None = None
+    """Share of attacked attempts after which the injected goal held: lower is better."""
+    by_suite: dict[str, SecurityFigures] | None = None
+    by_attack: dict[str, SecurityFigures] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
         flat = dataclasses.asdict(self)
         grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
+        if self.utility is None:  # no attempt with injections: no security group at all
+            del grouped["security"]
+        directions = {group: DIRECTIONS[group] for group in grouped}
+        defined = {group: DEFINITIONS[group] for group in grouped if group in DEFINITIONS}
         # What no group took is the run's size and whether it is whole: samples, attempts,
         # scored, unscored (by kind), sessions, complete; and what its seed fixes.
         return json_ready(
-            {**flat, **grouped, "higher_is_better": DIRECTIONS, "definitions": DEFINITIONS}
+            {**flat, **grouped, "higher_is_better": directions, "definitions": defined}
         )
+
+    def security(self) -> SecurityFigures | None:
+        """The security group's three overall figures; None for a run without injections."""
+        plain, attacked, breached = (
+            self.utility,
+            self.utility_under_attack,
+            self.attack_success_rate,
+        )
+        if plain is None or attacked is None or breached is None:
+            return None
+        return SecurityFigures(plain, attacked, breached)
 
     @classmethod
     def read(cls, data: dict[str, Any]) -> Summary | None:
@@ -186,6 +219,13 @@ _GROUPS: dict[str, dict[str, Callable[..., Any]]] = {
         "calls": call_summary,
         "errors": error_summary,
     },
+    "security": {
+        "utility": utility,
+        "utility_under_attack": utility_under_attack,
+        "attack_success_rate": attack_success_rate,
+        "by_suite": by_suite,
+        "by_attack": by_attack,
+    },
 }
 """summary.json's groups: each Summary field in its group, with the function that computes it."""
 
@@ -196,7 +236,14 @@ DIRECTIONS: dict[str, dict[str, bool]] = {
 """Group -> Summary field -> whether higher is better, as the metric functions declare it."""
 
 
-DEFINITIONS: dict[str, dict[str, str]] = {"quality": {"maj_at_k": MAJ_AT_K}}
+DEFINITIONS: dict[str, dict[str, str]] = {
+    "quality": {"maj_at_k": MAJ_AT_K},
+    "security": {
+        "attack_success_rate": ATTACK_SUCCESS,
+        "by_suite": BREAKDOWN,
+        "by_attack": BREAKDOWN,
+    },
+}
 """Group -> Summary field -> what it means, for the fields whose name leaves room for doubt."""
 
 
@@ -247,6 +294,11 @@ def summarize_tally(
         errors=error_summary(counts.errors, counts.attempts),
         cache_hit_rate=cache_hit_rate(tally.cached_tokens, tally.cache_prompt_tokens),
         ttft_s=latency_summary(tally.ttfts),
+        utility=utility(tally.security, confidence),
+        utility_under_attack=utility_under_attack(tally.security, confidence),
+        attack_success_rate=attack_success_rate(tally.security, confidence),
+        by_suite=by_suite(tally.security, confidence),
+        by_attack=by_attack(tally.security, confidence),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from agent_eval.metrics.attempt import Attempt
 from agent_eval.metrics.base import AttemptScore, normalize_answer
 from agent_eval.metrics.robustness import RobustnessTally
+from agent_eval.metrics.security import SecurityTally
 
 
 @dataclass
@@ -165,6 +166,8 @@ class RunTally:
     ttfts: list[float] = field(default_factory=list)
     """Seconds to first token of every streamed model call."""
     robustness: RobustnessTally = field(default_factory=RobustnessTally)
+    security: SecurityTally = field(default_factory=SecurityTally)
+    """Attempts with injections (AgentDojo's), originals only, as quality counts."""
 
     def add(self, score: AttemptScore) -> None:
         """Count one attempt: its cost always, its result only when it is scored."""
@@ -180,6 +183,7 @@ class RunTally:
         if not score.scored or score.variant_of is not None:
             return
         self.samples.setdefault(score.sample_id, SampleTally()).add(score)
+        self.security.add(score)
         self.reward_sum += score.verdict()[0]
         if score.turn_rewards is not None:
             self.sessions.add(

@@ -25,6 +25,7 @@ from agent_eval.metrics import (
     AttemptScore,
     Difference,
     Estimate,
+    SecurityFigures,
     Summary,
     accuracy_difference,
     wilson_interval,
@@ -34,6 +35,7 @@ from agent_eval.report.runs import Run
 
 HEADERS = ("metric", "A", "B", "B - A", "95% interval", "exceeds noise")
 QUALITY, EFFICIENCY = DIRECTIONS["quality"], DIRECTIONS["efficiency"]
+SECURITY = DIRECTIONS["security"]
 PerAttempt = Callable[[AttemptScore], float]
 Estimator = Callable[[Summary], Estimate]
 
@@ -98,7 +100,7 @@ def attempt_tokens(score: AttemptScore) -> float:
 
 
 def compare(a: Run, b: Run) -> list[Row]:
-    """B against A on quality, errors, latency and tokens."""
+    """B against A on quality, security (when both have it), errors, latency and tokens."""
     sa, sb = a.summary, b.summary
     shared_ks = [k for k in sa.pass_at_k if k in sb.pass_at_k]
     rates: list[tuple[str, Estimator, bool]] = [
@@ -107,11 +109,26 @@ def compare(a: Run, b: Run) -> list[Row]:
     ]
     if sa.sessions and sb.sessions:
         rates.append(("session success", _session_success, QUALITY["session_success"]))
+    if sa.security() is not None and sb.security() is not None:
+        rates += _security_rates()
     rates.append(("error rate", _error_rate, EFFICIENCY["errors"]))
     rows = [_proportions(name, rate(sa), rate(sb), up) for name, rate, up in rates]
     rows.append(_means("latency mean (s)", a, b, _latency, EFFICIENCY["latency_s"], ".2f"))
     rows.append(_means("tokens/attempt", a, b, attempt_tokens, EFFICIENCY["tokens"], ",.0f"))
     return rows
+
+
+def _security_rates() -> list[tuple[str, Estimator, bool]]:
+    """Utility, utility under attack and attack success rate, for two runs that have them."""
+    names = [figure.name for figure in dataclasses.fields(SecurityFigures)]
+    return [(n.replace("_", " "), partial(_security, name=n), SECURITY[n]) for n in names]
+
+
+def _security(summary: Summary, name: str) -> Estimate:
+    figures = summary.security()
+    assert figures is not None  # compared only when both runs have them
+    estimate: Estimate = getattr(figures, name)
+    return estimate
 
 
 def comparison_notes(a: Run, b: Run) -> list[str]:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from agent_eval import __version__
 from agent_eval.metrics import AttemptScore, Estimate
+from agent_eval.report.attacks import attacks_section
 from agent_eval.report.breaks import Break, breaks, questions
 from agent_eval.report.compare import (
     HEADERS,
@@ -75,8 +76,8 @@ pre.tail, pre.diff { background: #f6f6f6; padding: .4rem; max-height: 24rem; ove
 
 
 def run_page(run: Run) -> str:
-    """One run: config, notes, headline numbers, plots, the samples it never solved and those a
-    perturbation broke."""
+    """One run: config, notes, headline numbers, plots, the samples it never solved, those a
+    perturbation broke and the attacks that reached their goal."""
     body = [
         f"<h1>{escape(run.title)}</h1>",
         _config_table([run]),
@@ -87,6 +88,7 @@ def run_page(run: Run) -> str:
         *_figures(run, ""),
         _unsolved(run),
         _broken(run),
+        attacks_section(run.scores),
         programs_section(run.programs),
     ]
     return page(f"agent-eval report: {run.title}", body)

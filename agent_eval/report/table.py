@@ -9,7 +9,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.metrics import MAJ_AT_K, Drop, Estimate, KindRobustness, Summary
+from agent_eval.metrics import (
+    ATTACK_SUCCESS,
+    MAJ_AT_K,
+    Drop,
+    Estimate,
+    KindRobustness,
+    SecurityFigures,
+    Summary,
+)
 from agent_eval.metrics.performance import (
     ATTEMPTS_PER_S,
     COMPLETION_TOKENS_PER_S,
@@ -22,8 +30,8 @@ Row = tuple[str, str | None]
 
 
 def summary_table(summary: Summary, title: str | None = None) -> Table:
-    """Quality, Stability, Robustness and Efficiency sections of one run; metrics without data
-    are left out."""
+    """Quality, Stability, Robustness, Efficiency and (with injections) Security sections of one
+    run; metrics without data are left out."""
     caption = summary_caption(summary)
     table = Table(title=title, caption=caption, box=box.SIMPLE, show_header=False)
     table.add_column("metric")
@@ -51,7 +59,8 @@ def summary_caption(summary: Summary) -> str:
 
 def definitions(summary: Summary) -> list[str]:
     """The definitions of the shown rows whose name alone leaves room for doubt."""
-    return [MAJ_AT_K] if any(not math.isnan(value) for value in summary.maj_at_k.values()) else []
+    shown = [MAJ_AT_K] if any(not math.isnan(v) for v in summary.maj_at_k.values()) else []
+    return shown + ([ATTACK_SUCCESS] if summary.attack_success_rate is not None else [])
 
 
 def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -61,6 +70,7 @@ def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]
         ("Stability", _stability(summary)),
         ("Robustness", _robustness(summary)),
         ("Efficiency", _efficiency(summary)),
+        ("Security", _security(summary)),
     ]
     shown = [(name, [(k, v) for k, v in rows if v is not None]) for name, rows in sections]
     return [(name, rows) for name, rows in shown if rows]
@@ -112,6 +122,33 @@ def _kind(kind: str, figures: KindRobustness) -> list[Row]:
         (f"drop on {kind}", drop and f"{drop} p={figures.mcnemar_p:.3g}"),
         (f"{kind} broke / fixed", f"{figures.broke:,} / {figures.fixed:,} of {figures.pairs:,}"),
         (f"{kind} variants", f"{figures.variants:,}{skipped}"),
+    ]
+
+
+def _security(summary: Summary) -> list[Row]:
+    """The three figures overall, then per suite and per attack where the run holds several."""
+    overall = summary.security()
+    if overall is None or summary.by_suite is None or summary.by_attack is None:
+        return []
+    return [
+        *_figures("", overall),
+        *_parts("on", summary.by_suite),
+        *_parts("by", summary.by_attack),
+    ]
+
+
+def _parts(word: str, parts: dict[str, SecurityFigures]) -> list[Row]:
+    """Each part's figures; none when there is one part, whose figures are the overall ones."""
+    if len(parts) < 2:
+        return []
+    return [row for name, part in parts.items() for row in _figures(f" {word} {name}", part)]
+
+
+def _figures(where: str, figures: SecurityFigures) -> list[Row]:
+    return [
+        (f"utility{where}", _estimate(figures.utility)),
+        (f"utility under attack{where}", _estimate(figures.utility_under_attack)),
+        (f"attack success rate{where}", _estimate(figures.attack_success_rate)),
     ]
 
 

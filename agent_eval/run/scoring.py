@@ -30,6 +30,8 @@ class Scored:
     turn_answers: list[str | None] | None
     failure: TrajectoryError | None
     """The first output the scorer itself failed on (timeout, error); None when none did."""
+    benchmark: dict[str, Any] | None = None
+    """What a benchmark's checker found on the last output scored (RewardResult.benchmark)."""
 
     def fields(self) -> dict[str, Any]:
         """The attempt record's fields this score sets."""
@@ -39,6 +41,7 @@ class Scored:
             "answer": self.answer,
             "turn_rewards": self.turn_rewards,
             "turn_answers": self.turn_answers,
+            "benchmark": self.benchmark,
         }
 
 
@@ -147,6 +150,7 @@ def _scored(item: Item, results: list[RewardResult]) -> Scored:
         turn_rewards=rewards if session else None,
         turn_answers=[result.parsed for result in results] if session else None,
         failure=_failure(results),
+        benchmark=results[-1].benchmark if results else None,
     )
 
 

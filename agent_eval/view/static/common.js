@@ -51,6 +51,9 @@ export function showError(error) {
   show(el("p", { id: "error", class: "error", text: String(error.message || error) }));
 }
 
+// A label and its value as one row of a two-column table.
+export const row = (label, cls, value) => el("tr", {}, el("th", { text: label }), el("td", { class: cls, text: value }));
+
 export function table(id, headers, rows) {
   return el("table", { id }, el("thead", {}, el("tr", {}, ...headers)), el("tbody", {}, ...rows));
 }

@@ -1,8 +1,9 @@
 // A sample's page: the question once, the original it perturbs or its variants, then every
 // attempt side by side, each with its answer against the gold, its agreement with the others
 // and its whole trajectory (a session's by turn), after what the model was given: its system
-// prompt and tools, folded.
-import { api, content, el, num, outcome, runHref, runPath, show, table } from "./common.js";
+// prompt and tools, folded; an attempt with injections (AgentDojo's) says which and how it went.
+import { api, content, el, num, outcome, row, runHref, runPath, show, table } from "./common.js";
+import { injection } from "./injection.js";
 import { variantLinks } from "./robustness.js";
 
 // Every message comes in one shape, whichever its runner recorded (agent_eval/results/messages.py):
@@ -94,7 +95,6 @@ function given(t) {
   return el("div", { class: "setups" }, ...setups.map((s, n) => setupOf(s, setups.length > 1 ? callsOf(n) : null)));
 }
 
-const row = (label, cls, value) => el("tr", {}, el("th", { text: label }), el("td", { class: cls, text: value }));
 
 function turns(record, body) {
   const specs = body.turns || [];
@@ -182,6 +182,7 @@ function attempt(body, record, n) {
       row("correct", "", record.correct == null ? "unscored" : String(record.correct)),
       row("latency s", "", num(record.latency_s))),
     ...(error ? [el("pre", { class: "error", text: content(error) })] : []),
+    ...injection(record.benchmark),
     ...program(t.program),
     el("h3", { text: "model calls" }),
     table("", ["#", "latency s", "tokens", "worker"].map((h) => el("th", { text: h })), calls),

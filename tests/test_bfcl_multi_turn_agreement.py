@@ -39,7 +39,7 @@ def test_every_entry_is_judged_as_bfcl_judges_it() -> None:
     disagreements = []
     for category in CATEGORIES:
         for index, sample in enumerate(multi_turn_items(category)):
-            gold = json.loads(sample.answer)
+            gold = json.loads(sample.answer or "")
             kind = KINDS[index % len(KINDS)]
             result = script(gold, kind).result
             ours = score_multi_turn({"mode": "fc", "result": result}, gold)
@@ -58,7 +58,7 @@ def test_every_entry_is_judged_as_bfcl_judges_it() -> None:
 
 def test_a_wrong_verdict_says_bfcls_error() -> None:
     sample = next(multi_turn_items("multi_turn_base"))
-    gold = json.loads(sample.answer)
+    gold = json.loads(sample.answer or "")
     verdict = score_multi_turn({"mode": "fc", "result": script(gold, "no_call").result}, gold)
     assert not verdict.correct and verdict.reward == 0.0
     assert verdict.detail is not None
@@ -75,7 +75,7 @@ async def test_plays_through_the_proxy_are_judged_as_bfcl_judges_them(
     base_url = await start_proxy([worker])
     samples = list(multi_turn_items(category))[: len(KINDS)]
     for kind, sample in zip(KINDS, samples, strict=True):
-        gold = json.loads(sample.answer)
+        gold = json.loads(sample.answer or "")
         scripted = script(gold, kind)
         worker.script(*scripted.replies)
         ctx = RunContext(make_client(base_url, sample.id), "mock-model", sample.id, 7, Sampling())

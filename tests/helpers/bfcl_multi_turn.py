@@ -31,7 +31,7 @@ class Script:
 
 
 def script(gold: dict[str, Any], kind: str) -> Script:
-    """The ground truth answered turn by turn, spoilt as `kind` says in its first turn with calls."""
+    """The ground truth answered turn by turn, spoilt as `kind` says in its first turn of calls."""
     turns = [list(calls) for calls in gold["ground_truth"]]
     first = next(i for i, calls in enumerate(turns) if calls)
     tool_calls = [[_tool_call(c, gold["involved_classes"]) for c in calls] for calls in turns]
@@ -103,7 +103,9 @@ def _parameters(method: str, classes: tuple[str, ...]) -> list[str]:
     for name in classes:
         backend = getattr(importlib.import_module(config.CLASS_FILE_PATH_MAPPING[name]), name)
         if hasattr(backend, method):
-            return [p for p in inspect.signature(getattr(backend, method)).parameters if p != "self"]
+            return [
+                p for p in inspect.signature(getattr(backend, method)).parameters if p != "self"
+            ]
     raise AssertionError(f"no backend of {classes} has {method}")
 
 

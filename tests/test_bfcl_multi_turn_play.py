@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from agent_eval.agents import RunContext, Sampling
 from agent_eval.agents.trajectory import Trajectory
@@ -15,8 +18,9 @@ from agent_eval.benchmarks.bfcl.multi_turn.guard import REFUSED_CALL, guarded, s
 from agent_eval.benchmarks.bfcl.multi_turn.package import executor
 from agent_eval.benchmarks.bfcl.multi_turn.play import play_multi_turn
 from agent_eval.data.records import Sample
+from agent_eval.errors import ConfigError
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.helpers.bfcl_multi_turn import bfcl_verdict
+from tests.helpers.bfcl_multi_turn import bfcl_verdict, script
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 FILE_SYSTEM_ENTRY = "multi_turn_base_0"  # GorillaFileSystem with TwitterAPI
@@ -132,3 +136,60 @@ def test_only_backend_methods_with_literal_arguments_reach_bfcls_eval() -> None:
     assert safe_prompt_answer("[cd(folder='a'), mean(numbers=[1 + 2, 3 * 4])]")
     assert not safe_prompt_answer("[cd(folder=__import__('os').getcwd() + 'x')]")
     assert not safe_prompt_answer("[cd(folder='a' * 10 ** 12)]")
+
+
+async def test_held_back_functions_arrive_at_their_turn_as_bfcl_adds_them(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    (worker,) = await start_workers(1)
+    sample = entry("multi_turn_miss_func_0")
+    held = sample.metadata["bfcl_entry"]["missed_function"]  # {"3": ["sort"]}
+    ((turn, (name,)),) = held.items()
+    worker.script(*script(json.loads(sample.answer or ""), "right").replies)
+    trajectory = await play(await start_proxy([worker]), make_client, entry_id=sample.id)
+    worker.assert_script_used_up()
+    requests = worker.requests_to("/v1/chat/completions")
+    offered = [{t["function"]["name"] for t in request["tools"]} for request in requests]
+    opened = [i for i, request in enumerate(requests) if _says_functions_were_added(request)]
+    assert len(opened) == 1 and opened[0] > 0
+    assert all(name not in tools for tools in offered[: opened[0]])
+    assert all(name in tools for tools in offered[opened[0] :])
+    turns = sample.metadata["bfcl_entry"]["question"]
+    assert turns[int(turn)] == [] and len(trajectory.turn_outputs) == len(turns)
+    assert len(trajectory.setups) == 2  # the tools before the turn, and after
+
+
+def _says_functions_were_added(request: dict[str, Any]) -> bool:
+    last = request["messages"][-1]
+    return last["role"] == "user" and "updated some more functions" in last["content"]
+
+
+async def test_a_turn_past_the_step_limit_ends_the_play_force_terminated(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.script(*[Reply(tool_calls=[LS])] * 3)
+    ctx = RunContext(make_client(await start_proxy([worker]), "s-1"), "mock-model", "s-1", 3)
+    options = SimpleNamespace(mode="fc", max_steps=2)
+    trajectory = await play_multi_turn(entry(), ctx, options)
+    worker.assert_script_used_up()  # two steps, and the third answer with calls stops it
+    played = json.loads(trajectory.final_output or "")
+    assert played["result"] == [[[{"ls": "{}"}]] * 3] and len(trajectory.tool_calls) == 3
+    verdict = score_multi_turn(played, json.loads(entry().answer or ""))
+    assert verdict.detail is not None and verdict.detail.startswith("multi_turn:force_terminated")
+    assert not bfcl_verdict(FILE_SYSTEM_ENTRY, "multi_turn_base", played["result"])
+
+
+async def test_a_failed_model_call_is_recorded_with_its_cause_not_raised(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.error_status = 400
+    trajectory = await play(await start_proxy([worker]), make_client)
+    assert trajectory.error is not None and trajectory.error.kind == "request_rejected"
+    assert trajectory.final_output is None and trajectory.model_calls == []
+
+
+async def test_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ConfigError, match="set fc or prompt"):
+        await play_multi_turn(entry(), SimpleNamespace(), SimpleNamespace(mode="json"))  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from agent_eval.benchmarks.bfcl.multi_turn.package import executor, handler_util
 
 Mode = Literal["fc", "prompt"]
 """fc: the functions as tools, calls as tool calls; prompt: both in text, as BFCL prompts."""
+MODES: tuple[Mode, ...] = ("fc", "prompt")
 
 
 def decode_step(response: Any, mode: Mode) -> list[str] | None:

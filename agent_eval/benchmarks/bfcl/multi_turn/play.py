@@ -21,10 +21,11 @@ from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
 from agent_eval.benchmarks.bfcl.multi_turn.backends import Backends, own_instances
 from agent_eval.benchmarks.bfcl.multi_turn.chat import ask, setup_of
-from agent_eval.benchmarks.bfcl.multi_turn.decode import Mode, decode_step
+from agent_eval.benchmarks.bfcl.multi_turn.decode import MODES, Mode, decode_step
 from agent_eval.benchmarks.bfcl.multi_turn.entry import PlayableEntry, playable
 from agent_eval.benchmarks.bfcl.multi_turn.package import constants, handler_utils, is_long_context
 from agent_eval.data.records import Sample
+from agent_eval.errors import ConfigError
 
 Json = dict[str, Any]
 
@@ -33,6 +34,10 @@ async def play_multi_turn(sample: Sample, ctx: RunContext, options: Any) -> Traj
     """Play `sample` (a multi-turn item); `options.mode` is "fc" or "prompt", and
     `options.max_steps` the executed answers a turn may have before the play stops."""
     mode: Mode = getattr(options, "mode", "fc")
+    if mode not in MODES:
+        raise ConfigError(
+            f"BFCL's mode {mode!r} is not one of {', '.join(MODES)}: set fc or prompt"
+        )
     limit = getattr(options, "max_steps", None) or constants("default_prompts").MAXIMUM_STEP_LIMIT
     raw = sample.metadata["bfcl_entry"]
     long_context = is_long_context(sample.metadata["bfcl_category"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from uuid import uuid4
 
 from agent_eval.benchmarks.bfcl.multi_turn.guard import guarded
@@ -33,11 +34,11 @@ def own_instances() -> Iterator[str]:
 class Backends:
     """One attempt's backends: the entry's classes loaded with its initial config."""
 
-    def __init__(self, owner: str, entry: dict[str, object], long_context: bool) -> None:
+    def __init__(self, owner: str, entry: dict[str, Any], long_context: bool) -> None:
         self.owner = owner
         self.entry_id = str(entry["id"])
         self.initial_config = entry.get("initial_config") or {}
-        self.classes: list[str] = list(entry["involved_classes"])  # type: ignore[call-overload]
+        self.classes: list[str] = list(entry["involved_classes"])
         self.long_context = long_context
 
     def execute(self, calls: list[str]) -> list[str]:

@@ -75,21 +75,17 @@ class _Play:
         self.result.append(answers)
         tools = self.entry.tools() if self.mode == "fc" else []
         setup = setup_of(self.ctx.trajectory, self._system_prompt(), tools)
-        turn_output: str | None = None
         for _ in range(limit + 1):
             message = await ask(self.ctx, self.messages, tools, setup)
-            turn_output = message.content
             answers.append(self._answer(message))
             self.messages.append(_assistant(message))
             calls = decode_step(answers[-1], self.mode)
             if calls is None:
-                break
+                self.ctx.trajectory.turn_outputs.append(message.content)
+                return True
             self._give_results(message, calls, self.backends.execute(calls))
-        else:
-            self.ctx.trajectory.turn_outputs.append(turn_output)
-            return False
-        self.ctx.trajectory.turn_outputs.append(turn_output)
-        return True
+        self.ctx.trajectory.turn_outputs.append(message.content)
+        return False
 
     def _system_prompt(self) -> str | None:
         first = self.messages[0] if self.messages else {}

@@ -193,3 +193,19 @@ async def test_a_failed_model_call_is_recorded_with_its_cause_not_raised(
 async def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ConfigError, match="set fc or prompt"):
         await play_multi_turn(entry(), SimpleNamespace(), SimpleNamespace(mode="json"))  # type: ignore[arg-type]
+
+
+async def test_the_long_context_category_plays_on_backends_loaded_long(
+    start_workers: StartWorkers, start_proxy: StartProxy, make_client: MakeClient
+) -> None:
+    (worker,) = await start_workers(1)
+    base_url = await start_proxy([worker])
+    listings = []
+    for entry_id in (FILE_SYSTEM_ENTRY, "multi_turn_long_context_0"):  # one task, two loads
+        cd = ToolCall("cd", json.dumps({"folder": "document"}))
+        worker.script(Reply(tool_calls=[cd]), Reply(tool_calls=[LS]), Reply("Done."))
+        worker.script(*later_turns(entry(entry_id)))
+        trajectory = await play(base_url, make_client, entry_id=entry_id)
+        listings.append(json.loads(listed(trajectory)[0])["current_directory_content"])
+    plain, long = listings
+    assert set(plain) < set(long) and len(long) > 2 * len(plain)

@@ -22,6 +22,7 @@ from agent_eval.benchmarks.bfcl.multi_turn.checker import score_multi_turn
 from agent_eval.benchmarks.bfcl.multi_turn.data import multi_turn_items
 from agent_eval.benchmarks.bfcl.multi_turn.package import CATEGORIES
 from agent_eval.benchmarks.bfcl.multi_turn.play import play_multi_turn
+from agent_eval.data.errors import DataError
 from tests.helpers.bfcl_multi_turn import KINDS, bfcl_entries, bfcl_verdict, script
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
@@ -32,6 +33,11 @@ def test_item_counts_are_the_packages() -> None:
     for category in CATEGORIES:
         ids = [sample.id for sample in multi_turn_items(category)]
         assert ids == list(bfcl_entries(category)) and len(set(ids)) == len(ids) == 200
+
+
+def test_an_unknown_category_names_the_ones_there_are() -> None:
+    with pytest.raises(DataError, match="multi_turn_base, multi_turn_miss_func"):
+        next(multi_turn_items("multi_turn_composite"))
 
 
 def test_every_entry_is_judged_as_bfcl_judges_it() -> None:

@@ -4,7 +4,7 @@ Every entry of the four categories (800) gets one scripted answer, the kinds tak
 the ground truth itself, a wrong argument, a missing call, an extra call (the turn's last call
 again), malformed arguments, a turn answered without any call. Our checker and BFCL's own
 evaluation (its eval runner's per-entry evaluation with its OpenAI handler's decoder) judge the
-same raw answers. Playing 800 entries through a proxy would take minutes, so 24 of them, six a
+same raw answers; every fourth entry again with its answers written as prompt-mode text. Playing 800 entries through a proxy would take minutes, so 24 of them, six a
 category with every kind, are played through a proxy and a mock worker scripted with those
 answers, and the play's own final output is what our checker judges there.
 """
@@ -23,7 +23,7 @@ from agent_eval.benchmarks.bfcl.multi_turn.data import multi_turn_items
 from agent_eval.benchmarks.bfcl.multi_turn.package import CATEGORIES
 from agent_eval.benchmarks.bfcl.multi_turn.play import play_multi_turn
 from agent_eval.data.errors import DataError
-from tests.helpers.bfcl_multi_turn import KINDS, bfcl_entries, bfcl_verdict, script
+from tests.helpers.bfcl_multi_turn import KINDS, as_prompt, bfcl_entries, bfcl_verdict, script
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 FC = SimpleNamespace(mode="fc")
@@ -60,6 +60,19 @@ def test_every_entry_is_judged_as_bfcl_judges_it() -> None:
     for kind in ("missing_call", "malformed", "no_call"):
         assert verdicts[kind, True] == 0, kind
     assert verdicts["wrong_argument", False] > 3 * verdicts["wrong_argument", True]
+
+
+def test_prompt_mode_answers_are_judged_as_bfcl_judges_them() -> None:
+    """Every fourth entry, its answer written as text, decoded by BFCL's prompt-mode decoder."""
+    verdicts: Counter[bool] = Counter()
+    for category in CATEGORIES:
+        for index, sample in list(enumerate(multi_turn_items(category)))[::4]:
+            gold = json.loads(sample.answer or "")
+            result = as_prompt(script(gold, KINDS[index // 4 % len(KINDS)]).result)
+            ours = score_multi_turn({"mode": "prompt", "result": result}, gold).correct
+            assert ours == bfcl_verdict(sample.id, category, result, fc=False), sample.id
+            verdicts[ours] += 1
+    assert verdicts[True] > 20 and verdicts[False] > 100
 
 
 def test_a_wrong_verdict_says_bfcls_error() -> None:

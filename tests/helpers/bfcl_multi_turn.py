@@ -46,6 +46,24 @@ def script(gold: dict[str, Any], kind: str) -> Script:
     return Script(result, replies)
 
 
+def as_prompt(result: list[list[Any]]) -> list[list[Any]]:
+    """The same answers written as prompt-mode text: calls as a Python list of calls."""
+    return [[_as_text(step) for step in turn] for turn in result]
+
+
+def _as_text(step: Any) -> Any:
+    if isinstance(step, str):
+        return step
+    calls = []
+    for (name, arguments), *_ in (list(call.items()) for call in step):
+        try:
+            values = json.loads(arguments)
+        except json.JSONDecodeError:
+            return f"[{name}({arguments}"  # as broken as the JSON was
+        calls.append(f"{name}({', '.join(f'{k}={v!r}' for k, v in values.items())})")
+    return f"[{', '.join(calls)}]"
+
+
 def _turn(calls: list[ToolCall], malformed: bool) -> tuple[list[Any], list[Reply]]:
     if not calls:
         return ["Nothing to call for that."], [Reply("Nothing to call for that.")]

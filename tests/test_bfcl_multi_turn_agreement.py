@@ -4,10 +4,10 @@ Every entry of the four categories (800) gets one scripted answer, the kinds tak
 the ground truth itself, a wrong argument, a missing call, an extra call (the turn's last call
 again), malformed arguments, a turn answered without any call. Our checker and BFCL's own
 evaluation (its eval runner's per-entry evaluation with its OpenAI handler's decoder) judge the
-same raw answers; every fourth entry again with its answers written as prompt-mode text. Playing 800 entries through a proxy would take minutes, so 24 of them, six a
-category with every kind, are played through a proxy and a mock worker scripted with those
-answers, and the play's own final output is what our checker judges there.
-"""
+same raw answers; every fourth entry is judged again with its answers written as prompt-mode
+text. Playing 800 entries through a proxy would take minutes, so 24 of them, six a category
+with every kind, are played through a proxy and a mock worker scripted with those answers,
+and the play's own final output is what our checker judges there."""
 
 from __future__ import annotations
 

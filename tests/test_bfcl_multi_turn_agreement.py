@@ -4,7 +4,7 @@ Every entry of the four categories (800) gets one scripted answer, the kinds tak
 the ground truth itself, a wrong argument, a missing call, an extra call (the turn's last call
 again), malformed arguments, a turn answered without any call. Our checker and BFCL's own
 evaluation (its eval runner's per-entry evaluation with its OpenAI handler's decoder) judge the
-same raw answers; every fourth entry is judged again with its answers written as prompt-mode
+same raw answers; every eighth entry is judged again with its answers written as prompt-mode
 text. Playing 800 entries through a proxy would take minutes, so 24 of them, six a category
 with every kind, are played through a proxy and a mock worker scripted with those answers,
 and the play's own final output is what our checker judges there."""
@@ -63,16 +63,16 @@ def test_every_entry_is_judged_as_bfcl_judges_it() -> None:
 
 
 def test_prompt_mode_answers_are_judged_as_bfcl_judges_them() -> None:
-    """Every fourth entry, its answer written as text, decoded by BFCL's prompt-mode decoder."""
+    """Every eighth entry, its answer written as text, decoded by BFCL's prompt-mode decoder."""
     verdicts: Counter[bool] = Counter()
     for category in CATEGORIES:
-        for index, sample in list(enumerate(multi_turn_items(category)))[::4]:
+        for index, sample in list(enumerate(multi_turn_items(category)))[::8]:
             gold = json.loads(sample.answer or "")
-            result = as_prompt(script(gold, KINDS[index // 4 % len(KINDS)]).result)
+            result = as_prompt(script(gold, KINDS[index // 8 % len(KINDS)]).result)
             ours = score_multi_turn({"mode": "prompt", "result": result}, gold).correct
             assert ours == bfcl_verdict(sample.id, category, result, fc=False), sample.id
             verdicts[ours] += 1
-    assert verdicts[True] > 20 and verdicts[False] > 100
+    assert verdicts[True] > 10 and verdicts[False] > 50
 
 
 def test_a_wrong_verdict_says_bfcls_error() -> None:

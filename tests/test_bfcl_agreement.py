@@ -22,7 +22,7 @@ from agent_eval.benchmarks.bfcl.single_turn import Mode, model_result, predictio
 from agent_eval.data.records import Sample
 from agent_eval.shims import bfcl_official
 from agent_eval.shims.bfcl_checker import bfcl_module
-from tests.helpers.bfcl_answers import answer_kinds, completion, python_text
+from agent_eval.testing.bfcl_answers import answer_kinds, completion, python_text
 
 PER_CATEGORY = 45  # spread over each category's file: 506 entries in all
 _utils = bfcl_module("utils")

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
+from agent_eval.testing.bfcl_answers import answer_kinds
 from agent_eval.testing.replies import Reply, ToolCall
-from tests.helpers.bfcl_answers import answer_kinds
 from tests.helpers.cli_runs import agent_eval, finish, lines, summary
 from tests.helpers.proxy import StartWorkers
 

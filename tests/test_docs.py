@@ -100,7 +100,9 @@ def test_install_script_builds_llama_cpp_portably(tmp_path: Path) -> None:
     fake = tmp_path / "bin"
     fake.mkdir()
     # A python3 whose venv's pip writes down how it was called, instead of installing.
-    (fake / "pip").write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$*" "$CMAKE_ARGS" >> "$0.called"\n')
+    (fake / "pip").write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$PWD" "$*" "$CMAKE_ARGS" >> "$0.called"\n'
+    )
     (fake / "python3").write_text(
         f'#!/bin/sh\n[ "$*" = "-m venv .venv" ] && mkdir -p .venv/bin && cp {fake}/pip .venv/bin/\n'
     )

@@ -230,7 +230,10 @@ def test_load_reward_defaults_to_math() -> None:
     ("spec", "message"),
     [
         ("nonsense", "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'"),
-        ("tests.test_rewards:", "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'"),
+        (
+            "tests.test_rewards:",
+            "expected 'math', 'bfcl', 'agentdojo' or 'package.module:function'",
+        ),
         ("no_such_pkg.rewards:fn", "module 'no_such_pkg.rewards' not found"),
         ("tests.test_rewards:missing", "has no attribute 'missing'"),
         ("tests.test_rewards:not_callable", "'not_callable' is a int, not a function"),

@@ -3,6 +3,7 @@ language its calls are written."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
 from agent_eval.shims.bfcl_checker import bfcl_module
@@ -34,6 +35,7 @@ def categories(part: str) -> list[str] | None:
     return [category] if category in SINGLE_TURN + MULTI_TURN else None
 
 
+@cache  # a few names, asked for once per answer scored
 def scoring(category: str) -> Scoring:
     """How BFCL's eval_runner scores a category's entries."""
     if _utils.is_multi_turn(category):
@@ -41,6 +43,7 @@ def scoring(category: str) -> Scoring:
     return "relevance" if _utils.is_relevance_or_irrelevance(category) else "ast"
 
 
+@cache
 def language(category: str) -> Any:
     """The `Language` BFCL's AST checker checks a category's values in."""
     if _utils.is_java(category):
@@ -48,6 +51,7 @@ def language(category: str) -> Any:
     return _enums.Language.JAVASCRIPT if _utils.is_js(category) else _enums.Language.PYTHON
 
 
+@cache
 def return_format(category: str) -> Any:
     """The `ReturnFormat` BFCL decodes a category's prompt-mode answers in (relevance: Python)."""
     return _enums.ReturnFormat[language(category).name]

@@ -1,5 +1,5 @@
 """Scripted model answers to BFCL entries, right and wrong in known ways, as the proxy returns
-them (Chat Completions bodies): for the agreement test, the run test and the benchmark."""
+them (Chat Completions bodies): for the BFCL tests and the scoring benchmark only."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def answer_kinds(
     if ground_truth:
         calls = first_choices(ground_truth, as_text)
     else:
-        calls = [_some_call(entry["function"][0])]
+        # An irrelevance entry may offer no function at all: then any call is one too many.
+        calls = [_some_call(f) for f in entry["function"][:1]] or [{"any_function": {}}]
     yield "right" if ground_truth else "a_call", as_model_calls(calls)
     yield "wrong_function", as_model_calls([{"no_such_function": {}}])
     yield "extra_call", as_model_calls(calls + calls[:1])

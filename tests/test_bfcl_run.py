@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
-from agent_eval.testing.bfcl_answers import answer_kinds
+from agent_eval.testing.bfcl_answers import answer_kinds, python_text
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.cli_runs import agent_eval, finish, lines, summary
 from tests.helpers.proxy import StartWorkers
@@ -51,3 +51,29 @@ async def test_a_run_on_bfcl_simple_scores_the_known_share(
     assert tool["name"] == samples[0].metadata["functions"][0]["name"].replace(".", "_")
     assert tool["description"].endswith("Note that the provided function is in Python 3 syntax.")
     assert tool["parameters"]["type"] == "object"
+
+
+async def test_prompt_mode_puts_the_functions_in_the_system_prompt_and_reads_calls_in_text(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    samples = [s for s, _ in zip(bfcl_items("simple"), range(2), strict=False)]
+    right = scripted(0, samples[0].answer or "").tool_calls
+    worker.script(Reply(python_text([(c.name, c.arguments) for c in right])), Reply("No idea."))
+    run_dir = tmp_path / "run"
+    process = await agent_eval(
+        "run", "--agent", "bfcl", "--dataset", "bfcl:simple", "--endpoint", worker.url,
+        "-j", "1", "-o", str(run_dir), "dataset.limit=2", "agent.options.mode=prompt",
+        cwd=tmp_path,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 0, err
+    records = {r["sample_id"]: r for r in lines(run_dir)}
+    assert [records[s.id]["correct"] for s in samples] == [True, False]
+    sent = worker.requests_to("/v1/chat/completions")[0]
+    assert "tools" not in sent
+    system = sent["messages"][0]
+    assert (
+        system["role"] == "system"
+        and samples[0].metadata["functions"][0]["name"] in system["content"]
+    )

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
+import types
+from typing import Any
 
 import pytest
 
 from agent_eval.benchmarks.bfcl.datasets import MULTI_TURN_PACKAGE, bfcl_items
 from agent_eval.benchmarks.bfcl.prompts import openai_tools, prompt_messages
+from agent_eval.benchmarks.bfcl.reward import score_bfcl
 from agent_eval.data.errors import DataError
 from agent_eval.data.loaders import load_dataset
+from agent_eval.rewards.result import RewardResult
 
 
 def test_an_unknown_part_names_the_parts_bfcl_has() -> None:
@@ -56,3 +60,20 @@ def test_prompt_mode_puts_bfcls_system_prompt_first_and_keeps_the_question() -> 
     assert messages[0]["role"] == "system"
     assert sample.metadata["functions"][0]["name"] in messages[0]["content"]
     assert messages[1:] == sample.messages
+
+
+def test_a_multi_turn_gold_goes_to_the_multi_turn_checker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seam: a gold naming a multi_turn category (as `category`) reaches score_multi_turn."""
+    checker = types.ModuleType("checker")
+    seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def score_multi_turn(prediction: dict[str, Any], gold: dict[str, Any]) -> RewardResult:
+        seen.append((prediction, gold))
+        return RewardResult(1.0, True)
+
+    checker.score_multi_turn = score_multi_turn  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agent_eval.benchmarks.bfcl.multi_turn.checker", checker)
+    prediction = {"mode": "fc", "result": [[]]}
+    gold = {"category": "multi_turn_base", "ground_truth": [[]]}
+    assert score_bfcl(json.dumps(prediction), json.dumps(gold)).correct
+    assert seen == [(prediction, gold)]

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
+import types
+from typing import Any
+
+import pytest
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.trajectory import Trajectory
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
 from agent_eval.benchmarks.bfcl.runner import BfclAgent
+from agent_eval.data.records import Sample
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
@@ -49,3 +56,22 @@ async def test_an_unreachable_proxy_ends_the_attempt_as_a_connection_error(
     assert trajectory.final_output is None
     assert trajectory.error is not None and trajectory.error.kind == "connection_error"
     assert trajectory.messages == sample.messages and trajectory.model_calls == []
+
+
+async def test_a_multi_turn_sample_is_played_by_the_multi_turn_part_with_the_options(
+    monkeypatch: pytest.MonkeyPatch, make_client: MakeClient
+) -> None:
+    """The seam: a sample whose category is multi_turn_* reaches play_multi_turn."""
+    play = types.ModuleType("play")
+    given: list[Any] = []
+
+    async def play_multi_turn(sample: Sample, ctx: RunContext, options: Any) -> Trajectory:
+        given.append(options)
+        return ctx.trajectory
+
+    play.play_multi_turn = play_multi_turn  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agent_eval.benchmarks.bfcl.multi_turn.play", play)
+    sample = Sample("multi_turn_base_0", "hi", "{}", metadata={"bfcl_category": "multi_turn_base"})
+    ctx = RunContext(make_client("http://127.0.0.1:9/v1"), "mock-model", "s-0", seed=0)
+    assert await BfclAgent(mode="prompt", max_steps=5).run(sample, ctx) is ctx.trajectory
+    assert [(o.mode, o.max_steps) for o in given] == [("prompt", 5)]

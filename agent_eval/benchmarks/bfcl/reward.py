@@ -24,7 +24,7 @@ def score_bfcl(prediction: str, gold: str) -> RewardResult:
     """1.0 when BFCL's checker accepts the answer; detail says its error type and message."""
     try:
         answer, truth = json.loads(prediction), json.loads(gold)
-        category = truth.get("bfcl_category") or answer["bfcl_category"]
+        category = _category(truth) or answer["bfcl_category"]
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
         return RewardResult.failed("parse_failed", f"not a bfcl prediction document: {exc}")
     kind = scoring(category)
@@ -35,6 +35,11 @@ def score_bfcl(prediction: str, gold: str) -> RewardResult:
     if kind == "relevance":
         return _relevance(answer, category)
     return _checked(answer, truth, category)
+
+
+def _category(truth: dict[str, Any]) -> str | None:
+    """The entry's category, as its gold names it (multi-turn golds say `category`)."""
+    return truth.get("bfcl_category") or truth.get("category")
 
 
 def _relevance(answer: dict[str, Any], category: str) -> RewardResult:

@@ -1,7 +1,11 @@
 """score_bfcl gives BFCL's own verdict, item by item: scripted answers of every kind, as the
 proxy returns them, scored by agent-eval's path (the runner's prediction document, then
 score_bfcl) and by BFCL's (its OpenAI handler's kept answer and decode_ast, then its
-eval_runner's evaluation of the entry), on entries of every single-turn category."""
+eval_runner's evaluation of the entry), on entries of every single-turn category.
+
+Shared by design: BFCL's `ast_checker` and its output-format helpers, which both call. Each
+side's own: the entries and answers read (our loader, BFCL's), what is kept of the answer (our
+runner's, BFCL's handler's) and how it is decoded and dispatched."""
 
 from __future__ import annotations
 

@@ -18,8 +18,10 @@ from openai import AsyncOpenAI
 from typer.core import TyperOption
 from typer.testing import CliRunner
 
+from agent_eval.shims import bfcl_official
 from agent_eval.shims.aiohttp_expect import send_continue
 from agent_eval.shims.aiohttp_server import ErrorAnsweringRunner
+from agent_eval.shims.bfcl_checker import MODEL_NAME, bfcl_module
 from agent_eval.shims.openai_hooks import add_response_hook
 from agent_eval.shims.ray_logs import SIGTERM_NOTE, hide_sigterm_note
 from agent_eval.shims.typer_help import show_flags_without_a_value
@@ -190,3 +192,39 @@ def test_ray_warns_of_sigterm_through_the_logger_the_shim_filters() -> None:
 
     assert not worker.logger.filter(record(f"{SIGTERM_NOTE} because current thread is not main."))
     assert worker.logger.filter(record("another warning"))
+
+
+# BFCL: its checkers imported with a stand-in model table; its handler and eval_runner steps.
+
+
+def test_bfcls_ast_checker_reads_the_stand_in_table_and_turns_dots_into_underscores() -> None:
+    checker = bfcl_module("eval_checker.ast_eval.ast_checker")
+    assert checker.MODEL_CONFIG_MAPPING[MODEL_NAME].underscore_to_dot is True
+    assert checker.convert_func_name("a.b", MODEL_NAME) == "a_b"
+    assert checker.convert_func_name("a_b", MODEL_NAME) == "a_b"
+
+
+def test_bfcls_eval_runner_steps_keep_the_signatures_bfcl_official_calls() -> None:
+    runner = bfcl_module("eval_checker.eval_runner")
+    ast_entry = inspect.signature(runner._evaluate_single_ast_entry).parameters
+    assert list(ast_entry)[:9] == [
+        "handler", "index", "model_result_item", "possible_answer_item", "prompt_entry",
+        "model_name", "test_category", "language", "return_format",
+    ]  # fmt: skip
+    relevance = inspect.signature(runner._evaluate_single_relevance_entry).parameters
+    assert list(relevance) == [
+        "handler", "index", "model_result_item", "prompt_entry", "model_name", "test_category"
+    ]  # fmt: skip
+
+
+def test_bfcls_openai_handler_made_without_a_client_keeps_and_decodes_answers() -> None:
+    handler = bfcl_official.openai_handler(fc=True)
+    assert handler.is_fc_model is True and not hasattr(handler, "client")
+    assert handler.decode_ast([{"f": '{"x": 1}'}], None, False) == [{"f": {"x": 1}}]
+    entry = {"id": "simple_python_0", "function": [{"name": "f", "parameters": {}}]}
+    verdict = bfcl_official.evaluate(handler, [{"f": "{"}], entry, [{"f": {}}], "simple_python")
+    assert verdict["valid"] is False and verdict["error_type"] == "ast_decoder:decoder_failed"
+    prompting = bfcl_official.openai_handler(fc=False)
+    assert prompting.decode_ast(
+        "[f(x=1)]", bfcl_module("constants.enums").ReturnFormat.PYTHON, False
+    ) == [{"f": {"x": 1}}]

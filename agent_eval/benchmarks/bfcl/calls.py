@@ -1,0 +1,53 @@
+"""One Chat Completions call through the proxy, recorded as the trajectory keeps model calls."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openai.types.chat import ChatCompletion
+
+from agent_eval.agents.base import RunContext
+from agent_eval.agents.trajectory import ModelCallRecord, ModelSetup, ToolDefinition
+from agent_eval.usage import reported_tokens
+from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
+
+
+async def chat(
+    ctx: RunContext, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[ChatCompletion, ModelCallRecord]:
+    """The model's answer to `messages` (with `tools` when there are any) and its record.
+
+    Raises: openai.APIError when the proxy answers with an error or cannot be reached.
+    """
+    sampling = ctx.sampling
+    options: dict[str, Any] = {"tools": tools} if tools else {}
+    started = time.monotonic()
+    raw = await ctx.client.chat.completions.with_raw_response.create(
+        model=ctx.model, messages=messages, temperature=sampling.temperature,  # type: ignore[arg-type]
+        top_p=sampling.top_p, max_tokens=sampling.max_tokens, seed=ctx.seed, **options,
+    )  # fmt: skip
+    completion = raw.parse()
+    retries = raw.headers.get(RETRIES_HEADER, "")
+    usage = completion.usage
+    reported = reported_tokens(usage.model_dump()) if usage is not None else None
+    record = ModelCallRecord(
+        time.monotonic() - started,
+        usage.prompt_tokens if usage is not None else 0,
+        usage.completion_tokens if usage is not None else 0,
+        raw.headers.get(WORKER_HEADER),
+        retries=int(retries) if retries.isdigit() else 0,
+        cached_tokens=reported[1] if reported else None,
+    )
+    return completion, record
+
+
+def setup_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelSetup:
+    """The system prompt (the first message's, when it is one) and the tools a call was given."""
+    first = messages[0] if messages else {}
+    system = str(first.get("content")) if first.get("role") == "system" else None
+    return ModelSetup(system, [_definition(tool["function"]) for tool in tools])
+
+
+def _definition(function: dict[str, Any]) -> ToolDefinition:
+    return ToolDefinition(function["name"], function.get("description", ""), function["parameters"])

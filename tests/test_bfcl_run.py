@@ -1,0 +1,79 @@
+"""`agent-eval run --agent bfcl` as users type it, over a mock worker scripted to answer BFCL's
+first simple entries right and wrong in turn: the summary's accuracy is the known share."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent_eval.benchmarks.bfcl.datasets import bfcl_items
+from agent_eval.testing.bfcl_answers import answer_kinds, python_text
+from agent_eval.testing.replies import Reply, ToolCall
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary
+from tests.helpers.proxy import StartWorkers
+
+ENTRIES = 6  # right on even entries, a wrong value on odd ones
+
+
+def scripted(index: int, gold: str) -> Reply:
+    truth = json.loads(gold)
+    kind = "right" if index % 2 == 0 else "wrong_value"
+    entry = {"id": "simple_python_0", "function": truth["functions"]}
+    calls = dict(answer_kinds(entry, truth["ground_truth"]))[kind]
+    assert isinstance(calls, list)
+    return Reply(tool_calls=[ToolCall(name, arguments) for name, arguments in calls])
+
+
+async def test_a_run_on_bfcl_simple_scores_the_known_share(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    samples = [s for s, _ in zip(bfcl_items("simple"), range(ENTRIES), strict=False)]
+    worker.script(*(scripted(i, s.answer or "") for i, s in enumerate(samples)))
+    run_dir = tmp_path / "run"
+    process = await agent_eval(
+        "run", "--agent", "bfcl", "--dataset", "bfcl:simple", "--endpoint", worker.url,
+        "-j", "1", "-o", str(run_dir), f"dataset.limit={ENTRIES}", cwd=tmp_path,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 0, err
+    worker.assert_script_used_up()
+    assert summary(run_dir)["quality"]["accuracy"]["value"] == 0.5
+    records = {r["sample_id"]: r for r in lines(run_dir)}
+    assert [records[s.id]["correct"] for s in samples] == [True, False] * (ENTRIES // 2)
+    first = records[samples[0].id]
+    assert first["tool_calls"] == 1 and first["prompt_tokens"] > 0
+    assert first["trajectory"]["model_calls"][0]["worker"] is not None
+    sent = worker.requests_to("/v1/chat/completions")
+    assert len(sent) == ENTRIES
+    # The functions reach the model as OpenAI tools, with BFCL's Python hint in their description.
+    tool = sent[0]["tools"][0]["function"]
+    assert tool["name"] == samples[0].metadata["functions"][0]["name"].replace(".", "_")
+    assert tool["description"].endswith("Note that the provided function is in Python 3 syntax.")
+    assert tool["parameters"]["type"] == "object"
+
+
+async def test_prompt_mode_puts_the_functions_in_the_system_prompt_and_reads_calls_in_text(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    samples = [s for s, _ in zip(bfcl_items("simple"), range(2), strict=False)]
+    right = scripted(0, samples[0].answer or "").tool_calls
+    worker.script(Reply(python_text([(c.name, c.arguments) for c in right])), Reply("No idea."))
+    run_dir = tmp_path / "run"
+    process = await agent_eval(
+        "run", "--agent", "bfcl", "--dataset", "bfcl:simple", "--endpoint", worker.url,
+        "-j", "1", "-o", str(run_dir), "dataset.limit=2", "agent.options.mode=prompt",
+        cwd=tmp_path,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 0, err
+    records = {r["sample_id"]: r for r in lines(run_dir)}
+    assert [records[s.id]["correct"] for s in samples] == [True, False]
+    sent = worker.requests_to("/v1/chat/completions")[0]
+    assert "tools" not in sent
+    system = sent["messages"][0]
+    assert (
+        system["role"] == "system"
+        and samples[0].metadata["functions"][0]["name"] in system["content"]
+    )

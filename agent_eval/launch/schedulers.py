@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from agent_eval import installs
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.settings import Section
@@ -21,7 +22,7 @@ SCHEDULERS: Registry[Any] = Registry(
         "ray": "agent_eval.schedulers.ray_cluster:RayScheduler",
         "slurm": "agent_eval.schedulers.slurm:SlurmScheduler",
     },
-    extras={"ray": "ray"},
+    installs={"ray": installs.extra("ray")},
 )
 # Checked by name when the config is read; the scheduler itself is imported only when launched.
 SchedulerName = Annotated[str, AfterValidator(SCHEDULERS.check)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from agent_eval import installs
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.rewards.math_answer import math_gold_problem, score_math
@@ -20,7 +21,7 @@ REWARDS: Registry[RewardFn] = Registry(
         "agentdojo": "agent_eval.benchmarks.agentdojo.reward:score_agentdojo",
     },
     own="package.module:function",
-    extras={"bfcl": "bfcl", "agentdojo": "agentdojo"},
+    installs=installs.BENCHMARKS,
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.trajectory import ModelCallRecord, ModelSetup, ToolDefinition
@@ -13,13 +13,15 @@ from agent_eval.usage import reported_tokens
 from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 
-async def chat(
+async def ask(
     ctx: RunContext, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-) -> tuple[ChatCompletion, ModelCallRecord]:
-    """The model's answer to `messages` (with `tools` when there are any) and its record.
+) -> ChatCompletionMessage:
+    """The model's answer to `messages` (with `tools` when there are any); the call goes into
+    `ctx.trajectory` with the setup it was given.
 
     Raises: openai.APIError when the proxy answers with an error or cannot be reached.
     """
+    setup = ctx.trajectory.setup_index(setup_of(messages, tools))
     sampling = ctx.sampling
     options: dict[str, Any] = {"tools": tools} if tools else {}
     started = time.monotonic()
@@ -38,8 +40,10 @@ async def chat(
         raw.headers.get(WORKER_HEADER),
         retries=int(retries) if retries.isdigit() else 0,
         cached_tokens=reported[1] if reported else None,
+        setup=setup,
     )
-    return completion, record
+    ctx.trajectory.model_calls.append(record)
+    return completion.choices[0].message
 
 
 def setup_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelSetup:
@@ -50,4 +54,6 @@ def setup_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Mod
 
 
 def _definition(function: dict[str, Any]) -> ToolDefinition:
-    return ToolDefinition(function["name"], function.get("description", ""), function["parameters"])
+    return ToolDefinition(
+        function["name"], function.get("description", ""), function.get("parameters")
+    )

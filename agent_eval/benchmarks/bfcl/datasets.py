@@ -21,11 +21,11 @@ from agent_eval.benchmarks.bfcl.categories import (
     parts,
     scoring,
 )
+from agent_eval.benchmarks.bfcl.multi_turn.data import multi_turn_items
 from agent_eval.data.errors import DataError
 from agent_eval.data.records import Origin, Sample
 
 DATA = files("bfcl_eval") / "data"
-MULTI_TURN_PACKAGE = "agent_eval.benchmarks.bfcl.multi_turn.data"
 
 
 def bfcl_items(part: str) -> Iterator[Sample]:
@@ -40,7 +40,7 @@ def bfcl_items(part: str) -> Iterator[Sample]:
 
 
 def _category_items(category: str) -> Iterator[Sample]:
-    return _multi_turn(category) if is_multi_turn(category) else _single_turn(category)
+    return multi_turn_items(category) if is_multi_turn(category) else _single_turn(category)
 
 
 def _single_turn(category: str) -> Iterator[Sample]:
@@ -71,19 +71,6 @@ def entry_sample(
         metadata={"bfcl_category": category, "functions": entry["function"]},
         origin=origin,
     )
-
-
-def _multi_turn(category: str) -> Iterator[Sample]:
-    try:
-        from agent_eval.benchmarks.bfcl.multi_turn.data import multi_turn_items
-    except ModuleNotFoundError as exc:
-        if not MULTI_TURN_PACKAGE.startswith(exc.name or "-"):
-            raise
-        raise DataError(
-            f"bfcl:{category} is a multi-turn category, which this agent-eval cannot read yet "
-            f"({exc}); choose a single-turn part: bfcl:simple, bfcl:multiple, ..."
-        ) from None
-    return multi_turn_items(category)
 
 
 def _lines(path: Traversable) -> Iterator[dict[str, Any]]:

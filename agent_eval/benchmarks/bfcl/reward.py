@@ -13,6 +13,7 @@ from typing import Any
 
 from agent_eval.benchmarks.bfcl.categories import language, return_format, scoring
 from agent_eval.benchmarks.bfcl.decoding import decode_calls
+from agent_eval.benchmarks.bfcl.multi_turn.checker import score_multi_turn
 from agent_eval.rewards.result import RewardResult
 from agent_eval.shims.bfcl_checker import MODEL_NAME, bfcl_module
 
@@ -29,8 +30,6 @@ def score_bfcl(prediction: str, gold: str) -> RewardResult:
         return RewardResult.failed("parse_failed", f"not a bfcl prediction document: {exc}")
     kind = scoring(category)
     if kind == "multi_turn":
-        from agent_eval.benchmarks.bfcl.multi_turn.checker import score_multi_turn
-
         return score_multi_turn(answer, truth)
     if kind == "relevance":
         return _relevance(answer, category)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.trajectory import Trajectory
 from agent_eval.benchmarks.bfcl.categories import is_multi_turn
+from agent_eval.benchmarks.bfcl.multi_turn.play import play_multi_turn
 from agent_eval.benchmarks.bfcl.single_turn import Mode, play_single_turn
 from agent_eval.data.records import Sample
 from agent_eval.shims.bfcl_checker import bfcl_module
@@ -32,7 +33,5 @@ class BfclAgent:
 
     async def run(self, sample: Sample, ctx: RunContext) -> Trajectory:
         if is_multi_turn(sample.metadata["bfcl_category"]):
-            from agent_eval.benchmarks.bfcl.multi_turn.play import play_multi_turn
-
             return await play_multi_turn(sample, ctx, self.options)
         return await play_single_turn(sample, ctx, self.options.mode)

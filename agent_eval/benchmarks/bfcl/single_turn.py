@@ -12,7 +12,7 @@ from openai.types.chat import ChatCompletionMessage
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
-from agent_eval.benchmarks.bfcl.calls import chat, setup_of
+from agent_eval.benchmarks.bfcl.calls import ask
 from agent_eval.benchmarks.bfcl.prompts import openai_tools, prompt_messages
 from agent_eval.data.records import Sample
 
@@ -30,15 +30,11 @@ async def play_single_turn(sample: Sample, ctx: RunContext, mode: Mode) -> Traje
     messages, tools = _request(sample, category, mode)
     trajectory = ctx.trajectory
     trajectory.messages = list(messages)
-    setup = trajectory.setup_index(setup_of(messages, tools))
     try:
-        completion, record = await chat(ctx, messages, tools)
+        message = await ask(ctx, messages, tools)
     except (openai.APIError, TimeoutError) as exc:
         trajectory.error = classify(exc)
         return trajectory
-    record.setup = setup
-    trajectory.model_calls.append(record)
-    message = completion.choices[0].message
     trajectory.messages.append(message.model_dump(exclude_none=True))
     result = model_result(message, mode)
     if isinstance(result, list):

@@ -19,8 +19,8 @@ from openai.types.chat import ChatCompletionMessage
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
+from agent_eval.benchmarks.bfcl.calls import ask
 from agent_eval.benchmarks.bfcl.multi_turn.backends import Backends, own_instances
-from agent_eval.benchmarks.bfcl.multi_turn.chat import ask, setup_of
 from agent_eval.benchmarks.bfcl.multi_turn.decode import MODES, Mode, decode_step
 from agent_eval.benchmarks.bfcl.multi_turn.entry import PlayableEntry, playable
 from agent_eval.benchmarks.bfcl.multi_turn.package import constants, handler_utils, is_long_context
@@ -74,9 +74,8 @@ class _Play:
         answers: list[Any] = []
         self.result.append(answers)
         tools = self.entry.tools() if self.mode == "fc" else []
-        setup = setup_of(self.ctx.trajectory, self._system_prompt(), tools)
         for _ in range(limit + 1):
-            message = await ask(self.ctx, self.messages, tools, setup)
+            message = await ask(self.ctx, self.messages, tools)
             answers.append(self._answer(message))
             self.messages.append(_assistant(message))
             calls = decode_step(answers[-1], self.mode)
@@ -86,10 +85,6 @@ class _Play:
             self._give_results(message, calls, self.backends.execute(calls))
         self.ctx.trajectory.turn_outputs.append(message.content)
         return False
-
-    def _system_prompt(self) -> str | None:
-        first = self.messages[0] if self.messages else {}
-        return first.get("content") if first.get("role") == "system" else None
 
     def _answer(self, message: ChatCompletionMessage) -> Any:
         """The answer as BFCL's handler keeps it: tool calls as {name: arguments}, or text."""

@@ -4,18 +4,15 @@ samples, BFCL's tools and prompts, and clear errors for parts it cannot read."""
 from __future__ import annotations
 
 import json
-import sys
-import types
-from typing import Any
 
 import pytest
 
-from agent_eval.benchmarks.bfcl.datasets import MULTI_TURN_PACKAGE, bfcl_items
+from agent_eval.benchmarks.bfcl.datasets import bfcl_items
 from agent_eval.benchmarks.bfcl.prompts import openai_tools, prompt_messages
 from agent_eval.benchmarks.bfcl.reward import score_bfcl
 from agent_eval.data.errors import DataError
 from agent_eval.data.loaders import load_dataset
-from agent_eval.rewards.result import RewardResult
+from tests.helpers.bfcl_multi_turn import script
 
 
 def test_an_unknown_part_names_the_parts_bfcl_has() -> None:
@@ -23,10 +20,10 @@ def test_an_unknown_part_names_the_parts_bfcl_has() -> None:
         load_dataset("bfcl:simpel")
 
 
-def test_a_multi_turn_part_without_its_reader_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, MULTI_TURN_PACKAGE, None)
-    with pytest.raises(DataError, match="multi-turn category, which this agent-eval cannot read"):
-        next(bfcl_items("multi_turn_base"))
+def test_a_multi_turn_part_is_read_by_the_multi_turn_part() -> None:
+    sample = next(bfcl_items("multi_turn_miss_func"))
+    assert sample.id == "multi_turn_miss_func_0"
+    assert sample.metadata["bfcl_category"] == "multi_turn_miss_func"
 
 
 def test_an_entry_becomes_a_sample_with_its_messages_functions_and_gold() -> None:
@@ -62,18 +59,12 @@ def test_prompt_mode_puts_bfcls_system_prompt_first_and_keeps_the_question() -> 
     assert messages[1:] == sample.messages
 
 
-def test_a_multi_turn_gold_goes_to_the_multi_turn_checker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The seam: a gold naming a multi_turn category (as `category`) reaches score_multi_turn."""
-    checker = types.ModuleType("checker")
-    seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
-
-    def score_multi_turn(prediction: dict[str, Any], gold: dict[str, Any]) -> RewardResult:
-        seen.append((prediction, gold))
-        return RewardResult(1.0, True)
-
-    checker.score_multi_turn = score_multi_turn  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agent_eval.benchmarks.bfcl.multi_turn.checker", checker)
-    prediction = {"mode": "fc", "result": [[]]}
-    gold = {"category": "multi_turn_base", "ground_truth": [[]]}
-    assert score_bfcl(json.dumps(prediction), json.dumps(gold)).correct
-    assert seen == [(prediction, gold)]
+def test_a_multi_turn_gold_is_scored_by_bfcls_multi_turn_checker() -> None:
+    sample = next(bfcl_items("multi_turn_base"))
+    assert sample.answer is not None
+    gold = json.loads(sample.answer)
+    right = {"mode": "fc", "result": script(gold, "right").result}
+    wrong = {"mode": "fc", "result": script(gold, "wrong_argument").result}
+    assert score_bfcl(json.dumps(right), sample.answer).correct
+    verdict = score_bfcl(json.dumps(wrong), sample.answer)
+    assert not verdict.correct and verdict.detail

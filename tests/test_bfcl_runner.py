@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
-import types
 from typing import Any
 
 import pytest
 
 from agent_eval.agents.base import RunContext
 from agent_eval.agents.trajectory import Trajectory
+from agent_eval.benchmarks.bfcl import runner
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
 from agent_eval.benchmarks.bfcl.runner import BfclAgent
 from agent_eval.data.records import Sample
@@ -61,17 +60,15 @@ async def test_an_unreachable_proxy_ends_the_attempt_as_a_connection_error(
 async def test_a_multi_turn_sample_is_played_by_the_multi_turn_part_with_the_options(
     monkeypatch: pytest.MonkeyPatch, make_client: MakeClient
 ) -> None:
-    """The seam: a sample whose category is multi_turn_* reaches play_multi_turn."""
-    play = types.ModuleType("play")
+    """A sample whose category is multi_turn_* is played turn by turn, with the runner's options."""
     given: list[Any] = []
 
     async def play_multi_turn(sample: Sample, ctx: RunContext, options: Any) -> Trajectory:
         given.append(options)
         return ctx.trajectory
 
-    play.play_multi_turn = play_multi_turn  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agent_eval.benchmarks.bfcl.multi_turn.play", play)
-    sample = Sample("multi_turn_base_0", "hi", "{}", metadata={"bfcl_category": "multi_turn_base"})
+    monkeypatch.setattr(runner, "play_multi_turn", play_multi_turn)
+    sample = next(bfcl_items("multi_turn_base"))
     ctx = RunContext(make_client("http://127.0.0.1:9/v1"), "mock-model", "s-0", seed=0)
     assert await BfclAgent(mode="prompt", max_steps=5).run(sample, ctx) is ctx.trajectory
     assert [(o.mode, o.max_steps) for o in given] == [("prompt", 5)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 RewardStatus = Literal["ok", "parse_failed", "timeout", "error"]
 
@@ -18,6 +18,8 @@ class RewardResult:
     parsed: str | None = None
     status: RewardStatus = "ok"
     detail: str | None = None
+    benchmark: dict[str, Any] | None = None
+    """What a benchmark's checker found beyond the verdict (JSON-able); None for other rewards."""
 
     @classmethod
     def failed(cls, status: RewardStatus, detail: str) -> RewardResult:

@@ -15,7 +15,7 @@ from openai import AsyncOpenAI
 
 from agent_eval.agents.base import RunContext
 from agent_eval.benchmarks.agentdojo.runner import AgentDojoAgent
-from agent_eval.benchmarks.agentdojo.suites import suite
+from agent_eval.benchmarks.agentdojo.suites import environment, suite
 from agent_eval.benchmarks.agentdojo.wire import Gold
 from agent_eval.data.records import Sample
 from agent_eval.rewards.result import RewardResult
@@ -42,8 +42,7 @@ def script(sample: Sample, kind: str) -> Script:
     gold = Gold.model_validate(sample.metadata)
     found = suite(gold.suite)
     user_task = found.get_user_task_by_id(gold.user_task)
-    environment = found.load_and_inject_default_environment(gold.injections)
-    env = user_task.init_environment(environment)
+    env = user_task.init_environment(environment(gold.suite, gold.injections))
     right = _truth(user_task, env)
     done = user_task.GROUND_TRUTH_OUTPUT
     if kind == "right":

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.benchmarks.agentdojo.suites import suite
+from agent_eval.benchmarks.agentdojo.suites import environment, suite
 from agent_eval.benchmarks.agentdojo.wire import Gold
 
 
@@ -35,8 +35,8 @@ class Episode:
         from agentdojo.functions_runtime import FunctionsRuntime
 
         found = suite(gold.suite)
-        environment = found.load_and_inject_default_environment(gold.injections)
-        env = found.get_user_task_by_id(gold.user_task).init_environment(environment)
+        user_task = found.get_user_task_by_id(gold.user_task)
+        env = user_task.init_environment(environment(gold.suite, gold.injections))
         return cls(env.model_copy(deep=True), env, FunctionsRuntime(found.tools))
 
     def keep_tools(self, names: Sequence[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from agent_eval.data.errors import DataError
@@ -71,6 +71,18 @@ def injections(task: Task) -> dict[str, str]:
     attack = _attack(task.suite, task.attack)
     user_task = found.get_user_task_by_id(task.user_task)
     return dict(attack.attack(user_task, found.get_injection_task_by_id(task.injection_task)))
+
+
+def environment(suite_name: str, injections: dict[str, str]) -> Any:
+    """The suite's environment with `injections` placed as AgentDojo places them, a copy of
+    its own: parsing it is the costly part (0.3 s in workspace), and attempts at one item, or
+    at user tasks without attack, share their parse."""
+    return _parsed(suite_name, tuple(sorted(injections.items()))).model_copy(deep=True)
+
+
+@lru_cache(maxsize=32)
+def _parsed(suite_name: str, injections: tuple[tuple[str, str], ...]) -> Any:
+    return suite(suite_name).load_and_inject_default_environment(dict(injections))
 
 
 @cache

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agentdojo.base_tasks import BaseUserTask
+
 from agent_eval.benchmarks.agentdojo.defences import defence
 from agent_eval.benchmarks.agentdojo.episode import Episode
 from agent_eval.benchmarks.agentdojo.suites import suite
@@ -59,8 +61,6 @@ def step(episode: Episode, call: Call, prediction: Prediction) -> None:
 
 def _check(task: Any, output: str, episode: Episode) -> bool:
     """A task's verdict: from the traces when it judges them, else from the environments."""
-    from agentdojo.base_tasks import BaseUserTask
-
     judge, traced = (
         (task.utility, task.utility_from_traces)
         if isinstance(task, BaseUserTask)

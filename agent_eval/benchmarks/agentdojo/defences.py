@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from agentdojo.agent_pipeline.agent_pipeline import AgentPipeline, PipelineConfig
+from agentdojo.agent_pipeline.basic_elements import InitQuery, SystemMessage
+from agentdojo.agent_pipeline.llms.openai_llm import OpenAILLM, OpenAILLMToolFilter
+from agentdojo.agent_pipeline.tool_execution import ToolsExecutionLoop, ToolsExecutor
+
 from agent_eval.errors import ConfigError
 
 DEFENCES = ("tool_filter", "spotlighting_with_delimiting", "repeat_user_prompt")
@@ -42,11 +47,6 @@ def check_defence(name: str | None) -> None:
 @cache
 def defence(name: str | None) -> Defence:
     """The defence `name` (None: AgentDojo's plain pipeline) as AgentDojo builds it."""
-    from agentdojo.agent_pipeline.agent_pipeline import AgentPipeline, PipelineConfig
-    from agentdojo.agent_pipeline.basic_elements import InitQuery, SystemMessage
-    from agentdojo.agent_pipeline.llms.openai_llm import OpenAILLM, OpenAILLMToolFilter
-    from agentdojo.agent_pipeline.tool_execution import ToolsExecutionLoop, ToolsExecutor
-
     check_defence(name)
     llm = OpenAILLM(client=None, model="agent-eval")  # type: ignore[arg-type]
     llm.name = "agent-eval"

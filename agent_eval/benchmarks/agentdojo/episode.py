@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdojo.agent_pipeline.tool_execution import ToolsExecutor
+from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+
 from agent_eval.benchmarks.agentdojo.suites import environment, suite
 from agent_eval.benchmarks.agentdojo.wire import Gold
 
@@ -32,8 +35,6 @@ class Episode:
     def start(cls, gold: Gold) -> Episode:
         """The environment with the gold's injections, set up for its user task (CPU: parses
         the suite's environment, up to 0.3 s in workspace)."""
-        from agentdojo.functions_runtime import FunctionsRuntime
-
         found = suite(gold.suite)
         user_task = found.get_user_task_by_id(gold.user_task)
         env = user_task.init_environment(environment(gold.suite, gold.injections))
@@ -51,8 +52,6 @@ class Episode:
     ) -> list[Result]:
         """Run (function, args, call id) in order as AgentDojo runs one answer's calls; args
         None (not a JSON object) are traced but not run."""
-        from agentdojo.agent_pipeline.tool_execution import ToolsExecutor
-
         traced = self.note(calls)
         runnable = [c for c, (_, args, _) in zip(traced, calls, strict=True) if args is not None]
         answer = {"role": "assistant", "content": None, "tool_calls": runnable}
@@ -63,8 +62,6 @@ class Episode:
 
     def note(self, calls: Sequence[tuple[str, dict[str, Any] | None, str | None]]) -> list[Any]:
         """Add calls to the trace without running them (an answer past the step limit)."""
-        from agentdojo.functions_runtime import FunctionCall
-
         traced = [FunctionCall(function=f, args=dict(args or {}), id=i) for f, args, i in calls]
         self.trace += traced
         return traced

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from agentdojo.attacks.attack_registry import ATTACKS, load_attack
+from agentdojo.models import MODEL_NAMES
+from agentdojo.task_suite.load_suites import get_suites
+
 from agent_eval.data.errors import DataError
 
 VERSION = "v1.2.2"
@@ -34,33 +38,31 @@ class Task:
 
 @cache
 def suite(name: str) -> Any:
-    """The task suite `name` at VERSION (imports agentdojo: seconds, once per process)."""
-    from agentdojo.task_suite.load_suites import get_suites
-
+    """The task suite `name` at VERSION."""
     return get_suites(VERSION)[name]
 
 
 def attack_names() -> list[str]:
     """The attacks AgentDojo's registry holds."""
-    from agentdojo.attacks.attack_registry import ATTACKS
-
     return sorted(ATTACKS)
 
 
 def tasks(suite_name: str, attacks: list[str]) -> Iterator[Task]:
-    """Every user task alone, then every user task x injection task under each attack, in
-    AgentDojo's own order (a denial-of-service attack takes the first injection task only, as its
-    benchmark does)."""
+    """Each user task alone, then with every injection task under each attack (a
+    denial-of-service attack takes the first injection task only, as AgentDojo's benchmark
+    does): the first items of a limited run measure utility and attack success both."""
     found = suite(suite_name)
+    paired = {attack: _injection_tasks(suite_name, attack) for attack in attacks}
     for user_task in found.user_tasks:
         yield Task(suite_name, user_task)
-    for attack in attacks:
-        injection_tasks = list(found.injection_tasks)
-        if _attack(suite_name, attack).is_dos_attack:
-            injection_tasks = injection_tasks[:1]
-        for user_task in found.user_tasks:
+        for attack, injection_tasks in paired.items():
             for injection_task in injection_tasks:
                 yield Task(suite_name, user_task, injection_task, attack)
+
+
+def _injection_tasks(suite_name: str, attack: str) -> list[str]:
+    injection_tasks = list(suite(suite_name).injection_tasks)
+    return injection_tasks[:1] if _attack(suite_name, attack).is_dos_attack else injection_tasks
 
 
 def injections(task: Task) -> dict[str, str]:
@@ -88,14 +90,10 @@ def _parsed(suite_name: str, injections: tuple[tuple[str, str], ...]) -> Any:
 @cache
 def _attack(suite_name: str, name: str) -> Any:
     """AgentDojo's attack `name` on the suite, addressing the model by MODEL_NAME."""
-    from agentdojo.attacks.attack_registry import load_attack
-
     if name not in attack_names():
         raise DataError(
             f"AgentDojo has no attack {name!r}; its attacks: {', '.join(attack_names())}"
         )
-    from agentdojo.models import MODEL_NAMES
-
     listed = next(iter(MODEL_NAMES))
     attack = load_attack(name, suite(suite_name), _Target(listed))
     # An attack that looked the model's name up (rather than naming a wrong one on purpose)

@@ -13,7 +13,8 @@ import pytest
 
 from agent_eval.benchmarks.agentdojo.datasets import item
 from agent_eval.benchmarks.agentdojo.suites import SUITES, Task, suite, tasks
-from tests.helpers.agentdojo import KINDS, ours, script, theirs
+from agent_eval.testing.agentdojo_scripts import KINDS, script
+from tests.helpers.agentdojo import both, ours
 
 ATTACKS = ("important_instructions", "tool_knowledge", "direct")
 # Every how many user tasks, and user x injection pairs, a suite's share takes: all of the
@@ -41,10 +42,9 @@ def test_verdicts_equal_agentdojos_own(name: str, attack: str | None) -> None:
     for number, task in enumerate(chosen(name, attack)):
         sample = item(task)
         played = script(sample, KINDS[number % len(KINDS)])
-        result = asyncio.run(ours(sample, played))
+        result, official = asyncio.run(both(sample, played))
         assert result.benchmark is not None
         mine = (result.benchmark["utility"], result.benchmark["security"])
-        official = theirs(sample, played)
         assert mine == official, f"{sample.id} played {played.kind}: ours {mine}, theirs {official}"
         assert result.correct is official[0]
         found[official] += 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent_eval.benchmarks.agentdojo.datasets import agentdojo_items
 from agent_eval.benchmarks.agentdojo.reward import score_agentdojo
-from tests.helpers.agentdojo import replies, script
+from agent_eval.testing.agentdojo_scripts import replies, script
 from tests.helpers.cli_runs import agent_eval, finish, lines
 from tests.helpers.proxy import StartWorkers
 

@@ -47,7 +47,7 @@ SLOW_HELPERS = {
     ("tests.helpers.processes", "rss_mb"),
     ("tests.helpers.tune_jobs", "tune_job"),
     ("tests.helpers.shared_data", "gsm8k_path"),
-    ("tests.helpers.agentdojo", "theirs"),
+    ("tests.helpers.agentdojo", "both"),
 }
 # Names whose reading makes a test heavy: it starts processes of its own (a subprocess, the
 # reward pool, a whole evaluation with its scoring pool, local workers: each imports its

@@ -23,7 +23,7 @@ from agentdojo.agent_pipeline.agent_pipeline import load_system_message
 from agentdojo.functions_runtime import FunctionCall
 from agentdojo.types import ChatAssistantMessage, text_content_block_from_string
 
-from agent_eval.benchmarks.agentdojo.suites import environment, suite
+from agent_eval.benchmarks.agentdojo.suites import suite
 from agent_eval.benchmarks.agentdojo.wire import Call, Gold, Prediction
 from agent_eval.data.records import Sample
 from agent_eval.testing.replies import Reply, ToolCall
@@ -49,7 +49,8 @@ def script(sample: Sample, kind: str) -> Script:
     gold = Gold.model_validate(sample.metadata)
     found = suite(gold.suite)
     user_task = found.get_user_task_by_id(gold.user_task)
-    env = user_task.init_environment(environment(gold.suite, gold.injections))
+    # Parsed anew, not from the checker's shared parses: a bench times the checker after this.
+    env = user_task.init_environment(found.load_and_inject_default_environment(gold.injections))
     right = _truth(user_task, env)
     done = user_task.GROUND_TRUTH_OUTPUT
     if kind == "right":

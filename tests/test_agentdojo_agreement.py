@@ -1,4 +1,4 @@
-"""Our AgentDojo verdicts against AgentDojo's own, item by item: 544 items of the four suites,
+"""Our AgentDojo verdicts against AgentDojo's own, item by item: 556 items of the four suites,
 user tasks alone and under three attacks, each played by a scripted model (right, wrong,
 following the injection, malformed) through our runner and reward, and through AgentDojo's own
 pipeline elements and TaskSuite.run_task_with_pipeline."""
@@ -20,7 +20,7 @@ ATTACKS = ("important_instructions", "tool_knowledge", "direct")
 # Every how many user tasks, and user x injection pairs, a suite's share takes: all of the
 # small suites' user tasks, a spread of the rest (an item of travel or workspace takes seconds:
 # their environments are large, and parsed anew by each side).
-STRIDES = {"banking": (1, 2), "slack": (1, 2), "travel": (1, 7), "workspace": (4, 40)}
+STRIDES = {"banking": (1, 2), "slack": (1, 2), "travel": (1, 6), "workspace": (4, 40)}
 CHUNKS = [(name, attack) for name in SUITES for attack in (None, *ATTACKS)]
 
 

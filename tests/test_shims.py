@@ -228,3 +228,23 @@ def test_bfcls_openai_handler_made_without_a_client_keeps_and_decodes_answers() 
     assert prompting.decode_ast(
         "[f(x=1)]", bfcl_module("constants.enums").ReturnFormat.PYTHON, False
     ) == [{"f": {"x": 1}}]
+
+
+# agentdojo: its OpenAI element's private conversion of a tool to OpenAI's format.
+
+
+def test_agentdojo_tools_reach_the_model_as_its_openai_element_sends_them() -> None:
+    from agentdojo.agent_pipeline.llms import openai_llm  # imported here: AgentDojo is an extra
+
+    from agent_eval.benchmarks.agentdojo.suites import suite
+    from agent_eval.shims.agentdojo_tools import openai_tool
+
+    send_money = next(f for f in suite("banking").tools if f.name == "send_money")
+    tool = openai_tool(send_money)
+    assert tool["type"] == "function"
+    assert tool["function"]["name"] == "send_money"
+    assert tool["function"]["description"] == send_money.description
+    assert set(tool["function"]["parameters"]["properties"]) == {
+        "recipient", "amount", "subject", "date",
+    }  # fmt: skip
+    assert "openai_tools = [_function_to_openai(tool)" in inspect.getsource(openai_llm.OpenAILLM)

@@ -36,7 +36,8 @@ SLOW = {"browser", "tmux", "llamacpp", "ray", "slurm", "codex"}
 # Helpers that make a test slow: agent-eval in a process of its own imports the whole package
 # (seconds apiece on a busy machine); resident memory is measured over soaks of many MB; a
 # tune job plays whole trials; the GSM8K test set holds 1,319 problems; an agent program is a
-# process of its own that imports its framework (smolagents, the Agents SDK, a coding CLI).
+# process of its own that imports its framework (smolagents, the Agents SDK, a coding CLI);
+# AgentDojo's own pipeline replays hundreds of tasks, each in an environment parsed anew.
 SLOW_HELPERS = {
     ("tests.helpers.agent_programs", "run_agent"),
     ("tests.helpers.cli_runs", "CLI"),
@@ -46,6 +47,7 @@ SLOW_HELPERS = {
     ("tests.helpers.processes", "rss_mb"),
     ("tests.helpers.tune_jobs", "tune_job"),
     ("tests.helpers.shared_data", "gsm8k_path"),
+    ("tests.helpers.agentdojo", "both"),
 }
 # Names whose reading makes a test heavy: it starts processes of its own (a subprocess, the
 # reward pool, a whole evaluation with its scoring pool, local workers: each imports its

@@ -10,7 +10,7 @@ from pathlib import Path
 from agent_eval.benchmarks.agentdojo.datasets import agentdojo_items
 from agent_eval.benchmarks.agentdojo.reward import score_agentdojo
 from agent_eval.testing.agentdojo_scripts import replies, script
-from tests.helpers.cli_runs import agent_eval, finish, lines
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary
 from tests.helpers.proxy import StartWorkers
 
 DATASET = "agentdojo:banking+important_instructions"
@@ -39,7 +39,8 @@ async def test_a_run_records_agentdojos_verdicts_per_attempt(
         output = record["trajectory"]["final_output"]
         calls = [call["function"] for call in json.loads(output)["calls"]]
         assert calls == [call["name"] for call in record["trajectory"]["tool_calls"]]
-        benchmark = score_agentdojo(output, sample.answer or "").benchmark
+        benchmark = record["benchmark"]
+        assert benchmark == score_agentdojo(output, sample.answer or "").benchmark
         assert record["correct"] is benchmark["utility"]
         verdicts[sample.id] = benchmark
     alone, followed, ignored = (verdicts[sample.id] for sample in items)
@@ -54,3 +55,6 @@ async def test_a_run_records_agentdojos_verdicts_per_attempt(
     assert ignored["injection_task"] == "injection_task_1"
     assert ignored["utility"] is True
     assert (ignored["security"], ignored["injection_call"]) == (False, None)
+    security = summary(run_dir)["security"]
+    assert security["utility"]["value"] == 1.0
+    assert security["attack_success_rate"]["value"] == 0.5

@@ -13,6 +13,7 @@ import pytest
 
 from agent_eval.data import Sample
 from agent_eval.perturb.numbers import new_numbers
+from agent_eval.perturb.prose import annotated
 from agent_eval.run.scoring import gold_answer
 from tests.helpers.shared_data import gsm8k_path
 
@@ -133,7 +134,7 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     """The variant's annotations recompute, its gold is the same step's result as the original's,
     and it writes new numbers in its question."""
     assert original.answer is not None and original.question is not None
-    old_steps, new_steps = steps(original.answer), steps(variant_answer)
+    old_steps, new_steps = steps(annotated(original.answer)), steps(variant_answer)
     assert len(new_steps) == len(old_steps)
     for expression, result in new_steps:
         assert value(expression) == result, f"{original.id}: {expression} is not {result}"
@@ -200,11 +201,11 @@ def test_janets_ducks_get_their_gold_recomputed() -> None:
 
 def test_a_solution_that_does_not_replay_gets_no_variant() -> None:
     wrong = Sample("x", "Tom has 5 apples and buys 7 more. How many?", "5+7=<<5+7=13>>13\n#### 13")
-    unannotated = Sample("y", "Tom has 5 apples and buys 7 more. How many?", "5+7=12\n#### 12")
+    unworked = Sample("y", "Tom has 5 apples and buys 7 more. How many?", "He has 12.\n#### 12")
     other_final = Sample(
         "z", "Tom has 5 apples and buys 7 more. How many?", "<<5+7=12>>12\n#### 11"
     )
-    for sample in (wrong, unannotated, other_final):
+    for sample in (wrong, unworked, other_final):
         assert new_numbers(sample, random.Random(0)) is None
 
 

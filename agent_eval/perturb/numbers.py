@@ -22,6 +22,7 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
+from agent_eval.perturb.prose import annotated
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -116,8 +117,9 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     """`sample` with new numbers and the gold its recomputed solution gives; None if it won't."""
     if not sample.question or not sample.answer or "####" not in sample.answer:
         return None
+    answer = annotated(sample.answer)
     try:
-        plan = _plan(sample.question, sample.answer)
+        plan = _plan(sample.question, answer)
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
@@ -127,7 +129,7 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
         return None
     values, recomputed = found
     question = _rewrite_question(sample.question, plan.question, values)
-    return Variant(question, _rewrite_answer(sample.answer, plan, values, recomputed))
+    return Variant(question, _rewrite_answer(answer, plan, values, recomputed))
 
 
 _Draw = tuple[dict[Fraction, Fraction], list["_Step"]]

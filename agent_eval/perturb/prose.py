@@ -1,0 +1,59 @@
+"""Calculator annotations recovered from a solution's prose: `99 + 5 = $104` becomes
+`99 + 5 = $<<99+5=104>>104`, as GSM8K annotates the steps it does not leave unannotated.
+
+An equation is annotated only when its left side is plain arithmetic (numbers, each with one
+unit word at most, `+ - * / x`, parentheses) that gives exactly the number written on its right;
+anything else (a percent, an unknown `x`, a rounded result) stays prose, and the `numbers`
+perturbation then refuses a problem that needed it.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
+from agent_eval.perturb.number_text import plain
+
+_DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
+# A unit word after a number, per unit or not ("12 miles", "$20/hour", "35 hours/week"); never
+# one letter, so that "20 x 3" stays a product.
+_UNIT = r"\s?/?[A-Za-z]{2,12}(?:/[A-Za-z]{2,12})?"
+_OPERATOR = r"\s*[-+*/x\u00d7\u00f7\u2013\u2212]\s*"
+_TERM = rf"(?:\(\s*)*\$?{_DIGITS}(?:{_UNIT})?(?:\s*\))*"
+_EQUATION = re.compile(
+    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:{_OPERATOR}{_TERM})+)\s*=\s*"
+    rf"\$?(?P<result>{_DIGITS})(?![\w%]|[.,]\d|\s*<<)"
+)
+_ANNOTATION = re.compile(r"(<<[^<>]*>>)")
+_ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "-", "\u2212": "-"})
+
+
+def annotated(answer: str) -> str:
+    """`answer` with an annotation before the result of each prose equation that computes."""
+    pieces = _ANNOTATION.split(answer)
+    return "".join(
+        piece if _ANNOTATION.fullmatch(piece) else _EQUATION.sub(_annotate, piece)
+        for piece in pieces
+    )
+
+
+def _annotate(match: re.Match[str]) -> str:
+    expression = arithmetic(match.group("expression"))
+    result = Fraction(match.group("result").replace(",", ""))
+    try:
+        computes = expression is not None and evaluate(expression) == result
+    except (ArithmeticSyntaxError, ZeroDivisionError):
+        computes = False
+    if not computes:
+        return match.group(0)
+    at = match.start("result") - match.start()
+    return f"{match.group(0)[:at]}<<{expression}={plain(result)}>>{match.group(0)[at:]}"
+
+
+def arithmetic(prose: str) -> str | None:
+    """A prose expression as a calculator writes it (`$20/hour * 35 hours` is `20*35`); None
+    when something other than numbers and operators is left."""
+    calculator = re.sub(rf"(?<=\d){_UNIT}", "", prose).replace("$", "").replace(",", "")
+    calculator = re.sub(r"\s+", "", calculator.translate(_ARITHMETIC))
+    return calculator if re.fullmatch(r"[\d.+\-*/()]+", calculator) else None

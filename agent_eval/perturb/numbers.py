@@ -22,7 +22,6 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
-from agent_eval.perturb.prose import annotated
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -32,6 +31,7 @@ from agent_eval.perturb.number_text import (
     worked,
     written,
 )
+from agent_eval.perturb.prose import annotated
 from agent_eval.rewards import gsm8k_gold
 
 logger = logging.getLogger(__name__)

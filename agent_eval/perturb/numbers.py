@@ -109,8 +109,8 @@ class _Plan:
     final: int
     """The annotation whose result is the gold."""
     ordered: list[Fraction]
-    """Every value the question writes, smallest first: the new ones keep this order, so that
-    "increased from 47 to 52" stays an increase."""
+    """Every value the question writes, smallest first: new ones drawn together keep this
+    order, so that "increased from 47 to 52" stays an increase."""
 
 
 def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
@@ -139,22 +139,29 @@ def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:
     """New values for every varied number at once, if a draw of them recomputes reasonably."""
     for _ in range(_DRAWS):
         values = {mention.value: _nearby(mention, rng) for mention in plan.question}
-        recomputed = _recomputed(plan, values)
-        if recomputed is not None:
-            return values, recomputed
+        new = [values.get(value, value) for value in plan.ordered]
+        if all(low < high for low, high in itertools.pairwise(new)):
+            recomputed = _recomputed(plan, values)
+            if recomputed is not None:
+                return values, recomputed
     return None
 
 
 def _one_at_a_time(plan: _Plan, rng: random.Random) -> _Draw | None:
     """New values for the numbers one by one, each kept where it recomputes reasonably: for
-    problems whose numbers rarely fit together at random (the price that 60% of stays whole)."""
+    problems whose numbers rarely fit together at random (the price that 60% of stays whole).
+    Their order may change here, as a box's sides may; a value the question writes is not
+    taken twice."""
     values = {mention.value: mention.value for mention in plan.question}
     found = None
     varied = list({mention.value: mention for mention in plan.question}.values())
     rng.shuffle(varied)
     for mention in varied:
         for _ in range(_DRAWS):
-            trial = {**values, mention.value: _nearby(mention, rng)}
+            new = _nearby(mention, rng)
+            if new in plan.ordered or new in values.values():
+                continue
+            trial = {**values, mention.value: new}
             recomputed = _recomputed(plan, trial)
             if recomputed is not None:
                 values, found = trial, recomputed
@@ -213,8 +220,9 @@ def _variables(
     question: str, written_in_question: list[Mention], annotations: list[_Annotation]
 ) -> set[Fraction]:
     """The question's values that may vary: not 0 or 1, not a value a cue word of the question
-    may bring, not naming a group ("the three"), and written as often as one annotation uses
-    it at most (then each mention is a use: "3 sprints 3 times" for 3*3)."""
+    may bring, not naming a group ("the three"), used, and not used more often in one
+    annotation than the question writes it (then each mention may be a use: "3 sprints 3
+    times" for 3*3). Its mentions all take one new value, so each use follows."""
     cued = {v for pattern, values in _CUES.items() for v in values if _cues(pattern, question)}
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
@@ -230,7 +238,7 @@ def _variables(
         value
         for value, count in counts.items()
         if value > 1
-        and uses[value] == count
+        and 1 <= uses[value] <= count
         and stray[value] <= 0
         and value not in cued | referring
     }
@@ -310,9 +318,6 @@ def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | 
     """Each annotation's expression with the new values and its new result; None when a draw
     gives something a problem would not (a negative count, a fraction of a whole)."""
     if any(m.percent and m.value <= 100 < values[m.value] for m in plan.question):
-        return None
-    new = [values.get(value, value) for value in plan.ordered]
-    if any(low >= high for low, high in itertools.pairwise(new)):
         return None
     recomputed: list[_Step] = []
     for annotation, sources in zip(plan.annotations, plan.sources, strict=True):

@@ -27,12 +27,12 @@ _WORD_VALUES = {
 }
 # "one" and "zero" are left out: "one of them", "zero in on" are rarely counts to vary.
 _COUNT_WORDS = "|".join(word for word in _WORD_VALUES if word not in ("zero", "one"))
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _REFERRING = re.compile(r"\b(?:the|all|these|those|its|his|her|our|their|my|your)\s+$", re.I)
 """Before "the three measurements" a count names a group the problem set up elsewhere."""
 _NUMBER = re.compile(
     # Not part of a fraction (1/2), a time (3:30), an ordinal (5th), a version or a word (A4).
-    rf"(?<![\w.:/])(?P<digits>{_DIGITS})(?![\w:/]|[.,]\d)(?P<percent>\s?(?:%|percent\b))?"
+    rf"(?<![\w.:/])(?P<digits>{_DIGITS})(?![\w:]|/\d|[.,]\d)(?P<percent>\s?(?:%|percent\b))?"
     rf"|(?<![\w-])(?P<word>(?:{'|'.join(_TENS)})-(?:{'|'.join(_UNITS[1:])})|{_COUNT_WORDS})(?![\w-])",
     re.IGNORECASE,
 )

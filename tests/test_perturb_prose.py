@@ -24,6 +24,11 @@ from agent_eval.run.scoring import gold_answer
         ("$20/hour * 35 hours = $700", "$20/hour * 35 hours = $<<20*35=700>>700"),
         ("80 GB / 2 GB/minute = 40 minutes", "80 GB / 2 GB/minute = <<80/2=40>>40 minutes"),
         ("1,200 + 300 = 1,500", "1,200 + 300 = <<1200+300=1500>>1,500"),
+        ("it is 12/20 x 100% = 60% of them", "it is 12/20 x 100% = <<12/20*100=60>>60% of them"),
+        ("200 GB * 40% = 80 GB", "200 GB * 40% = <<200*40/100=80>>80 GB"),
+        ("200 minus 174 equals 26.", "200 minus 174 equals <<200-174=26>>26."),
+        ("the perimeter is 2(40+9) = 98", "the perimeter is 2(40+9) = <<2*(40+9)=98>>98"),
+        ("(1/4)24 = 6 pints", "(1/4)24 = <<(1/4)*24=6>>6 pints"),
     ],
 )
 def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovered: str) -> None:
@@ -37,8 +42,8 @@ def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovere
         "4 + 4 = 8.5",
         "x+x+30=110",  # algebra: an unknown is no number
         "2*x=80",
-        "12/20 x 100% = 60%",  # a percent on the right is not the left's value
-        "10 years * 5% = 50%",
+        "50% * 50% = 25%",  # percents whose product is no percent of the same hundred
+        "3 times a week = 5",
         "60g * 4/5 = 240g/5 = 48 grams",  # a chain through a one-letter unit
         "16 - 3 - 4 = <<16-3-4=9>>9 eggs",  # annotated already
         "He has 12 apples.",

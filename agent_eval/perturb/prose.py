@@ -19,11 +19,15 @@ _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 # A unit word after a number, per unit or not ("12 miles", "$20/hour", "35 hours/week"); never
 # one letter, so that "20 x 3" stays a product.
 _UNIT = r"\s?/?[A-Za-z]{2,12}(?:/[A-Za-z]{2,12})?"
-_OPERATOR = r"\s*[-+*/x\u00d7\u00f7\u2013\u2212]\s*"
-_TERM = rf"(?:\(\s*)*\$?{_DIGITS}(?:{_UNIT})?(?:\s*\))*"
+_WORDS = {" plus ": "+", " minus ": "-", " times ": "*", " divided by ": "/"}
+_OPERATOR = (
+    rf"\s*[-+*/x\u00d7\u00f7\u2013\u2212]\s*|{'|'.join(_WORDS)}"
+    r"|(?<=\d)(?=\()|(?<=\))(?=[\d(])"  # 2(40+9), (1/4)24: a product without its sign
+)
+_TERM = rf"(?:\(\s*)*\$?{_DIGITS}%?(?:{_UNIT})?(?:\s*\))*"
 _EQUATION = re.compile(
-    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:{_OPERATOR}{_TERM})+)\s*=\s*"
-    rf"\$?(?P<result>{_DIGITS})(?![\w%]|[.,]\d|\s*<<)"
+    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM})+)\s*(?:=|\bequals\b)\s*"
+    rf"\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)"
 )
 _ANNOTATION = re.compile(r"(<<[^<>]*>>)")
 _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "-", "\u2212": "-"})
@@ -39,7 +43,7 @@ def annotated(answer: str) -> str:
 
 
 def _annotate(match: re.Match[str]) -> str:
-    expression = arithmetic(match.group("expression"))
+    expression = arithmetic(match.group("expression"), percent=bool(match.group("percent")))
     result = Fraction(match.group("result").replace(",", ""))
     try:
         computes = expression is not None and evaluate(expression) == result
@@ -51,9 +55,14 @@ def _annotate(match: re.Match[str]) -> str:
     return f"{match.group(0)[:at]}<<{expression}={plain(result)}>>{match.group(0)[at:]}"
 
 
-def arithmetic(prose: str) -> str | None:
+def arithmetic(prose: str, percent: bool = False) -> str | None:
     """A prose expression as a calculator writes it (`$20/hour * 35 hours` is `20*35`); None
-    when something other than numbers and operators is left."""
+    when something other than numbers and operators is left. A percent is a hundredth, save
+    where the result is a percent too (`12/20 x 100% = 60%` is `12/20*100=60`)."""
+    for word, sign in _WORDS.items():
+        prose = prose.replace(word, sign)
     calculator = re.sub(rf"(?<=\d){_UNIT}", "", prose).replace("$", "").replace(",", "")
+    calculator = calculator.replace("%", "" if percent else "/100")
+    calculator = re.sub(r"(?<=[\d)])(?=\()|(?<=\))(?=[\d(])", "*", calculator)
     calculator = re.sub(r"\s+", "", calculator.translate(_ARITHMETIC))
     return calculator if re.fullmatch(r"[\d.+\-*/()]+", calculator) else None

@@ -30,12 +30,17 @@ _EQUATION = re.compile(
     rf"\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)"
 )
 _ANNOTATION = re.compile(r"(<<[^<>]*>>)")
+_BARE = re.compile(
+    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM})+)\s*(?:=|\bequals\b)\s*"
+    rf"\$?<<(?P<result>{_DIGITS})=(?P=result)>>"
+)
+"""`60+30=<<90=90>>90`: an annotation that writes its result alone, the prose its arithmetic."""
 _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "-", "\u2212": "-"})
 
 
 def annotated(answer: str) -> str:
     """`answer` with an annotation before the result of each prose equation that computes."""
-    pieces = _ANNOTATION.split(answer)
+    pieces = _ANNOTATION.split(_BARE.sub(_completed, answer))
     return "".join(
         piece if _ANNOTATION.fullmatch(piece) else _EQUATION.sub(_annotate, piece)
         for piece in pieces
@@ -45,14 +50,27 @@ def annotated(answer: str) -> str:
 def _annotate(match: re.Match[str]) -> str:
     expression = arithmetic(match.group("expression"), percent=bool(match.group("percent")))
     result = Fraction(match.group("result").replace(",", ""))
-    try:
-        computes = expression is not None and evaluate(expression) == result
-    except (ArithmeticSyntaxError, ZeroDivisionError):
-        computes = False
-    if not computes:
+    if expression is None or not _computes(expression, result):
         return match.group(0)
     at = match.start("result") - match.start()
     return f"{match.group(0)[:at]}<<{expression}={plain(result)}>>{match.group(0)[at:]}"
+
+
+def _completed(match: re.Match[str]) -> str:
+    """A bare annotation with the prose's arithmetic before it, if it computes its result."""
+    prose = match.group(0)[: match.start("result") - match.start() - 2]
+    expression = arithmetic(match.group("expression"))
+    result = Fraction(match.group("result").replace(",", ""))
+    if expression is None or not _computes(expression, result):
+        return match.group(0)
+    return f"{prose}<<{expression}={plain(result)}>>"
+
+
+def _computes(expression: str, result: Fraction) -> bool:
+    try:
+        return evaluate(expression) == result
+    except (ArithmeticSyntaxError, ZeroDivisionError):
+        return False
 
 
 def arithmetic(prose: str, percent: bool = False) -> str | None:

@@ -40,20 +40,23 @@ _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
 _DRAWS = 40
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
+_TRIES = 400
+"""Values tried for one number alone: every one near it, for all but the largest."""
 
-# Numbers a solution brings itself, cued by a word of the question ("half" divides by 2).
+# Numbers a solution brings itself, cued by a word of the question ("half" divides by 2); an
+# ordinal ("the second month", "the third day") cues nothing.
 # A question number equal to one of them stays as it is: the solution's use of that value
 # might be either.
 _CUES: dict[str, tuple[int, ...]] = {
     r"half|halves|twice|double|both|pairs?|couples?|twins?|each other": (2,),
-    r"triple|thrice|thirds?": (3,),
+    r"triple|thrice|thirds|(?:a|one|two)[- ]third": (3,),
     r"quarters?|fourths?": (4, 25),
     r"fifths?": (5,),
     r"sixths?|sevenths?|eighths?|ninths?|tenths?": (6, 7, 8, 9, 10),
     r"dozens?": (12,),
     r"weeks?|weekly": (7, 52),
     r"days?|daily|nights?": (24, 7, 30, 365),
-    r"hours?|minutes?|seconds?|hourly": (60, 24, 3600),
+    r"hours?|minutes?|seconds|(?:a|per|one) second|hourly": (60, 24, 3600),
     r"months?|monthly|years?|yearly|annual": (12, 52, 365, 30, 31),
     r"decades?": (10,),
     r"centur(?:y|ies)|percent|%|cents?|dollars?|\$": (100,),
@@ -158,8 +161,7 @@ def _one_at_a_time(plan: _Plan, rng: random.Random) -> _Draw | None:
     varied = list({mention.value: mention for mention in plan.question}.values())
     rng.shuffle(varied)
     for mention in varied:
-        for _ in range(_DRAWS):
-            new = _nearby(mention, rng)
+        for new in _every_nearby(mention, rng)[:_TRIES]:
             if new in plan.ordered or new in values.values():
                 continue
             trial = {**values, mention.value: new}
@@ -302,6 +304,23 @@ def _small(value: Fraction) -> bool:
 def _nearby(mention: Mention, rng: random.Random) -> Fraction:
     """A new value of a similar size, written as the old one is: as many digits, as many
     trailing zeros, as many decimals; never 1 in place of a plural count."""
+    low, high, excluded, scale = _neighbourhood(mention)
+    new = rng.randint(low, high)
+    while new in excluded:  # the range always holds at least two other values
+        new = rng.randint(low, high)
+    return new * scale
+
+
+def _every_nearby(mention: Mention, rng: random.Random) -> list[Fraction]:
+    """Every value `_nearby` may draw for `mention`, in a random order."""
+    low, high, excluded, scale = _neighbourhood(mention)
+    values = [n * scale for n in range(low, high + 1) if n not in excluded]
+    rng.shuffle(values)
+    return values
+
+
+def _neighbourhood(mention: Mention) -> tuple[int, int, set[int], Fraction]:
+    """The new value's significant digits (low to high, none excluded) and their scale."""
     scaled = int(mention.value * 10**mention.places)
     zeros = len(str(scaled)) - len(str(scaled).rstrip("0"))
     base = scaled // 10**zeros
@@ -309,10 +328,7 @@ def _nearby(mention: Mention, rng: random.Random) -> Fraction:
     low = max(10 ** (digits - 1), math.ceil(base / 2))
     high = min(10**digits - 1, max(2 * base, base + 3))
     excluded = {base, 1} if scaled == base else {base}
-    new = rng.randint(low, high)
-    while new in excluded:  # the range always holds at least two other values
-        new = rng.randint(low, high)
-    return Fraction(new * 10**zeros, 10**mention.places)
+    return low, high, excluded, Fraction(10**zeros, 10**mention.places)
 
 
 def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:

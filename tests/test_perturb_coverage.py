@@ -47,6 +47,14 @@ def test_the_command_asks_for_the_perturbations_to_count(tmp_path: Path) -> None
     assert "--perturb numbers,names,distractor" in result.output
 
 
+def test_a_dataset_that_cannot_be_read_is_one_message(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    args = ["perturb", "--dataset", "gsm8k", "--data-file", str(missing), "--perturb", "names"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert str(missing) in result.output and "Traceback" not in result.output
+
+
 def test_gsm8k_gets_a_variant_of_each_kind_for_most_problems() -> None:
     kinds = ["numbers", "names", "distractor"]
     samples = [

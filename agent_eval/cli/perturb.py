@@ -37,8 +37,12 @@ def perturb_command(
     kinds = resolved.dataset.perturb
     if not kinds:
         fail("name the perturbations to count: --perturb numbers,names,distractor")
-    counted = guarded(ctx, coverage, dataset_items(resolved), kinds)
+    counted = guarded(ctx, _counted, resolved, kinds)
     console.print(coverage_table(resolved.dataset_name, counted))
+
+
+def _counted(config: RunConfig, kinds: list[str]) -> list[Coverage]:
+    return coverage(dataset_items(config), kinds)
 
 
 def coverage_table(dataset: str, counted: list[Coverage]) -> Table:

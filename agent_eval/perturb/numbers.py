@@ -117,6 +117,10 @@ class _Plan:
     order, so that "increased from 47 to 52" stays an increase."""
 
 
+_Draw = tuple[dict[Fraction, Fraction], list[_Step]]
+"""New values by old, and the solution's steps recomputed with them."""
+
+
 def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     """`sample` with new numbers and the gold its recomputed solution gives; None if it won't."""
     if not sample.question or not sample.answer or "####" not in sample.answer:
@@ -129,14 +133,11 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
         return None
     found = _all_at_once(plan, rng) or _one_at_a_time(plan, rng)
     if found is None:
-        logger.debug("%s: no numbers variant: no reasonable draw in %d", sample.id, _DRAWS)
+        logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
         return None
     values, recomputed = found
     question = _rewrite_question(sample.question, plan.question, values)
     return Variant(question, _rewrite_answer(answer, plan, values, recomputed))
-
-
-_Draw = tuple[dict[Fraction, Fraction], list["_Step"]]
 
 
 def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import random
 import re
 from collections import Counter
@@ -22,6 +21,8 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
+from agent_eval.perturb.cues import CUE, cued_by
+from agent_eval.perturb.draws import every_nearby, nearby
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -40,36 +41,10 @@ _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
 _DRAWS = 40
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
+_RECONCILED = 4
+"""Rounds of giving a question number the value of the earlier result it is read as."""
 _TRIES = 400
 """Values tried for one number alone: every one near it, for all but the largest."""
-
-# Numbers a solution brings itself, cued by a word of the question ("half" divides by 2); an
-# ordinal ("the second month", "the third day") cues nothing.
-# A question number equal to one of them stays as it is: the solution's use of that value
-# might be either.
-_CUES: dict[str, tuple[int, ...]] = {
-    r"half|halves|twice|double|both|pairs?|couples?|twins?|each other": (2,),
-    r"triple|thrice|thirds|(?:a|one|two)[- ]third": (3,),
-    r"quarters?|fourths?": (4, 25),
-    r"fifths?": (5,),
-    r"sixths?|sevenths?|eighths?|ninths?|tenths?": (6, 7, 8, 9, 10),
-    r"dozens?": (12,),
-    r"weeks?|weekly": (7, 52),
-    r"days?|daily|nights?": (24, 7, 30, 365),
-    r"hours?|minutes?|seconds|(?:a|per|one) second|hourly": (60, 24, 3600),
-    r"months?|monthly|years?|yearly|annual": (12, 52, 365, 30, 31),
-    r"decades?": (10,),
-    r"centur(?:y|ies)|percent|%|cents?|dollars?|\$": (100,),
-    r"feet|foot|inch(?:es)?": (12,),
-    r"yards?": (3,),
-    r"miles?": (5280,),
-    r"pounds?|ounces?|oz|lbs?": (16,),
-    r"gallons?|quarts?": (4,),
-    r"dimes?": (10,),
-    r"nickels?": (5,),
-    r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),
-}
-_CUE = {value for values in _CUES.values() for value in values}
 
 
 class _NotRecomputable(Exception):
@@ -143,12 +118,12 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
 def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:
     """New values for every varied number at once, if a draw of them recomputes reasonably."""
     for _ in range(_DRAWS):
-        values = {mention.value: _nearby(mention, rng) for mention in plan.question}
+        values = {mention.value: nearby(mention, rng) for mention in plan.question}
         new = [values.get(value, value) for value in plan.ordered]
         if all(low < high for low, high in itertools.pairwise(new)):
-            recomputed = _recomputed(plan, values)
-            if recomputed is not None:
-                return values, recomputed
+            found = _recomputed(plan, values)
+            if found is not None and _changes(found[0]):
+                return found
     return None
 
 
@@ -162,15 +137,19 @@ def _one_at_a_time(plan: _Plan, rng: random.Random) -> _Draw | None:
     varied = list({mention.value: mention for mention in plan.question}.values())
     rng.shuffle(varied)
     for mention in varied:
-        for new in _every_nearby(mention, rng)[:_TRIES]:
+        for new in every_nearby(mention, rng)[:_TRIES]:
             if new in plan.ordered or new in values.values():
                 continue
-            trial = {**values, mention.value: new}
-            recomputed = _recomputed(plan, trial)
-            if recomputed is not None:
-                values, found = trial, recomputed
+            trial = _recomputed(plan, {**values, mention.value: new})
+            if trial is not None and _changes(trial[0]):
+                values, found = trial[0], trial
                 break
-    return None if found is None else (values, found)
+    return found
+
+
+def _changes(values: dict[Fraction, Fraction]) -> bool:
+    """Whether new values change a number at all (agreeing readings may take one back)."""
+    return any(old != new for old, new in values.items())
 
 
 def _plan(question: str, answer: str) -> _Plan:
@@ -227,7 +206,7 @@ def _variables(
     may bring, not naming a group ("the three"), used, and not used more often in one
     annotation than the question writes it (then each mention may be a use: "3 sprints 3
     times" for 3*3). Its mentions all take one new value, so each use follows."""
-    cued = {v for pattern, values in _CUES.items() for v in values if _cues(pattern, question)}
+    cued = cued_by(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
@@ -246,10 +225,6 @@ def _variables(
         and stray[value] <= 0
         and value not in cued | referring
     }
-
-
-def _cues(pattern: str, question: str) -> bool:
-    return re.search(rf"(?<![a-z])(?:{pattern})(?![a-z])", question, re.IGNORECASE) is not None
 
 
 def _values(operands: list[re.Match[str]]) -> list[Fraction]:
@@ -289,7 +264,7 @@ def _source(
         found.append(_Source("percent", percents[value]))
     if found:
         return tuple(found)
-    if value not in fixed and value not in _CUE and not _small(value):
+    if value not in fixed and value not in CUE and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
     return (_Source("constant", value),)
 
@@ -302,39 +277,33 @@ def _small(value: Fraction) -> bool:
     )
 
 
-def _nearby(mention: Mention, rng: random.Random) -> Fraction:
-    """A new value of a similar size, written as the old one is: as many digits, as many
-    trailing zeros, as many decimals; never 1 in place of a plural count."""
-    low, high, excluded, scale = _neighbourhood(mention)
-    new = rng.randint(low, high)
-    while new in excluded:  # the range always holds at least two other values
-        new = rng.randint(low, high)
-    return new * scale
+def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> _Draw | None:
+    """The solution recomputed with the new values. A question number read also as an earlier
+    result takes that result's new value, so that both readings agree (the 20 miles a day
+    that 2*10 also gives); None when no such values give what a problem would."""
+    for _ in range(_RECONCILED):
+        try:
+            steps = _steps(plan, values)
+        except _Disagreement as clash:
+            if not _may_become(clash.key, clash.wanted) or values[clash.key] == clash.wanted:
+                return None
+            values = {**values, clash.key: clash.wanted}
+            continue
+        return None if steps is None else (values, steps)
+    return None
 
 
-def _every_nearby(mention: Mention, rng: random.Random) -> list[Fraction]:
-    """Every value `_nearby` may draw for `mention`, in a random order."""
-    low, high, excluded, scale = _neighbourhood(mention)
-    values = [n * scale for n in range(low, high + 1) if n not in excluded]
-    rng.shuffle(values)
-    return values
+def _may_become(old: Fraction, new: Fraction) -> bool:
+    """Whether a question number may take `new` in place of `old`: as whole, more than 1."""
+    return new > 1 and (old.denominator != 1 or new.denominator == 1)
 
 
-def _neighbourhood(mention: Mention) -> tuple[int, int, set[int], Fraction]:
-    """The new value's significant digits (low to high, none excluded) and their scale."""
-    scaled = int(mention.value * 10**mention.places)
-    zeros = len(str(scaled)) - len(str(scaled).rstrip("0"))
-    base = scaled // 10**zeros
-    digits = len(str(base))
-    low = max(10 ** (digits - 1), math.ceil(base / 2))
-    high = min(10**digits - 1, max(2 * base, base + 3))
-    excluded = {base, 1} if scaled == base else {base}
-    return low, high, excluded, Fraction(10**zeros, 10**mention.places)
-
-
-def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
+def _steps(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
     """Each annotation's expression with the new values and its new result; None when a draw
-    gives something a problem would not (a negative count, a fraction of a whole)."""
+    gives something a problem would not (a negative count, a fraction of a whole).
+
+    Raises: _Disagreement when a question number and an earlier result read alike disagree.
+    """
     if any(m.percent and m.value <= 100 < values[m.value] for m in plan.question):
         return None
     recomputed: list[_Step] = []
@@ -353,16 +322,31 @@ def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | 
     return recomputed
 
 
+class _Disagreement(Exception):
+    """An operand read as the question number `key` and as an earlier result, now `wanted`."""
+
+    def __init__(self, key: Fraction, wanted: Fraction) -> None:
+        super().__init__(f"{key} now reads as {wanted}")
+        self.key, self.wanted = key, wanted
+
+
 def _agreed(
     sources: list[tuple[_Source, ...]], values: dict[Fraction, Fraction], recomputed: list[_Step]
 ) -> list[Fraction] | None:
-    """Each operand's new value; None if an operand's possible sources now disagree."""
+    """Each operand's new value; None if an operand's possible sources now disagree.
+
+    Raises: _Disagreement when they are a question number and one earlier result.
+    """
     operands = []
     for candidates in sources:
-        new = {_operand(source, values, recomputed) for source in candidates}
-        if len(new) > 1:
+        new = {source: _operand(source, values, recomputed) for source in candidates}
+        if len(set(new.values())) > 1:
+            kinds = {source.kind: value for source, value in new.items()}
+            if len(new) == 2 and {"question", "result"} == set(kinds):
+                key = next(s.key for s in new if s.kind == "question")
+                raise _Disagreement(key, kinds["result"])
             return None
-        operands.append(new.pop())
+        operands.append(next(iter(new.values())))
     return operands
 
 

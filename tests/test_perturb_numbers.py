@@ -238,3 +238,23 @@ def test_the_gold_is_the_step_the_final_answer_names_not_the_last() -> None:
     bought = [int(n) for n in re.findall(r"\d+", variant.question)]
     assert gold_answer(variant.answer) == str(sum(bought))
     check_variant(checked, variant.question, variant.answer)
+
+
+def test_a_number_read_both_as_the_questions_and_as_a_result_keeps_the_two_alike() -> None:
+    # 20 is the weekday's miles and 2 x 10, the weekend's: whichever 100 + 20 adds, it holds.
+    pancho = Sample(
+        "x",
+        "Pancho walks 20 miles a day. Except on weekends when he walks 10 miles. How many miles "
+        "does he walk in a week?",
+        "He walks 100 miles during the weekdays because 5 x 20 = <<5*20=100>>100\n"
+        "He walks 20 miles on the weekend because 2 x 10 = <<2*10=20>>20\n"
+        "He walks 120 miles total because 100 + 20 = <<100+20=120>>120\n#### 120",
+    )
+    variant = new_numbers(pancho, random.Random(0))
+    assert variant is not None
+    found = re.search(r"walks (\d+) miles a day.*walks (\d+) miles", variant.question)
+    assert found is not None, variant.question
+    weekday, weekend = (int(n) for n in found.groups())
+    assert (weekday, weekend) != (20, 10) and weekday == 2 * weekend
+    assert gold_answer(variant.answer) == str(5 * weekday + 2 * weekend)
+    check_variant(pancho, variant.question, variant.answer)

@@ -53,7 +53,8 @@ class Mention:
     word: bool
     percent: bool
     referring: bool
-    """Written after a determiner ("the three measurements"): a group set up elsewhere."""
+    """A count word after a determiner ("the three measurements"): a group set up elsewhere.
+    Digits after one ("out of the 200 students") introduce the quantity as often as not."""
 
 
 def mentions(text: str) -> list[Mention]:
@@ -69,15 +70,15 @@ def worked(text: str) -> list[Mention]:
 def _mention(match: re.Match[str]) -> Mention:
     digits, word = match.group("digits"), match.groupdict().get("word")
     start = match.start()
-    referring = _REFERRING.search(match.string, max(0, start - 12), start) is not None
     if word is not None:
         value = Fraction(_word_value(word))
+        referring = _REFERRING.search(match.string, max(0, start - 12), start) is not None
         return Mention(start, match.end(), value, 0, False, True, False, referring)
     end = match.end("digits")
     places = len(digits.partition(".")[2])
     value = Fraction(digits.replace(",", ""))
     percent = bool(match.group("percent"))
-    return Mention(start, end, value, places, "," in digits, False, percent, referring)
+    return Mention(start, end, value, places, "," in digits, False, percent, False)
 
 
 def _word_value(word: str) -> int:

@@ -203,9 +203,10 @@ def _variables(
     question: str, written_in_question: list[Mention], annotations: list[_Annotation]
 ) -> set[Fraction]:
     """The question's values that may vary: not 0 or 1, not a value a cue word of the question
-    may bring, not naming a group ("the three"), used, and not used more often in one
-    annotation than the question writes it (then each mention may be a use: "3 sprints 3
-    times" for 3*3). Its mentions all take one new value, so each use follows."""
+    may bring, not naming a group ("the three"), used, and, if a small count, not used more
+    often in one annotation than the question writes it (each mention may then be a use: "3
+    sprints 3 times" for 3*3; a larger one is the question's each time: 20*20 for a square's
+    side). Its mentions all take one new value, so each use follows."""
     cued = cued_by(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
@@ -221,7 +222,8 @@ def _variables(
         value
         for value, count in counts.items()
         if value > 1
-        and 1 <= uses[value] <= count
+        and uses[value] >= 1
+        and (uses[value] <= count or not _small(value))
         and stray[value] <= 0
         and value not in cued | referring
     }

@@ -92,3 +92,11 @@ def test_a_solution_with_a_step_by_algebra_gets_no_variant() -> None:
 
 def _dollars(question: str) -> list[str]:
     return [word.strip("$.,") for word in question.split() if word.startswith("$")]
+
+
+@pytest.mark.parametrize(
+    "line", ["1+" * 3000 + "1 = x", "(" * 3000 + "1", "1 + " + "1 abcd " * 3000 + "= 3"]
+)
+def test_a_long_line_that_is_no_step_stays_prose(line: str) -> None:
+    # Terms and parentheses are bounded, so such a line costs time in proportion to its length.
+    assert annotated(line) == line

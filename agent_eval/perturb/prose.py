@@ -1,10 +1,10 @@
 """Calculator annotations recovered from a solution's prose: `99 + 5 = $104` becomes
-`99 + 5 = $<<99+5=104>>104`, as GSM8K annotates the steps it does not leave unannotated.
+`99 + 5 = $<<99+5=104>>104`, as GSM8K writes the steps it annotates.
 
 An equation is annotated only when its left side is plain arithmetic (numbers, each with one
-unit word at most, `+ - * / x`, parentheses) that gives exactly the number written on its right;
-anything else (a percent, an unknown `x`, a rounded result) stays prose, and the `numbers`
-perturbation then refuses a problem that needed it.
+unit word at most, percents, `+ - * / x` or their words, parentheses) that gives exactly the
+number written on its right; anything else (an unknown `x`, a rounded result) stays prose, and
+the `numbers` perturbation then refuses a problem that needed it.
 """
 
 from __future__ import annotations
@@ -21,19 +21,18 @@ _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _UNIT = r"\s?/?[A-Za-z]{2,12}(?:/[A-Za-z]{2,12})?"
 _WORDS = {" plus ": "+", " minus ": "-", " times ": "*", " divided by ": "/"}
 _OPERATOR = (
-    rf"\s*[-+*/x\u00d7\u00f7\u2013\u2212]\s*|{'|'.join(_WORDS)}"
+    rf"\s?[-+*/x\u00d7\u00f7\u2013\u2212]\s?|{'|'.join(_WORDS)}"
     r"|(?<=\d)(?=\()|(?<=\))(?=[\d(])"  # 2(40+9), (1/4)24: a product without its sign
 )
-_TERM = rf"(?:\(\s*)*\$?{_DIGITS}%?(?:{_UNIT})?(?:\s*\))*"
-_EQUATION = re.compile(
-    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM})+)\s*(?:=|\bequals\b)\s*"
-    rf"\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)"
+# Bounded, so that a long line costs time in proportion to its length: no step of a word
+# problem nests deeper or chains more terms.
+_TERM = rf"(?:\(\s?){{0,4}}\$?{_DIGITS}%?(?:{_UNIT})?(?:\s?\)){{0,4}}"
+_LEFT = (
+    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM}){{1,24}})\s*(?:=|\bequals\b)\s*"
 )
+_EQUATION = re.compile(rf"{_LEFT}\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)")
 _ANNOTATION = re.compile(r"(<<[^<>]*>>)")
-_BARE = re.compile(
-    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM})+)\s*(?:=|\bequals\b)\s*"
-    rf"\$?<<(?P<result>{_DIGITS})=(?P=result)>>"
-)
+_BARE = re.compile(rf"{_LEFT}\$?<<(?P<result>{_DIGITS})=(?P=result)>>")
 """`60+30=<<90=90>>90`: an annotation that writes its result alone, the prose its arithmetic."""
 _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "-", "\u2212": "-"})
 

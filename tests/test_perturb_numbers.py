@@ -13,6 +13,7 @@ import pytest
 
 from agent_eval.data import Sample
 from agent_eval.perturb.numbers import new_numbers
+from agent_eval.perturb.prose import annotated
 from agent_eval.run.scoring import gold_answer
 from tests.helpers.shared_data import gsm8k_path
 
@@ -133,7 +134,7 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     """The variant's annotations recompute, its gold is the same step's result as the original's,
     and it writes new numbers in its question."""
     assert original.answer is not None and original.question is not None
-    old_steps, new_steps = steps(original.answer), steps(variant_answer)
+    old_steps, new_steps = steps(annotated(original.answer)), steps(variant_answer)
     assert len(new_steps) == len(old_steps)
     for expression, result in new_steps:
         assert value(expression) == result, f"{original.id}: {expression} is not {result}"
@@ -147,7 +148,12 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     old_gold = Fraction(gold_answer(original.answer) or "")
     final = max(i for i, (_, result) in enumerate(old_steps) if result == old_gold)
     assert Fraction(gold_answer(variant_answer) or "") == new_steps[final][1], original.id
-    assert question_values(original.question) - question_values(variant_question), original.id
+    assert numbers_written(original.question) != numbers_written(variant_question), original.id
+
+
+def numbers_written(question: str) -> list[str]:
+    """The question's numbers in order, in digits or as words: a variant changes one at least."""
+    return re.findall(rf"\d[\d.,]*|\.\d+|\b(?:{'|'.join(WORDS + TENS)})\b", question.lower())
 
 
 def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixture) -> None:
@@ -166,7 +172,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 750, reasons.most_common(5)
+    assert recomputed >= 1_150, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -195,11 +201,11 @@ def test_janets_ducks_get_their_gold_recomputed() -> None:
 
 def test_a_solution_that_does_not_replay_gets_no_variant() -> None:
     wrong = Sample("x", "Tom has 5 apples and buys 7 more. How many?", "5+7=<<5+7=13>>13\n#### 13")
-    unannotated = Sample("y", "Tom has 5 apples and buys 7 more. How many?", "5+7=12\n#### 12")
+    unworked = Sample("y", "Tom has 5 apples and buys 7 more. How many?", "He has 12.\n#### 12")
     other_final = Sample(
         "z", "Tom has 5 apples and buys 7 more. How many?", "<<5+7=12>>12\n#### 11"
     )
-    for sample in (wrong, unannotated, other_final):
+    for sample in (wrong, unworked, other_final):
         assert new_numbers(sample, random.Random(0)) is None
 
 
@@ -232,3 +238,23 @@ def test_the_gold_is_the_step_the_final_answer_names_not_the_last() -> None:
     bought = [int(n) for n in re.findall(r"\d+", variant.question)]
     assert gold_answer(variant.answer) == str(sum(bought))
     check_variant(checked, variant.question, variant.answer)
+
+
+def test_a_number_read_both_as_the_questions_and_as_a_result_keeps_the_two_alike() -> None:
+    # 20 is the weekday's miles and 2 x 10, the weekend's: whichever 100 + 20 adds, it holds.
+    pancho = Sample(
+        "x",
+        "Pancho walks 20 miles a day. Except on weekends when he walks 10 miles. How many miles "
+        "does he walk in a week?",
+        "He walks 100 miles during the weekdays because 5 x 20 = <<5*20=100>>100\n"
+        "He walks 20 miles on the weekend because 2 x 10 = <<2*10=20>>20\n"
+        "He walks 120 miles total because 100 + 20 = <<100+20=120>>120\n#### 120",
+    )
+    variant = new_numbers(pancho, random.Random(0))
+    assert variant is not None
+    found = re.search(r"walks (\d+) miles a day.*walks (\d+) miles", variant.question)
+    assert found is not None, variant.question
+    weekday, weekend = (int(n) for n in found.groups())
+    assert (weekday, weekend) != (20, 10) and weekday == 2 * weekend
+    assert gold_answer(variant.answer) == str(5 * weekday + 2 * weekend)
+    check_variant(pancho, variant.question, variant.answer)

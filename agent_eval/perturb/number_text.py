@@ -27,12 +27,12 @@ _WORD_VALUES = {
 }
 # "one" and "zero" are left out: "one of them", "zero in on" are rarely counts to vary.
 _COUNT_WORDS = "|".join(word for word in _WORD_VALUES if word not in ("zero", "one"))
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _REFERRING = re.compile(r"\b(?:the|all|these|those|its|his|her|our|their|my|your)\s+$", re.I)
 """Before "the three measurements" a count names a group the problem set up elsewhere."""
 _NUMBER = re.compile(
     # Not part of a fraction (1/2), a time (3:30), an ordinal (5th), a version or a word (A4).
-    rf"(?<![\w.:/])(?P<digits>{_DIGITS})(?![\w:/]|[.,]\d)(?P<percent>\s?(?:%|percent\b))?"
+    rf"(?<![\w.:/])(?P<digits>{_DIGITS})(?![\w:]|/\d|[.,]\d)(?P<percent>\s?(?:%|percent\b))?"
     rf"|(?<![\w-])(?P<word>(?:{'|'.join(_TENS)})-(?:{'|'.join(_UNITS[1:])})|{_COUNT_WORDS})(?![\w-])",
     re.IGNORECASE,
 )
@@ -53,7 +53,8 @@ class Mention:
     word: bool
     percent: bool
     referring: bool
-    """Written after a determiner ("the three measurements"): a group set up elsewhere."""
+    """A count word after a determiner ("the three measurements"): a group set up elsewhere.
+    Digits after one ("out of the 200 students") introduce the quantity as often as not."""
 
 
 def mentions(text: str) -> list[Mention]:
@@ -69,15 +70,15 @@ def worked(text: str) -> list[Mention]:
 def _mention(match: re.Match[str]) -> Mention:
     digits, word = match.group("digits"), match.groupdict().get("word")
     start = match.start()
-    referring = _REFERRING.search(match.string, max(0, start - 12), start) is not None
     if word is not None:
         value = Fraction(_word_value(word))
+        referring = _REFERRING.search(match.string, max(0, start - 12), start) is not None
         return Mention(start, match.end(), value, 0, False, True, False, referring)
     end = match.end("digits")
     places = len(digits.partition(".")[2])
     value = Fraction(digits.replace(",", ""))
     percent = bool(match.group("percent"))
-    return Mention(start, end, value, places, "," in digits, False, percent, referring)
+    return Mention(start, end, value, places, "," in digits, False, percent, False)
 
 
 def _word_value(word: str) -> int:

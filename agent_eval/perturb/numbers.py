@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import random
 import re
 from collections import Counter
@@ -22,6 +21,8 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
+from agent_eval.perturb.cues import CUE, cued_by
+from agent_eval.perturb.draws import every_nearby, nearby
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -31,6 +32,7 @@ from agent_eval.perturb.number_text import (
     worked,
     written,
 )
+from agent_eval.perturb.prose import annotated
 from agent_eval.rewards import gsm8k_gold
 
 logger = logging.getLogger(__name__)
@@ -39,32 +41,10 @@ _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
 _DRAWS = 40
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
-
-# Numbers a solution brings itself, cued by a word of the question ("half" divides by 2).
-# A question number equal to one of them stays as it is: the solution's use of that value
-# might be either.
-_CUES: dict[str, tuple[int, ...]] = {
-    r"half|halves|twice|double|both|pairs?|couples?|twins?|each other": (2,),
-    r"triple|thrice|thirds?": (3,),
-    r"quarters?|fourths?": (4, 25),
-    r"fifths?": (5,),
-    r"sixths?|sevenths?|eighths?|ninths?|tenths?": (6, 7, 8, 9, 10),
-    r"dozens?": (12,),
-    r"weeks?|weekly": (7, 52),
-    r"days?|daily|nights?": (24, 7, 30, 365),
-    r"hours?|minutes?|seconds?|hourly": (60, 24),
-    r"months?|monthly|years?|yearly|annual": (12, 52, 365, 30),
-    r"decades?": (10,),
-    r"centur(?:y|ies)|percent|%|cents?|dollars?|\$": (100,),
-    r"feet|foot|inch(?:es)?": (12,),
-    r"yards?": (3,),
-    r"pounds?|ounces?|oz|lbs?": (16,),
-    r"gallons?|quarts?": (4,),
-    r"dimes?": (10,),
-    r"nickels?": (5,),
-    r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),
-}
-_CUE = {value for values in _CUES.values() for value in values}
+_RECONCILED = 4
+"""Rounds of giving a question number the value of the earlier result it is read as."""
+_TRIES = 400
+"""Values tried for one number alone: every one near it, for all but the largest."""
 
 
 class _NotRecomputable(Exception):
@@ -103,31 +83,73 @@ class _Plan:
     question: list[Mention]
     """The question's numbers to vary, each value once or more."""
     annotations: list[_Annotation]
-    sources: list[list[_Source]]
+    sources: list[list[tuple[_Source, ...]]]
+    """Each operand's possible sources: a draw stands only where they all give one value."""
     final: int
     """The annotation whose result is the gold."""
     ordered: list[Fraction]
-    """Every value the question writes, smallest first: the new ones keep this order, so that
-    "increased from 47 to 52" stays an increase."""
+    """Every value the question writes, smallest first: new ones drawn together keep this
+    order, so that "increased from 47 to 52" stays an increase."""
+
+
+_Draw = tuple[dict[Fraction, Fraction], list[_Step]]
+"""New values by old, and the solution's steps recomputed with them."""
 
 
 def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     """`sample` with new numbers and the gold its recomputed solution gives; None if it won't."""
     if not sample.question or not sample.answer or "####" not in sample.answer:
         return None
+    answer = annotated(sample.answer)
     try:
-        plan = _plan(sample.question, sample.answer)
+        plan = _plan(sample.question, answer)
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
+    found = _all_at_once(plan, rng) or _one_at_a_time(plan, rng)
+    if found is None:
+        logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
+        return None
+    values, recomputed = found
+    question = _rewrite_question(sample.question, plan.question, values)
+    return Variant(question, _rewrite_answer(answer, plan, values, recomputed))
+
+
+def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:
+    """New values for every varied number at once, if a draw of them recomputes reasonably."""
     for _ in range(_DRAWS):
-        values = {mention.value: _nearby(mention, rng) for mention in plan.question}
-        recomputed = _recomputed(plan, values)
-        if recomputed is not None:
-            question = _rewrite_question(sample.question, plan.question, values)
-            return Variant(question, _rewrite_answer(sample.answer, plan, values, recomputed))
-    logger.debug("%s: no numbers variant: no reasonable draw in %d", sample.id, _DRAWS)
+        values = {mention.value: nearby(mention, rng) for mention in plan.question}
+        new = [values.get(value, value) for value in plan.ordered]
+        if all(low < high for low, high in itertools.pairwise(new)):
+            found = _recomputed(plan, values)
+            if found is not None and _changes(found[0]):
+                return found
     return None
+
+
+def _one_at_a_time(plan: _Plan, rng: random.Random) -> _Draw | None:
+    """New values for the numbers one by one, each kept where it recomputes reasonably: for
+    problems whose numbers rarely fit together at random (the price that 60% of stays whole).
+    Their order may change here, as a box's sides may; a value the question writes is not
+    taken twice."""
+    values = {mention.value: mention.value for mention in plan.question}
+    found = None
+    varied = list({mention.value: mention for mention in plan.question}.values())
+    rng.shuffle(varied)
+    for mention in varied:
+        for new in every_nearby(mention, rng)[:_TRIES]:
+            if new in plan.ordered or new in values.values():
+                continue
+            trial = _recomputed(plan, {**values, mention.value: new})
+            if trial is not None and _changes(trial[0]):
+                values, found = trial[0], trial
+                break
+    return found
+
+
+def _changes(values: dict[Fraction, Fraction]) -> bool:
+    """Whether new values change a number at all (agreeing readings may take one back)."""
+    return any(old != new for old, new in values.items())
 
 
 def _plan(question: str, answer: str) -> _Plan:
@@ -136,7 +158,9 @@ def _plan(question: str, answer: str) -> _Plan:
     written_in_question = mentions(question)
     variables = _variables(question, written_in_question, annotations)
     sources = _sources(annotations, variables, written_in_question)
-    used = {s.key for row in sources for s in row if s.kind in ("question", "percent")}
+    used = {
+        s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
+    }
     if not used:
         raise _NotRecomputable("the solution uses none of the question's numbers that may vary")
     varied = [m for m in written_in_question if m.value in used]
@@ -179,9 +203,11 @@ def _variables(
     question: str, written_in_question: list[Mention], annotations: list[_Annotation]
 ) -> set[Fraction]:
     """The question's values that may vary: not 0 or 1, not a value a cue word of the question
-    may bring, not naming a group ("the three"), and written as often as one annotation uses
-    it at most (then each mention is a use: "3 sprints 3 times" for 3*3)."""
-    cued = {v for pattern, values in _CUES.items() for v in values if _cues(pattern, question)}
+    may bring, not naming a group ("the three"), used, and, if a small count, not used more
+    often in one annotation than the question writes it (each mention may then be a use: "3
+    sprints 3 times" for 3*3; a larger one is the question's each time: 20*20 for a square's
+    side). Its mentions all take one new value, so each use follows."""
+    cued = cued_by(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
@@ -196,14 +222,11 @@ def _variables(
         value
         for value, count in counts.items()
         if value > 1
-        and uses[value] == count
+        and uses[value] >= 1
+        and (uses[value] <= count or not _small(value))
         and stray[value] <= 0
         and value not in cued | referring
     }
-
-
-def _cues(pattern: str, question: str) -> bool:
-    return re.search(rf"(?<![a-z])(?:{pattern})(?![a-z])", question, re.IGNORECASE) is not None
 
 
 def _values(operands: list[re.Match[str]]) -> list[Fraction]:
@@ -212,10 +235,10 @@ def _values(operands: list[re.Match[str]]) -> list[Fraction]:
 
 def _sources(
     annotations: list[_Annotation], variables: set[Fraction], written_in_question: list[Mention]
-) -> list[list[_Source]]:
+) -> list[list[tuple[_Source, ...]]]:
     percents = {m.value / 100: m.value for m in written_in_question if m.percent}
     fixed = {m.value for m in written_in_question} - variables
-    sources: list[list[_Source]] = []
+    sources: list[list[tuple[_Source, ...]]] = []
     for index, annotation in enumerate(annotations):
         earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
         row = [
@@ -231,19 +254,21 @@ def _source(
     percents: dict[Fraction, Fraction],
     earlier: dict[Fraction, Fraction],
     fixed: set[Fraction],
-) -> _Source:
-    in_question = value in variables or percents.get(value) in variables
-    if in_question and value in earlier:
-        raise _NotRecomputable(f"{value} is both a number of the question and an earlier result")
+) -> tuple[_Source, ...]:
+    """Where an operand may come from. A question number that is also an earlier result may be
+    either: both are kept, and only draws where the two agree are taken."""
+    found = []
     if value in earlier:
-        return _Source("result", earlier[value])
+        found.append(_Source("result", earlier[value]))
     if value in variables:
-        return _Source("question", value)
-    if in_question:
-        return _Source("percent", percents[value])
-    if value not in fixed and value not in _CUE and not _small(value):
+        found.append(_Source("question", value))
+    elif percents.get(value) in variables:
+        found.append(_Source("percent", percents[value]))
+    if found:
+        return tuple(found)
+    if value not in fixed and value not in CUE and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
-    return _Source("constant", value)
+    return (_Source("constant", value),)
 
 
 def _small(value: Fraction) -> bool:
@@ -254,33 +279,40 @@ def _small(value: Fraction) -> bool:
     )
 
 
-def _nearby(mention: Mention, rng: random.Random) -> Fraction:
-    """A new value of a similar size, written as the old one is: as many digits, as many
-    trailing zeros, as many decimals; never 1 in place of a plural count."""
-    scaled = int(mention.value * 10**mention.places)
-    zeros = len(str(scaled)) - len(str(scaled).rstrip("0"))
-    base = scaled // 10**zeros
-    digits = len(str(base))
-    low = max(10 ** (digits - 1), math.ceil(base / 2))
-    high = min(10**digits - 1, max(2 * base, base + 3))
-    excluded = {base, 1} if scaled == base else {base}
-    new = rng.randint(low, high)
-    while new in excluded:  # the range always holds at least two other values
-        new = rng.randint(low, high)
-    return Fraction(new * 10**zeros, 10**mention.places)
+def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> _Draw | None:
+    """The solution recomputed with the new values. A question number read also as an earlier
+    result takes that result's new value, so that both readings agree (the 20 miles a day
+    that 2*10 also gives); None when no such values give what a problem would."""
+    for _ in range(_RECONCILED):
+        try:
+            steps = _steps(plan, values)
+        except _Disagreement as clash:
+            if not _may_become(clash.key, clash.wanted) or values[clash.key] == clash.wanted:
+                return None
+            values = {**values, clash.key: clash.wanted}
+            continue
+        return None if steps is None else (values, steps)
+    return None
 
 
-def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
+def _may_become(old: Fraction, new: Fraction) -> bool:
+    """Whether a question number may take `new` in place of `old`: as whole, more than 1."""
+    return new > 1 and (old.denominator != 1 or new.denominator == 1)
+
+
+def _steps(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
     """Each annotation's expression with the new values and its new result; None when a draw
-    gives something a problem would not (a negative count, a fraction of a whole)."""
+    gives something a problem would not (a negative count, a fraction of a whole).
+
+    Raises: _Disagreement when a question number and an earlier result read alike disagree.
+    """
     if any(m.percent and m.value <= 100 < values[m.value] for m in plan.question):
-        return None
-    new = [values.get(value, value) for value in plan.ordered]
-    if any(low >= high for low, high in itertools.pairwise(new)):
         return None
     recomputed: list[_Step] = []
     for annotation, sources in zip(plan.annotations, plan.sources, strict=True):
-        operands = [_operand(source, values, recomputed) for source in sources]
+        operands = _agreed(sources, values, recomputed)
+        if operands is None:
+            return None
         expression = _substituted(annotation, operands)
         try:
             result = evaluate(expression)
@@ -290,6 +322,34 @@ def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | 
             return None
         recomputed.append(_Step(expression, operands, result))
     return recomputed
+
+
+class _Disagreement(Exception):
+    """An operand read as the question number `key` and as an earlier result, now `wanted`."""
+
+    def __init__(self, key: Fraction, wanted: Fraction) -> None:
+        super().__init__(f"{key} now reads as {wanted}")
+        self.key, self.wanted = key, wanted
+
+
+def _agreed(
+    sources: list[tuple[_Source, ...]], values: dict[Fraction, Fraction], recomputed: list[_Step]
+) -> list[Fraction] | None:
+    """Each operand's new value; None if an operand's possible sources now disagree.
+
+    Raises: _Disagreement when they are a question number and one earlier result.
+    """
+    operands = []
+    for candidates in sources:
+        new = {source: _operand(source, values, recomputed) for source in candidates}
+        if len(set(new.values())) > 1:
+            kinds = {source.kind: value for source, value in new.items()}
+            if len(new) == 2 and {"question", "result"} == set(kinds):
+                key = next(s.key for s in new if s.kind == "question")
+                raise _Disagreement(key, kinds["result"])
+            return None
+        operands.append(next(iter(new.values())))
+    return operands
 
 
 def _operand(

@@ -1,0 +1,42 @@
+"""Numbers a solution brings itself, cued by a word of its question: "half" brings 2."""
+
+from __future__ import annotations
+
+import re
+
+# An ordinal ("the second month", "the third day") cues nothing. A question number equal to
+# one of them stays as it is: the solution's use of that value might be either.
+CUES: dict[str, tuple[int, ...]] = {
+    r"half|halves|twice|double|both|pairs?|couples?|twins?|each other": (2,),
+    r"triple|thrice|thirds|(?:a|one|two)[- ]third": (3,),
+    r"quarters?|fourths?": (4, 25),
+    r"fifths?": (5,),
+    r"sixths?|sevenths?|eighths?|ninths?|tenths?": (6, 7, 8, 9, 10),
+    r"dozens?": (12,),
+    r"weeks?|weekly": (7, 52),
+    r"days?|daily|nights?": (24, 7, 30, 365),
+    r"hours?|minutes?|seconds|(?:a|per|one) second|hourly": (60, 24, 3600),
+    r"months?|monthly|years?|yearly|annual": (12, 52, 365, 30, 31),
+    r"decades?": (10,),
+    r"centur(?:y|ies)|percent|%|cents?|dollars?|\$": (100,),
+    r"feet|foot|inch(?:es)?": (12,),
+    r"yards?": (3,),
+    r"miles?": (5280,),
+    r"pounds?|ounces?|oz|lbs?": (16,),
+    r"gallons?|quarts?": (4,),
+    r"dimes?": (10,),
+    r"nickels?": (5,),
+    r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),
+}
+CUE = {value for values in CUES.values() for value in values}
+
+
+def cued_by(question: str) -> set[int]:
+    """The numbers the question's words may bring into its solution."""
+    return {
+        value for pattern, values in CUES.items() for value in values if _cues(pattern, question)
+    }
+
+
+def _cues(pattern: str, question: str) -> bool:
+    return re.search(rf"(?<![a-z])(?:{pattern})(?![a-z])", question, re.IGNORECASE) is not None

@@ -1,0 +1,39 @@
+"""New values for a question's numbers: of a similar size, written as the old ones are."""
+
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+
+from agent_eval.perturb.number_text import Mention
+
+
+def nearby(mention: Mention, rng: random.Random) -> Fraction:
+    """A new value of a similar size, written as the old one is: as many digits, as many
+    trailing zeros, as many decimals; never 1 in place of a plural count."""
+    low, high, excluded, scale = _neighbourhood(mention)
+    new = rng.randint(low, high)
+    while new in excluded:  # the range always holds at least two other values
+        new = rng.randint(low, high)
+    return new * scale
+
+
+def every_nearby(mention: Mention, rng: random.Random) -> list[Fraction]:
+    """Every value `nearby` may draw for `mention`, in a random order."""
+    low, high, excluded, scale = _neighbourhood(mention)
+    values = [n * scale for n in range(low, high + 1) if n not in excluded]
+    rng.shuffle(values)
+    return values
+
+
+def _neighbourhood(mention: Mention) -> tuple[int, int, set[int], Fraction]:
+    """The new value's significant digits (low to high, none excluded) and their scale."""
+    scaled = int(mention.value * 10**mention.places)
+    zeros = len(str(scaled)) - len(str(scaled).rstrip("0"))
+    base = scaled // 10**zeros
+    digits = len(str(base))
+    low = max(10 ** (digits - 1), math.ceil(base / 2))
+    high = min(10**digits - 1, max(2 * base, base + 3))
+    excluded = {base, 1} if scaled == base else {base}
+    return low, high, excluded, Fraction(10**zeros, 10**mention.places)

@@ -373,9 +373,11 @@ Builder = Callable[[pytest.MonkeyPatch, Path], None]
 
 def _benchmark_without_its_package(benchmark: str, package: str) -> Builder:
     def build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-        _missing(monkeypatch, package)
-        for name in [m for m in sys.modules if m.startswith(f"agent_eval.benchmarks.{benchmark}")]:
+        # Submodules imported earlier would be found in sys.modules whatever their package is.
+        imported = (f"agent_eval.benchmarks.{benchmark}", f"{package}.")
+        for name in [m for m in sys.modules if m.startswith(imported)]:
             monkeypatch.delitem(sys.modules, name)
+        _missing(monkeypatch, package)
         next(iter(load_dataset(f"{benchmark}:all")))
 
     return build

@@ -14,11 +14,11 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.chat_call import ask
 from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
 from agent_eval.benchmarks.agentdojo.defences import Defence, check_defence, defence
 from agent_eval.benchmarks.agentdojo.episode import Episode
-from agent_eval.benchmarks.agentdojo.model_calls import ask
 from agent_eval.benchmarks.agentdojo.wire import Call, Gold, Prediction
 from agent_eval.shims.agentdojo_tools import openai_tool
 
@@ -86,7 +86,7 @@ class AgentDojoAgent:
 
 
 async def _answer(play: _Play, ctx: RunContext) -> ChatCompletionMessage:
-    answer = await ask(ctx, ctx.trajectory.messages, play.tools)
+    answer = await ask(ctx, ctx.trajectory.messages, play.tools, tool_choice="auto")
     ctx.trajectory.messages.append(answer.model_dump(exclude_none=True))
     return answer
 

@@ -10,9 +10,9 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.chat_call import ask
 from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
-from agent_eval.benchmarks.bfcl.calls import ask
 from agent_eval.benchmarks.bfcl.prompts import openai_tools, prompt_messages
 from agent_eval.data.records import Sample
 

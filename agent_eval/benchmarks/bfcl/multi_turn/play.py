@@ -17,9 +17,9 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.chat_call import ask
 from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
-from agent_eval.benchmarks.bfcl.calls import ask
 from agent_eval.benchmarks.bfcl.multi_turn.backends import Backends, own_instances
 from agent_eval.benchmarks.bfcl.multi_turn.decode import MODES, Mode, decode_step
 from agent_eval.benchmarks.bfcl.multi_turn.entry import PlayableEntry, playable

@@ -1,4 +1,5 @@
-"""One Chat Completions call through the proxy, recorded as the trajectory keeps model calls."""
+"""One Chat Completions call through the proxy, recorded as the trajectory keeps model calls:
+for runners that hold the conversation themselves (the benchmarks' players)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,21 @@ from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
 
 
 async def ask(
-    ctx: RunContext, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ctx: RunContext,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    tool_choice: str | None = None,
 ) -> ChatCompletionMessage:
-    """The model's answer to `messages` (with `tools` when there are any); the call goes into
-    `ctx.trajectory` with the setup it was given.
+    """The model's answer to `messages` (with `tools` and `tool_choice` when there are tools);
+    the call goes into `ctx.trajectory` with the setup it was given.
 
     Raises: openai.APIError when the proxy answers with an error or cannot be reached.
     """
     setup = ctx.trajectory.setup_index(setup_of(messages, tools))
     sampling = ctx.sampling
     options: dict[str, Any] = {"tools": tools} if tools else {}
+    if tools and tool_choice is not None:
+        options["tool_choice"] = tool_choice
     started = time.monotonic()
     raw = await ctx.client.chat.completions.with_raw_response.create(
         model=ctx.model, messages=messages, temperature=sampling.temperature,  # type: ignore[arg-type]

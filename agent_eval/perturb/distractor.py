@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Collection
+from fractions import Fraction
 
 from agent_eval.data import Sample
 from agent_eval.perturb.base import Variant
@@ -44,25 +46,28 @@ def add_distractor(sample: Sample, rng: random.Random) -> Variant | None:
     """`sample` with one sentence about something else, told before its question sentence."""
     if not sample.question or sample.answer is None:
         return None
-    question = sample.question.rstrip()
-    templates = [t for t in _TEMPLATES if t[2] not in question.lower()]
+    used = {m.value for m in mentions(sample.question) + worked(sample.answer)}
+    question = distracted(sample.question, sample.question, used, rng)
+    return Variant(question, sample.answer) if question is not None else None
+
+
+def distracted(
+    question: str, around: str, used: Collection[Fraction], rng: random.Random
+) -> str | None:
+    """`question` with one sentence before its question sentence, on a topic `around` never
+    names and with a number between 3 and 97 not in `used`; None when every topic is named."""
+    question = question.rstrip()
+    templates = [t for t in _TEMPLATES if t[2] not in around.lower()]
     if not templates:
         return None
     personal, generic, _ = rng.choice(templates)
     who = people(question)
-    sentence = (personal if who else generic).format(
-        who=who[0] if who else "", n=_unused(sample, rng)
-    )
+    number = rng.choice([n for n in range(3, 98) if n not in used])
+    sentence = (personal if who else generic).format(who=who[0] if who else "", n=number)
     start = _question_start(question)
     before = question[:start].rstrip()
     inserted = f"{before} {sentence} " if before else f"{sentence} "
-    return Variant(inserted + question[start:].lstrip(), sample.answer)
-
-
-def _unused(sample: Sample, rng: random.Random) -> int:
-    """A number between 3 and 97 that neither the question nor the solution writes."""
-    used = {m.value for m in mentions(sample.question or "") + worked(sample.answer or "")}
-    return rng.choice([n for n in range(3, 98) if n not in used])
+    return inserted + question[start:].lstrip()
 
 
 def _question_start(question: str) -> int:

@@ -189,11 +189,18 @@ def new_names(sample: Sample, rng: random.Random) -> Variant | None:
     if not sample.question or sample.answer is None:
         return None
     texts = (sample.question, sample.answer)
-    renames = _people_renamed(texts, rng) | _objects_renamed(texts, rng)
-    if not renames:
+    found = renames(texts, rng)
+    if not found:
         return None
-    question, answer = (_renamed(text, renames) for text in texts)
+    question, answer = (renamed(text, found) for text in texts)
     return Variant(question, answer)
+
+
+def renames(texts: Iterable[str], rng: random.Random) -> dict[str, str]:
+    """A new name for each person the first text mentions and each counted object the texts
+    mention, none of them a name the texts already use."""
+    texts = tuple(texts)
+    return _people_renamed(texts, rng) | _objects_renamed(texts, rng)
 
 
 def people(text: str) -> list[str]:
@@ -225,7 +232,8 @@ def _objects_renamed(texts: Iterable[str], rng: random.Random) -> dict[str, str]
     return renames
 
 
-def _renamed(text: str, renames: dict[str, str]) -> str:
+def renamed(text: str, renames: dict[str, str]) -> str:
+    """`text` with each name of `renames` (people and objects, plurals too) replaced."""
     people_renamed = _NAME.sub(lambda match: renames.get(match.group(0), match.group(0)), text)
     return _THING.sub(lambda match: _thing_renamed(match, renames), people_renamed)
 

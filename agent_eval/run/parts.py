@@ -12,6 +12,7 @@ import math
 from collections.abc import AsyncIterator, Iterator
 
 from agent_eval.data import Item, load_dataset
+from agent_eval.data.edits import benchmark_edits
 from agent_eval.data.subset import seeded_subset
 from agent_eval.perturb.expand import perturbed
 from agent_eval.rewards import RewardScorer
@@ -27,7 +28,8 @@ def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]
     if dataset.subset is not None:
         items = seeded_subset(items, dataset.subset, config.eval.seed)
     if dataset.perturb:
-        items = perturbed(items, dataset.perturb, config.eval.seed)
+        edits = benchmark_edits(config.dataset_name)
+        items = perturbed(items, dataset.perturb, config.eval.seed, edits)
     return items if limit is None else itertools.islice(items, limit)
 
 

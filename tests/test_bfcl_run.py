@@ -4,9 +4,12 @@ first simple entries right and wrong in turn: the summary's accuracy is the know
 from __future__ import annotations
 
 import json
+from itertools import islice
 from pathlib import Path
 
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
+from agent_eval.benchmarks.bfcl.edits import EDITS
+from agent_eval.perturb.expand import perturbed
 from agent_eval.testing.bfcl_answers import answer_kinds, python_text
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.cli_runs import agent_eval, finish, lines, summary
@@ -77,3 +80,40 @@ async def test_prompt_mode_puts_the_functions_in_the_system_prompt_and_reads_cal
         system["role"] == "system"
         and samples[0].metadata["functions"][0]["name"] in system["content"]
     )
+
+
+async def test_a_perturbed_run_plays_each_numbers_variant_and_scores_it_by_its_new_values(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    """The variant's question reaches the model; an answer with the original's values is
+    wrong on it, one with the variant's values right; summary.json's robustness says so."""
+    (worker,) = await start_workers(1)
+    first = list(islice(bfcl_items("simple"), 2))
+    played = list(perturbed(first, ["numbers"], 0, EDITS))
+    assert [s.id for s in played] == [
+        "simple_python_0", "simple_python_0~numbers", "simple_python_1", "simple_python_1~numbers",
+    ]  # fmt: skip
+    answered_with = [played[0], played[0], played[2], played[3]]  # the first variant: old values
+    worker.script(*(scripted(0, sample.answer or "") for sample in answered_with))
+    run_dir = tmp_path / "run"
+    process = await agent_eval(
+        "run", "--agent", "bfcl", "--dataset", "bfcl:simple", "--endpoint", worker.url,
+        "-j", "1", "-o", str(run_dir), "--perturb", "numbers", "dataset.limit=2", cwd=tmp_path,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 0, err
+    worker.assert_script_used_up()
+    sent = worker.requests_to("/v1/chat/completions")
+    assert [request["messages"][-1]["content"] for request in sent] == [
+        sample.question for sample in played
+    ]
+    records = {r["sample_id"]: r for r in lines(run_dir)}
+    assert [records[s.id]["correct"] for s in played] == [True, False, True, True]
+    result = summary(run_dir)
+    assert result["quality"]["accuracy"]["value"] == 1.0  # the originals only
+    numbers = result["robustness"]["by_kind"]["numbers"]
+    assert numbers["accuracy"]["value"] == 0.5
+    assert [numbers[name] for name in ("variants", "skipped", "pairs", "broke", "fixed")] == [
+        2, 0, 2, 1, 0,
+    ]  # fmt: skip
+    assert result["robustness"]["robust_accuracy"]["value"] == 0.5

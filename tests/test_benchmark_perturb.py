@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from agent_eval.benchmarks.bfcl import swaps
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
 from agent_eval.benchmarks.bfcl.edits import EDITS
 from agent_eval.benchmarks.bfcl.reward import score_bfcl
-from agent_eval.data import DataError, Sample, load_dataset
+from agent_eval.data import DataError, Item, Sample, load_dataset
 from agent_eval.data.edits import benchmark_edits
 from agent_eval.perturb.coverage import coverage
 from agent_eval.perturb.expand import perturbed
@@ -23,8 +24,16 @@ KINDS = ["numbers", "names", "distractor"]
 
 
 def variants(dataset: str, kinds: list[str], limit: int | None = None) -> list[Sample]:
-    items = load_dataset(dataset, limit=limit)
-    return list(perturbed(items, kinds, 0, benchmark_edits(dataset)))
+    return samples(
+        perturbed(load_dataset(dataset, limit=limit), kinds, 0, benchmark_edits(dataset))
+    )
+
+
+def samples(items: Iterable[Item]) -> list[Sample]:
+    """A benchmark's items and variants, each a sample."""
+    found = list(items)
+    assert all(isinstance(item, Sample) for item in found)
+    return [item for item in found if isinstance(item, Sample)]
 
 
 def right_calls(gold: str) -> str:
@@ -40,7 +49,7 @@ def right_calls(gold: str) -> str:
 def test_every_swap_variant_of_simple_is_right_for_the_new_values_only(kind: str) -> None:
     """Over all of bfcl:simple: BFCL's checker takes the variant's own right answer, and turns
     down the original's; the variant plays what it says (its last message is its question)."""
-    items = {item.id: item for item in load_dataset("bfcl:simple")}
+    items = {item.id: item for item in samples(load_dataset("bfcl:simple"))}
     made = [v for v in variants("bfcl:simple", [kind]) if v.variant_of is not None]
     checked = 0
     for variant in made:

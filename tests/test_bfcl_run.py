@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent_eval.benchmarks.bfcl.datasets import bfcl_items
 from agent_eval.benchmarks.bfcl.edits import EDITS
+from agent_eval.data import Sample
 from agent_eval.perturb.expand import perturbed
 from agent_eval.testing.bfcl_answers import answer_kinds, python_text
 from agent_eval.testing.replies import Reply, ToolCall
@@ -89,7 +90,7 @@ async def test_a_perturbed_run_plays_each_numbers_variant_and_scores_it_by_its_n
     wrong on it, one with the variant's values right; summary.json's robustness says so."""
     (worker,) = await start_workers(1)
     first = list(islice(bfcl_items("simple"), 2))
-    played = list(perturbed(first, ["numbers"], 0, EDITS))
+    played = [s for s in perturbed(first, ["numbers"], 0, EDITS) if isinstance(s, Sample)]
     assert [s.id for s in played] == [
         "simple_python_0", "simple_python_0~numbers", "simple_python_1", "simple_python_1~numbers",
     ]  # fmt: skip

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Iterator
 from itertools import islice
 
 import pytest
+import yaml
+from agentdojo.task_suite.task_suite import read_suite_file
 
 from agent_eval.benchmarks.agentdojo.datasets import item
-from agent_eval.benchmarks.agentdojo.suites import SUITES, Task, suite, tasks
+from agent_eval.benchmarks.agentdojo.suites import SUITES, Task, injections, suite, tasks
 from agent_eval.testing.agentdojo_scripts import KINDS, script
-from tests.helpers.agentdojo import both, ours
+from tests.helpers.agentdojo import both, libyaml, libyaml_load, ours
 
 ATTACKS = ("important_instructions", "tool_knowledge", "direct")
 # Every how many user tasks, and user x injection pairs, a suite's share takes: all of the
@@ -22,6 +25,12 @@ ATTACKS = ("important_instructions", "tool_knowledge", "direct")
 # their environments are large, and parsed anew by each side).
 STRIDES = {"banking": (1, 2), "slack": (1, 2), "travel": (1, 6), "workspace": (4, 40)}
 CHUNKS = [(name, attack) for name in SUITES for attack in (None, *ATTACKS)]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _libyaml() -> Iterator[None]:
+    with libyaml():
+        yield
 
 
 def chosen(name: str, attack: str | None) -> list[Task]:
@@ -35,6 +44,15 @@ def test_the_chosen_items_are_at_least_500_across_suites_and_attacks() -> None:
     counts = Counter((name, attack) for name, attack in CHUNKS for _ in chosen(name, attack))
     assert sum(counts.values()) >= 500
     assert all(counts[chunk] > 0 for chunk in CHUNKS)
+
+
+@pytest.mark.parametrize("name", SUITES)
+def test_libyaml_reads_an_attacked_environment_as_pyyamls_own_scanner(name: str) -> None:
+    first = next(task for task in tasks(name, [ATTACKS[0]]) if task.attack)
+    found = suite(name)
+    placed = {**found.get_injection_vector_defaults(), **injections(first)}
+    text = read_suite_file(name, "environment.yaml", None).format(**placed)
+    assert libyaml_load(text) == yaml.load(text, Loader=yaml.SafeLoader)
 
 
 @pytest.mark.parametrize(("name", "attack"), CHUNKS)

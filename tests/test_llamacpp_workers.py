@@ -41,34 +41,29 @@ def _running(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-async def test_local_scheduler_runs_two_llamacpp_workers(tmp_path: Path) -> None:
-    async with LocalScheduler(tmp_path) as scheduler:
+async def test_local_scheduler_runs_two_keyed_llamacpp_workers(tmp_path: Path) -> None:
+    """Two workers answer, only with the worker key, and leave nothing: one launch of the model
+    for all three, since each launch loads it anew."""
+    scheduler = LocalScheduler(tmp_path)
+    scheduler.worker_key = SecretStr("worker-key")
+    async with scheduler:
         workers = await scheduler.launch(
             get_backend("llamacpp"),
             WorkerConfig(context_length=2048),
             Allocation.parse("llamacpp:d2"),
         )
+        # Their ready path, /v1/models, is guarded: the wait passes only if the probe sends the key.
         await scheduler.wait_ready(timeout=180)
         pids = scheduler.pids
+        async with aiohttp.ClientSession() as http:
+            for worker in workers:
+                async with http.get(worker.url + "/v1/models") as answer:
+                    assert answer.status == 401
         for worker in workers:
-            arguments = await ask_for_a_tool_call(worker.url + "/v1")
+            arguments = await ask_for_a_tool_call(worker.url + "/v1", "worker-key")
             assert set(arguments) == {"a", "b"}
     assert servers_on({w.port for w in workers}) == []
     assert not any(_running(pid) for pid in pids)
-
-
-async def test_keyed_llamacpp_worker_answers_only_with_the_key(tmp_path: Path) -> None:
-    scheduler = LocalScheduler(tmp_path)
-    scheduler.worker_key = SecretStr("worker-key")
-    async with scheduler:
-        (worker,) = await scheduler.launch(
-            get_backend("llamacpp"), WorkerConfig(context_length=2048), Allocation.parse("llamacpp")
-        )
-        # Its ready path, /v1/models, is guarded: the wait passes only if the probe sends the key.
-        await scheduler.wait_ready(timeout=180)
-        async with aiohttp.ClientSession() as http, http.get(worker.url + "/v1/models") as answer:
-            assert answer.status == 401
-        assert set(await ask_for_a_tool_call(worker.url + "/v1", "worker-key")) == {"a", "b"}
 
 
 async def test_serve_with_llamacpp_backend_serves_tool_calls_then_cleans_up(tmp_path: Path) -> None:

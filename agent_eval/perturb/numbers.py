@@ -31,6 +31,7 @@ from agent_eval.perturb.number_text import (
     rewritten,
     worked,
     written,
+    written_values,
 )
 from agent_eval.perturb.prose import annotated
 from agent_eval.rewards import gsm8k_gold
@@ -157,7 +158,8 @@ def _plan(question: str, answer: str) -> _Plan:
     final = _final(annotations, answer)
     written_in_question = mentions(question)
     variables = _variables(question, written_in_question, annotations)
-    sources = _sources(annotations, variables, written_in_question)
+    fixed = written_values(question) - variables
+    sources = _sources(annotations, variables, written_in_question, fixed)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
     }
@@ -213,7 +215,7 @@ def _variables(
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
     stray = Counter(Fraction(d) for d in _OPERAND.findall(question.replace(",", "")))
     stray.subtract(Counter(m.value for m in written_in_question if not m.word))
-    percents = {m.value / 100: m.value for m in written_in_question if m.percent}
+    percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     uses: Counter[Fraction] = Counter()
     for annotation in annotations:
         used = Counter(percents.get(v, v) for v in _values(annotation.operands))
@@ -234,10 +236,14 @@ def _values(operands: list[re.Match[str]]) -> list[Fraction]:
 
 
 def _sources(
-    annotations: list[_Annotation], variables: set[Fraction], written_in_question: list[Mention]
+    annotations: list[_Annotation],
+    variables: set[Fraction],
+    written_in_question: list[Mention],
+    fixed: set[Fraction],
 ) -> list[list[tuple[_Source, ...]]]:
-    percents = {m.value / 100: m.value for m in written_in_question if m.percent}
-    fixed = {m.value for m in written_in_question} - variables
+    """Each operand's possible sources. A question value that stays (`fixed`: one a cue may
+    bring, the 13 of 7/13) is a constant, as its percent is."""
+    percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[_Source, ...]]] = []
     for index, annotation in enumerate(annotations):
         earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
@@ -266,6 +272,8 @@ def _source(
         found.append(_Source("percent", percents[value]))
     if found:
         return tuple(found)
+    if percents.get(value) in fixed:
+        return (_Source("constant", value),)
     if value not in fixed and value not in CUE and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
     return (_Source("constant", value),)
@@ -464,7 +472,7 @@ def _global_pairs(
         for pair in _annotation_pairs(plan, i, recomputed)
     ]
     pairs += [(old, new) for old, new in values.items()]
-    pairs += [(m.value / 100, values[m.value] / 100) for m in plan.question if m.percent]
+    pairs += [(m.value / 100, values[m.value] / 100) for m in plan.question if m.hundredths]
     return pairs
 
 

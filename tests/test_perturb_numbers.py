@@ -258,3 +258,106 @@ def test_a_number_read_both_as_the_questions_and_as_a_result_keeps_the_two_alike
     assert (weekday, weekend) != (20, 10) and weekday == 2 * weekend
     assert gold_answer(variant.answer) == str(5 * weekday + 2 * weekend)
     check_variant(pancho, variant.question, variant.answer)
+
+
+def test_a_value_the_question_writes_in_a_ratio_or_fraction_stays_a_constant() -> None:
+    ratio = Sample(
+        "x",
+        "Darrell and Allen's ages are in the ratio of 7:11. If their total age now is 162, "
+        "calculate Allen's age 10 years from now.",
+        "The total ratio is 7+11= <<7+11=18>>18\nAllen is 11/18*162 = <<11/18*162=99>>99\n"
+        "In 10 years he will be 99+10 = <<99+10=109>>109 years old\n#### 109",
+    )
+    variant = new_numbers(ratio, random.Random(0))
+    assert variant is not None
+    found = re.search(
+        r"ratio of 7:11\. If their total age now is (\d+).* (\d+) years", variant.question
+    )
+    assert found is not None, variant.question
+    total, later = (int(n) for n in found.groups())
+    assert gold_answer(variant.answer) == str(Fraction(11, 18) * total + later)
+    check_variant(ratio, variant.question, variant.answer)
+
+
+def test_a_percent_of_a_number_that_stays_is_a_constant_and_cents_give_their_hundredth() -> None:
+    trees = Sample(
+        "x",
+        "Tom plants 12 trees a year. He starts with 50 trees. After 10 years 30% of the trees "
+        "die. How many trees does he have left?",
+        "He gets 12*10=<<12*10=120>>120 new trees\nSo he had 120+50=<<120+50=170>>170 trees\n"
+        "He lost 170*.3=<<170*.3=51>>51 trees\nHe has 170-51=<<170-51=119>>119 trees\n#### 119",
+    )
+    apples = Sample(
+        "y",
+        "Becky bought 20 apples for 45 cents each. How many dollars did she pay?",
+        "She paid 20 x $0.45 = $<<20*0.45=9>>9\n#### 9",
+    )
+    for sample in (trees, apples):
+        variant = new_numbers(sample, random.Random(1))
+        assert variant is not None, sample.id
+        check_variant(sample, variant.question, variant.answer)
+    assert "30% of the trees" in new_numbers(trees, random.Random(1)).question  # type: ignore[union-attr]
+    bought = new_numbers(apples, random.Random(1))
+    assert bought is not None
+    count, cents = (int(n) for n in re.findall(r"\d+", bought.question))
+    assert Fraction(gold_answer(bought.answer) or "") == Fraction(count * cents, 100)
+
+
+def test_a_number_written_against_its_unit_varies() -> None:
+    prince = Sample(
+        "x",
+        "Prince sells 15kg of meat every hour he works, and he works 10 hours a day. A bull "
+        "weighs 750kg. How many days will it take Prince to sell the meat from the bull?",
+        "In a day he sells 15 * 10 = <<15*10=150>>150kg of meat.\n"
+        "It takes 750 / 150 = <<750/150=5>>5 days.\n#### 5",
+    )
+    variant = new_numbers(prince, random.Random(0))
+    assert variant is not None
+    found = re.search(r"sells (\d+)kg.*works (\d+) hours.*weighs (\d+)kg", variant.question)
+    assert found is not None, variant.question
+    meat, hours, bull = (int(n) for n in found.groups())
+    assert Fraction(gold_answer(variant.answer) or "") == Fraction(bull, meat * hours)
+    check_variant(prince, variant.question, variant.answer)
+
+
+def test_a_day_or_a_dollar_alone_no_longer_keeps_30_24_or_100_from_varying() -> None:
+    gerald = Sample(
+        "x",
+        "Gerald earns $30 every day. He worked for an entire week and spent a total of $100. "
+        "How much does he have left?",
+        "He earns $30*7 = $<<30*7=210>>210\nHe is left with $210-$100 = $<<210-100=110>>110\n"
+        "#### 110",
+    )
+    variant = new_numbers(gerald, random.Random(0))
+    assert variant is not None
+    earned, spent = (int(n) for n in re.findall(r"\$(\d+)", variant.question))
+    assert (earned, spent) != (30, 100)
+    assert gold_answer(variant.answer) == str(7 * earned - spent)
+    check_variant(gerald, variant.question, variant.answer)
+
+
+def test_values_a_cue_word_may_bring_or_that_derive_from_a_varied_number_stay_refused() -> None:
+    # 30 days in June, 24 hours a day, 100 cents a dollar: each may be the solution's own.
+    june = Sample(
+        "x",
+        "Ana reads 30 pages every day in June. How many pages does she read?",
+        "She reads 30*30=<<30*30=900>>900 pages\n#### 900",
+    )
+    hours = Sample(
+        "y",
+        "A candle burns 24 hours a day. How many hours does it burn in a week?",
+        "It burns 24*7=<<24*7=168>>168 hours\n#### 168",
+    )
+    cents = Sample(
+        "z",
+        "Ben has $100. How many cents does he have?",
+        "He has 100*100=<<100*100=10000>>10000 cents\n#### 10000",
+    )
+    # .4 is 1 - 60%: a derived value, not the question's, so the item is refused.
+    men = Sample(
+        "w",
+        "Of 80 riders, 60% are women. How many are men?",
+        "80 x .4 = <<80*.4=32>>32\n#### 32",
+    )
+    for sample in (june, hours, cents, men):
+        assert new_numbers(sample, random.Random(0)) is None, sample.id

@@ -22,13 +22,16 @@ _UNIT = r"\s?/?[A-Za-z]{2,12}(?:/[A-Za-z]{2,12})?"
 _WORDS = {" plus ": "+", " minus ": "-", " times ": "*", " divided by ": "/"}
 _OPERATOR = (
     rf"\s?[-+*/x\u00d7\u00f7\u2013\u2212]\s?|{'|'.join(_WORDS)}"
-    r"|(?<=\d)(?=\()|(?<=\))(?=[\d(])"  # 2(40+9), (1/4)24: a product without its sign
+    r"|(?<=\d)\s?(?=\()|(?<=\))\s?(?=[\d(])"  # 2(40+9), (1/4) 24: a product without its sign
 )
 # Bounded, so that a long line costs time in proportion to its length: no step of a word
 # problem nests deeper or chains more terms.
 _TERM = rf"(?:\(\s?){{0,4}}\$?{_DIGITS}%?(?:{_UNIT})?(?:\s?\)){{0,4}}"
+_EQUALS = r"\s*(?:=|\bequals\b)\s*"
+# `5+2(3) = 5+6 = 11`: the steps between the arithmetic and its result stay prose.
+_BETWEEN = rf"(?:{_TERM}(?:(?:{_OPERATOR}){_TERM}){{0,24}}{_EQUALS}){{0,3}}"
 _LEFT = (
-    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM}){{1,24}})\s*(?:=|\bequals\b)\s*"
+    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM}){{1,24}}){_EQUALS}{_BETWEEN}"
 )
 _EQUATION = re.compile(rf"{_LEFT}\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)")
 _ANNOTATION = re.compile(r"(<<[^<>]*>>)")
@@ -80,6 +83,6 @@ def arithmetic(prose: str, percent: bool = False) -> str | None:
         prose = prose.replace(word, sign)
     calculator = re.sub(rf"(?<=\d){_UNIT}", "", prose).replace("$", "").replace(",", "")
     calculator = calculator.replace("%", "" if percent else "/100")
-    calculator = re.sub(r"(?<=[\d)])(?=\()|(?<=\))(?=[\d(])", "*", calculator)
     calculator = re.sub(r"\s+", "", calculator.translate(_ARITHMETIC))
+    calculator = re.sub(r"(?<=[\d)])(?=\()|(?<=\))(?=[\d(])", "*", calculator)
     return calculator if re.fullmatch(r"[\d.+\-*/()]+", calculator) else None

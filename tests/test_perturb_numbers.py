@@ -134,7 +134,8 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     """The variant's annotations recompute, its gold is the same step's result as the original's,
     and it writes new numbers in its question."""
     assert original.answer is not None and original.question is not None
-    old_steps, new_steps = steps(annotated(original.answer)), steps(variant_answer)
+    old_steps = steps(annotated(original.answer, original.question))
+    new_steps = steps(variant_answer)
     assert len(new_steps) == len(old_steps)
     for expression, result in new_steps:
         assert value(expression) == result, f"{original.id}: {expression} is not {result}"

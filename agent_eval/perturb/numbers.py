@@ -101,7 +101,7 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     """`sample` with new numbers and the gold its recomputed solution gives; None if it won't."""
     if not sample.question or not sample.answer or "####" not in sample.answer:
         return None
-    answer = annotated(sample.answer)
+    answer = annotated(sample.answer, sample.question)
     try:
         plan = _plan(sample.question, answer)
     except _NotRecomputable as exc:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from agent_eval.perturb.algebra import solved
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
-from agent_eval.perturb.number_text import plain
+from agent_eval.perturb.cues import cued_by
+from agent_eval.perturb.number_text import plain, written_values
 
 _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 # A unit word after a number, per unit or not ("12 miles", "$20/hour", "35 hours/week"); never
@@ -40,8 +42,11 @@ _BARE = re.compile(rf"{_LEFT}\$?<<(?P<result>{_DIGITS})=(?P=result)>>")
 _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "-", "\u2212": "-"})
 
 
-def annotated(answer: str) -> str:
-    """`answer` with an annotation before the result of each prose equation that computes."""
+def annotated(answer: str, question: str | None = None) -> str:
+    """`answer` with an annotation before the result of each prose equation that computes,
+    and, given its `question`, before each unknown's value its equation solves for."""
+    if question is not None:
+        answer = solved(answer, written_values(question) | set(map(Fraction, cued_by(question))))
     pieces = _ANNOTATION.split(_BARE.sub(_completed, answer))
     return "".join(
         piece if _ANNOTATION.fullmatch(piece) else _EQUATION.sub(_annotate, piece)

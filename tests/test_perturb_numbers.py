@@ -362,3 +362,45 @@ def test_values_a_cue_word_may_bring_or_that_derive_from_a_varied_number_stay_re
     )
     for sample in (june, hours, cents, men):
         assert new_numbers(sample, random.Random(0)) is None, sample.id
+
+
+def test_a_constant_a_varied_number_may_have_given_is_refused() -> None:
+    # Each gold was wrong while these constants were taken as the solution's own: 5 is 4 + 1,
+    # 24 is 18 + 6 worked in prose, 10 is 2 * 5 stated after algebra.
+    shares = Sample(
+        "x",
+        "Jeff and Brad divide 100 dollars. Jeff gets 4 times as much as Brad. What does Jeff get?",
+        "Brad gets 100/5=<<100/5=20>>20 dollars.\nJeff gets 20*4=<<20*4=80>>80 dollars.\n#### 80",
+    )
+    squares = Sample(
+        "y",
+        "A quilt has 14 red squares, 4 more blue squares than red ones, and 6 more green "
+        "squares than blue ones. How many squares are blue or green?",
+        "There are 14+4=<<14+4=18>>18 blue squares.\nThere are 24 green squares.\n"
+        "In all 18+24 = <<18+24=42>>42 squares\n#### 42",
+    )
+    jerry = Sample(
+        "z",
+        "Jerry is twice as old as he was 5 years ago. How old will Jerry be in 3 years?",
+        "Jerry's Age = 2 Jerry's age - 10\nTherefore Jerry's Age = <<10=10>>10\n"
+        "In three years Jerry will be 10 + 3 = <<10+3=13>>13\n#### 13",
+    )
+    for sample in (shares, squares, jerry):
+        assert new_numbers(sample, random.Random(0)) is None, sample.id
+
+
+def test_a_knowledge_constant_a_word_cues_stays_and_the_rest_varies() -> None:
+    # 5 weekdays and 2 weekend days: a question number 5 stays, as it may be either.
+    carrots = Sample(
+        "x",
+        "Mason eats 4 carrots each on weekdays and 5 carrots each on Saturday and Sunday. How "
+        "many carrots does he eat a week?",
+        "He eats 4 x 5 =<<4*5=20>>20 on weekdays.\nHe eats 5 x 2= <<5*2=10>>10 over weekends.\n"
+        "So he eats 20 + 10 = <<20+10=30>>30 a week\n#### 30",
+    )
+    variant = new_numbers(carrots, random.Random(0))
+    assert variant is not None
+    weekday, weekend = (int(n) for n in re.findall(r"\d+", variant.question))
+    assert weekend == 5 and weekday != 4
+    assert gold_answer(variant.answer) == str(weekday * 5 + weekend * 2)
+    check_variant(carrots, variant.question, variant.answer)

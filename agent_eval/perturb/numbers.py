@@ -21,7 +21,7 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
-from agent_eval.perturb.cues import CUE, cued_by
+from agent_eval.perturb.cues import cued_by
 from agent_eval.perturb.draws import every_nearby, nearby
 from agent_eval.perturb.number_text import (
     Mention,
@@ -158,7 +158,7 @@ def _plan(question: str, answer: str) -> _Plan:
     final = _final(annotations, answer)
     written_in_question = mentions(question)
     variables = _variables(question, written_in_question, annotations)
-    fixed = written_values(question) - variables
+    fixed = (written_values(question) | set(map(Fraction, cued_by(question)))) - variables
     sources = _sources(annotations, variables, written_in_question, fixed)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
@@ -241,8 +241,8 @@ def _sources(
     written_in_question: list[Mention],
     fixed: set[Fraction],
 ) -> list[list[tuple[_Source, ...]]]:
-    """Each operand's possible sources. A question value that stays (`fixed`: one a cue may
-    bring, the 13 of 7/13) is a constant, as its percent is."""
+    """Each operand's possible sources. A value that stays (`fixed`: one the question writes
+    and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is."""
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[_Source, ...]]] = []
     for index, annotation in enumerate(annotations):
@@ -250,8 +250,18 @@ def _sources(
         row = [
             _source(v, variables, percents, earlier, fixed) for v in _values(annotation.operands)
         ]
+        if _stated(annotation) and row[0][0].kind == "constant" and annotation.result not in fixed:
+            # `Jerry's Age = <<10=10>>10` after algebra: a value no arithmetic gives stays put.
+            raise _NotRecomputable(f"{annotation.result} is stated, not computed")
         sources.append(row)
     return sources
+
+
+def _stated(annotation: _Annotation) -> bool:
+    """Whether an annotation writes its result alone (`<<10=10>>`): no arithmetic."""
+    return len(annotation.operands) == 1 and annotation.expression.strip().lstrip("+") == (
+        annotation.operands[0].group(0)
+    )
 
 
 def _source(
@@ -274,8 +284,12 @@ def _source(
         return tuple(found)
     if percents.get(value) in fixed:
         return (_Source("constant", value),)
-    if value not in fixed and value not in CUE and not _small(value):
+    if value not in fixed and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
+    if value not in fixed and value - 1 in variables:
+        # "4 times as much" splits 100 in 5, "3 friends and him" are 4: one more than a varied
+        # number may be that number plus one, and would not follow it.
+        raise _NotRecomputable(f"{value} may be a varied question number plus 1")
     return (_Source("constant", value),)
 
 

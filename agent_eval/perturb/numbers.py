@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
-_DRAWS = 40
+_DRAWS = 200
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
 _RECONCILED = 4
 """Rounds of giving a question number the value of the earlier result it is read as."""

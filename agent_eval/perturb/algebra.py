@@ -78,9 +78,8 @@ def _solution(left: str, right: str, letter: str) -> tuple[str, Fraction]:
     l_side, r_side = sides
     if l_side.a == r_side.a:
         raise _NotLinear("the unknown cancels")
-    template = (
-        f"(({r_side.constant})-({l_side.constant}))/(({l_side.coefficient})-({r_side.coefficient}))"
-    )
+    numerator = _joined(r_side.constant, "-", l_side.constant)
+    template = _joined(numerator, "/", _joined(l_side.coefficient, "-", r_side.coefficient))
     value = (r_side.b - l_side.b) / (l_side.a - r_side.a)
     if evaluate(template) != value:
         raise _NotLinear(template)
@@ -114,20 +113,20 @@ def _linear(node: ast.expr, text: str) -> _Linear:
 def _combined(op: ast.operator, left: _Linear, right: _Linear) -> _Linear:
     if isinstance(op, ast.Add | ast.Sub):
         sign = "+" if isinstance(op, ast.Add) else "-"
-        factor = 1 if isinstance(op, ast.Add) else -1
+        direction = 1 if isinstance(op, ast.Add) else -1
         return _Linear(
             _joined(left.coefficient, sign, right.coefficient),
             _joined(left.constant, sign, right.constant),
-            left.a + factor * right.a,
-            left.b + factor * right.b,
+            left.a + direction * right.a,
+            left.b + direction * right.b,
         )
     if isinstance(op, ast.Mult) and (left.coefficient == "0" or right.coefficient == "0"):
-        factor, term = (left, right) if left.coefficient == "0" else (right, left)
+        number, term = (left, right) if left.coefficient == "0" else (right, left)
         return _Linear(
-            _joined(factor.constant, "*", term.coefficient),
-            _joined(factor.constant, "*", term.constant),
-            factor.b * term.a,
-            factor.b * term.b,
+            _joined(number.constant, "*", term.coefficient),
+            _joined(number.constant, "*", term.constant),
+            number.b * term.a,
+            number.b * term.b,
         )
     if isinstance(op, ast.Div) and right.coefficient == "0":
         return _Linear(
@@ -145,7 +144,7 @@ def _joined(left: str, sign: str, right: str) -> str:
         return left
     if sign == "+" and left == "0":
         return right
-    if sign in "*/" and "0" in (left, right if sign == "*" else left):
+    if (sign == "*" and "0" in (left, right)) or (sign == "/" and left == "0"):
         return "0"
     return f"({left}){sign}({right})"
 

@@ -34,7 +34,6 @@ CUES: dict[str, tuple[int, ...]] = {
     r"nickels?": (5, 100),
     r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),
 }
-CUE = {value for values in CUES.values() for value in values}
 
 
 def cued_by(question: str) -> set[int]:

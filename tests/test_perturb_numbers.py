@@ -134,7 +134,8 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     """The variant's annotations recompute, its gold is the same step's result as the original's,
     and it writes new numbers in its question."""
     assert original.answer is not None and original.question is not None
-    old_steps, new_steps = steps(annotated(original.answer)), steps(variant_answer)
+    old_steps = steps(annotated(original.answer, original.question))
+    new_steps = steps(variant_answer)
     assert len(new_steps) == len(old_steps)
     for expression, result in new_steps:
         assert value(expression) == result, f"{original.id}: {expression} is not {result}"
@@ -172,7 +173,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_150, reasons.most_common(5)
+    assert recomputed >= 1_180, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -258,3 +259,148 @@ def test_a_number_read_both_as_the_questions_and_as_a_result_keeps_the_two_alike
     assert (weekday, weekend) != (20, 10) and weekday == 2 * weekend
     assert gold_answer(variant.answer) == str(5 * weekday + 2 * weekend)
     check_variant(pancho, variant.question, variant.answer)
+
+
+def test_a_value_the_question_writes_in_a_ratio_or_fraction_stays_a_constant() -> None:
+    ratio = Sample(
+        "x",
+        "Darrell and Allen's ages are in the ratio of 7:11. If their total age now is 162, "
+        "calculate Allen's age 10 years from now.",
+        "The total ratio is 7+11= <<7+11=18>>18\nAllen is 11/18*162 = <<11/18*162=99>>99\n"
+        "In 10 years he will be 99+10 = <<99+10=109>>109 years old\n#### 109",
+    )
+    variant = new_numbers(ratio, random.Random(0))
+    assert variant is not None
+    found = re.search(
+        r"ratio of 7:11\. If their total age now is (\d+).* (\d+) years", variant.question
+    )
+    assert found is not None, variant.question
+    total, later = (int(n) for n in found.groups())
+    assert gold_answer(variant.answer) == str(Fraction(11, 18) * total + later)
+    check_variant(ratio, variant.question, variant.answer)
+
+
+def test_a_percent_of_a_number_that_stays_is_a_constant_and_cents_give_their_hundredth() -> None:
+    trees = Sample(
+        "x",
+        "Tom plants 12 trees a year. He starts with 50 trees. After 10 years 30% of the trees "
+        "die. How many trees does he have left?",
+        "He gets 12*10=<<12*10=120>>120 new trees\nSo he had 120+50=<<120+50=170>>170 trees\n"
+        "He lost 170*.3=<<170*.3=51>>51 trees\nHe has 170-51=<<170-51=119>>119 trees\n#### 119",
+    )
+    apples = Sample(
+        "y",
+        "Becky bought 20 apples for 45 cents each. How many dollars did she pay?",
+        "She paid 20 x $0.45 = $<<20*0.45=9>>9\n#### 9",
+    )
+    for sample in (trees, apples):
+        variant = new_numbers(sample, random.Random(1))
+        assert variant is not None, sample.id
+        check_variant(sample, variant.question, variant.answer)
+    assert "30% of the trees" in new_numbers(trees, random.Random(1)).question  # type: ignore[union-attr]
+    bought = new_numbers(apples, random.Random(1))
+    assert bought is not None
+    count, cents = (int(n) for n in re.findall(r"\d+", bought.question))
+    assert Fraction(gold_answer(bought.answer) or "") == Fraction(count * cents, 100)
+
+
+def test_a_number_written_against_its_unit_varies() -> None:
+    prince = Sample(
+        "x",
+        "Prince sells 15kg of meat every hour he works, and he works 10 hours a day. A bull "
+        "weighs 750kg. How many days will it take Prince to sell the meat from the bull?",
+        "In a day he sells 15 * 10 = <<15*10=150>>150kg of meat.\n"
+        "It takes 750 / 150 = <<750/150=5>>5 days.\n#### 5",
+    )
+    variant = new_numbers(prince, random.Random(0))
+    assert variant is not None
+    found = re.search(r"sells (\d+)kg.*works (\d+) hours.*weighs (\d+)kg", variant.question)
+    assert found is not None, variant.question
+    meat, hours, bull = (int(n) for n in found.groups())
+    assert Fraction(gold_answer(variant.answer) or "") == Fraction(bull, meat * hours)
+    check_variant(prince, variant.question, variant.answer)
+
+
+def test_a_day_or_a_dollar_alone_no_longer_keeps_30_24_or_100_from_varying() -> None:
+    gerald = Sample(
+        "x",
+        "Gerald earns $30 every day. He worked for an entire week and spent a total of $100. "
+        "How much does he have left?",
+        "He earns $30*7 = $<<30*7=210>>210\nHe is left with $210-$100 = $<<210-100=110>>110\n"
+        "#### 110",
+    )
+    variant = new_numbers(gerald, random.Random(0))
+    assert variant is not None
+    earned, spent = (int(n) for n in re.findall(r"\$(\d+)", variant.question))
+    assert (earned, spent) != (30, 100)
+    assert gold_answer(variant.answer) == str(7 * earned - spent)
+    check_variant(gerald, variant.question, variant.answer)
+
+
+def test_values_a_cue_word_may_bring_or_that_derive_from_a_varied_number_stay_refused() -> None:
+    # 30 days in June, 24 hours a day, 100 cents a dollar: each may be the solution's own.
+    june = Sample(
+        "x",
+        "Ana reads 30 pages every day in June. How many pages does she read?",
+        "She reads 30*30=<<30*30=900>>900 pages\n#### 900",
+    )
+    hours = Sample(
+        "y",
+        "A candle burns 24 hours a day. How many hours does it burn in a week?",
+        "It burns 24*7=<<24*7=168>>168 hours\n#### 168",
+    )
+    cents = Sample(
+        "z",
+        "Ben has $100. How many cents does he have?",
+        "He has 100*100=<<100*100=10000>>10000 cents\n#### 10000",
+    )
+    # .4 is 1 - 60%: a derived value, not the question's, so the item is refused.
+    men = Sample(
+        "w",
+        "Of 80 riders, 60% are women. How many are men?",
+        "80 x .4 = <<80*.4=32>>32\n#### 32",
+    )
+    for sample in (june, hours, cents, men):
+        assert new_numbers(sample, random.Random(0)) is None, sample.id
+
+
+def test_a_constant_a_varied_number_may_have_given_is_refused() -> None:
+    # Each gold was wrong while these constants were taken as the solution's own: 5 is 4 + 1,
+    # 24 is 18 + 6 worked in prose, 10 is 2 * 5 stated after algebra.
+    shares = Sample(
+        "x",
+        "Jeff and Brad divide 100 dollars. Jeff gets 4 times as much as Brad. What does Jeff get?",
+        "Brad gets 100/5=<<100/5=20>>20 dollars.\nJeff gets 20*4=<<20*4=80>>80 dollars.\n#### 80",
+    )
+    squares = Sample(
+        "y",
+        "A quilt has 14 red squares, 4 more blue squares than red ones, and 6 more green "
+        "squares than blue ones. How many squares are blue or green?",
+        "There are 14+4=<<14+4=18>>18 blue squares.\nThere are 24 green squares.\n"
+        "In all 18+24 = <<18+24=42>>42 squares\n#### 42",
+    )
+    jerry = Sample(
+        "z",
+        "Jerry is twice as old as he was 5 years ago. How old will Jerry be in 3 years?",
+        "Jerry's Age = 2 Jerry's age - 10\nTherefore Jerry's Age = <<10=10>>10\n"
+        "In three years Jerry will be 10 + 3 = <<10+3=13>>13\n#### 13",
+    )
+    for sample in (shares, squares, jerry):
+        assert new_numbers(sample, random.Random(0)) is None, sample.id
+
+
+def test_a_knowledge_constant_a_word_cues_stays_and_the_rest_varies() -> None:
+    # 5 weekdays and 2 weekend days: a question number 5 stays, as it may be either.
+    carrots = Sample(
+        "x",
+        "Mason eats 4 carrots each on weekdays and 5 carrots each on Saturday and Sunday. How "
+        "many carrots does he eat a week?",
+        "He eats 4 x 5 =<<4*5=20>>20 on weekdays.\nHe eats 5 x 2= <<5*2=10>>10 over weekends.\n"
+        "So he eats 20 + 10 = <<20+10=30>>30 a week\n#### 30",
+    )
+    variant = new_numbers(carrots, random.Random(0))
+    assert variant is not None
+    weekday, weekend = (int(n) for n in re.findall(r"\d+", variant.question))
+    assert weekend == 5 and weekday != 4
+    assert gold_answer(variant.answer) == str(weekday * 5 + weekend * 2)
+    check_variant(carrots, variant.question, variant.answer)

@@ -29,6 +29,9 @@ from agent_eval.run.scoring import gold_answer
         ("200 minus 174 equals 26.", "200 minus 174 equals <<200-174=26>>26."),
         ("the perimeter is 2(40+9) = 98", "the perimeter is 2(40+9) = <<2*(40+9)=98>>98"),
         ("(1/4)24 = 6 pints", "(1/4)24 = <<(1/4)*24=6>>6 pints"),
+        ("1/2 (68) + 10 = 44 points", "1/2 (68) + 10 = <<1/2*(68)+10=44>>44 points"),
+        ("Harry:5+2(3)=5+6=11 trees", "Harry:5+2(3)=5+6=<<5+2*(3)=11>>11 trees"),
+        ("(1/2) 278 + 11 = 150 points", "(1/2) 278 + 11 = <<(1/2)*278+11=150>>150 points"),
         ("65+94+81 = <<240=240>>240", "65+94+81 = <<65+94+81=240>>240"),
         ("5,000 + 1,000 = <<6000=6000>>6,000", "5,000 + 1,000 = <<5000+1000=6000>>6,000"),
     ],
@@ -46,6 +49,7 @@ def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovere
         "2*x=80",
         "50% * 50% = 25%",  # percents whose product is no percent of the same hundred
         "3 times a week = 5",
+        "5+2(3)=5+6=12",  # a chain whose arithmetic does not give its end
         "60g * 4/5 = 240g/5 = 48 grams",  # a chain through a one-letter unit
         "16 - 3 - 4 = <<16-3-4=9>>9 eggs",  # annotated already
         "5 x 10 = <<51=51>>51",  # a bare annotation the prose before it does not compute

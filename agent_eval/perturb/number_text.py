@@ -30,12 +30,18 @@ _COUNT_WORDS = "|".join(word for word in _WORD_VALUES if word not in ("zero", "o
 _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _REFERRING = re.compile(r"\b(?:the|all|these|those|its|his|her|our|their|my|your)\s+$", re.I)
 """Before "the three measurements" a count names a group the problem set up elsewhere."""
+_GLUED = r"(?:kg|km|cm|mm|mg|ml|lbs?|oz|kb|mb|gb|mph|ft|hrs?|mins?|g|m|l)(?!\w)"
+"""A unit written against its number (15kg, 32MPH): the number is a quantity all the same."""
 _NUMBER = re.compile(
     # Not part of a fraction (1/2), a time (3:30), an ordinal (5th), a version or a word (A4).
-    rf"(?<![\w.:/])(?P<digits>{_DIGITS})(?![\w:]|/\d|[.,]\d)(?P<percent>\s?(?:%|percent\b))?"
+    rf"(?<![\w.:/])(?P<digits>{_DIGITS})(?:(?={_GLUED})|(?![\w:]|/\d|[.,]\d))"
+    r"(?P<percent>\s?(?:%|percent\b))?"
     rf"|(?<![\w-])(?P<word>(?:{'|'.join(_TENS)})-(?:{'|'.join(_UNITS[1:])})|{_COUNT_WORDS})(?![\w-])",
     re.IGNORECASE,
 )
+_ANY = re.compile(rf"\d+(?:\.\d+)?|\.\d+|\b(?:{'|'.join(_TENS + _TEENS + _UNITS[2:])})\b", re.I)
+"""Any number a text writes, as a quantity or not: the 6 of 1/6, the 11 of 7:11, fifty-dollar."""
+_CENTS = re.compile(r"\s?(?:cents?\b|\u00a2)", re.I)
 _WORKED = re.compile(rf"(?<![\w.])(?P<digits>{_DIGITS})(?![\w]|[.,]\d)(?P<percent>)")
 """A number in a solution's prose, where 4500/3 is a division, not a fraction."""
 
@@ -52,6 +58,8 @@ class Mention:
     commas: bool
     word: bool
     percent: bool
+    hundredths: bool
+    """A percent or cents: a solution may use its hundredth (30% as .3, 45 cents as 0.45)."""
     referring: bool
     """A count word after a determiner ("the three measurements"): a group set up elsewhere.
     Digits after one ("out of the 200 students") introduce the quantity as often as not."""
@@ -67,18 +75,27 @@ def worked(text: str) -> list[Mention]:
     return [_mention(match) for match in _WORKED.finditer(text)]
 
 
+def written_values(text: str) -> set[Fraction]:
+    """Every value `text` writes in digits or number words, as a quantity or not."""
+    return {
+        Fraction(_word_value(n) if n[0].isalpha() else n)
+        for n in _ANY.findall(text.replace(",", ""))
+    }
+
+
 def _mention(match: re.Match[str]) -> Mention:
     digits, word = match.group("digits"), match.groupdict().get("word")
     start = match.start()
     if word is not None:
         value = Fraction(_word_value(word))
         referring = _REFERRING.search(match.string, max(0, start - 12), start) is not None
-        return Mention(start, match.end(), value, 0, False, True, False, referring)
+        return Mention(start, match.end(), value, 0, False, True, False, False, referring)
     end = match.end("digits")
     places = len(digits.partition(".")[2])
     value = Fraction(digits.replace(",", ""))
     percent = bool(match.group("percent"))
-    return Mention(start, end, value, places, "," in digits, False, percent, False)
+    hundredths = percent or _CENTS.match(match.string, match.end()) is not None
+    return Mention(start, end, value, places, "," in digits, False, percent, hundredths, False)
 
 
 def _word_value(word: str) -> int:

@@ -21,7 +21,7 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
-from agent_eval.perturb.cues import CUE, cued_by
+from agent_eval.perturb.cues import cued_by
 from agent_eval.perturb.draws import every_nearby, nearby
 from agent_eval.perturb.number_text import (
     Mention,
@@ -31,6 +31,7 @@ from agent_eval.perturb.number_text import (
     rewritten,
     worked,
     written,
+    written_values,
 )
 from agent_eval.perturb.prose import annotated
 from agent_eval.rewards import gsm8k_gold
@@ -39,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
-_DRAWS = 40
+_DRAWS = 200
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
 _RECONCILED = 4
 """Rounds of giving a question number the value of the earlier result it is read as."""
@@ -100,7 +101,7 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     """`sample` with new numbers and the gold its recomputed solution gives; None if it won't."""
     if not sample.question or not sample.answer or "####" not in sample.answer:
         return None
-    answer = annotated(sample.answer)
+    answer = annotated(sample.answer, sample.question)
     try:
         plan = _plan(sample.question, answer)
     except _NotRecomputable as exc:
@@ -157,7 +158,8 @@ def _plan(question: str, answer: str) -> _Plan:
     final = _final(annotations, answer)
     written_in_question = mentions(question)
     variables = _variables(question, written_in_question, annotations)
-    sources = _sources(annotations, variables, written_in_question)
+    fixed = (written_values(question) | set(map(Fraction, cued_by(question)))) - variables
+    sources = _sources(annotations, variables, written_in_question, fixed)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
     }
@@ -213,7 +215,7 @@ def _variables(
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
     stray = Counter(Fraction(d) for d in _OPERAND.findall(question.replace(",", "")))
     stray.subtract(Counter(m.value for m in written_in_question if not m.word))
-    percents = {m.value / 100: m.value for m in written_in_question if m.percent}
+    percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     uses: Counter[Fraction] = Counter()
     for annotation in annotations:
         used = Counter(percents.get(v, v) for v in _values(annotation.operands))
@@ -234,18 +236,32 @@ def _values(operands: list[re.Match[str]]) -> list[Fraction]:
 
 
 def _sources(
-    annotations: list[_Annotation], variables: set[Fraction], written_in_question: list[Mention]
+    annotations: list[_Annotation],
+    variables: set[Fraction],
+    written_in_question: list[Mention],
+    fixed: set[Fraction],
 ) -> list[list[tuple[_Source, ...]]]:
-    percents = {m.value / 100: m.value for m in written_in_question if m.percent}
-    fixed = {m.value for m in written_in_question} - variables
+    """Each operand's possible sources. A value that stays (`fixed`: one the question writes
+    and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is."""
+    percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[_Source, ...]]] = []
     for index, annotation in enumerate(annotations):
         earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
         row = [
             _source(v, variables, percents, earlier, fixed) for v in _values(annotation.operands)
         ]
+        if _stated(annotation) and row[0][0].kind == "constant" and annotation.result not in fixed:
+            # `Jerry's Age = <<10=10>>10` after algebra: a value no arithmetic gives stays put.
+            raise _NotRecomputable(f"{annotation.result} is stated, not computed")
         sources.append(row)
     return sources
+
+
+def _stated(annotation: _Annotation) -> bool:
+    """Whether an annotation writes its result alone (`<<10=10>>`): no arithmetic."""
+    return len(annotation.operands) == 1 and annotation.expression.strip().lstrip("+") == (
+        annotation.operands[0].group(0)
+    )
 
 
 def _source(
@@ -266,8 +282,14 @@ def _source(
         found.append(_Source("percent", percents[value]))
     if found:
         return tuple(found)
-    if value not in fixed and value not in CUE and not _small(value):
+    if percents.get(value) in fixed:
+        return (_Source("constant", value),)
+    if value not in fixed and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
+    if value not in fixed and value - 1 in variables:
+        # "4 times as much" splits 100 in 5, "3 friends and him" are 4: one more than a varied
+        # number may be that number plus one, and would not follow it.
+        raise _NotRecomputable(f"{value} may be a varied question number plus 1")
     return (_Source("constant", value),)
 
 
@@ -464,7 +486,7 @@ def _global_pairs(
         for pair in _annotation_pairs(plan, i, recomputed)
     ]
     pairs += [(old, new) for old, new in values.items()]
-    pairs += [(m.value / 100, values[m.value] / 100) for m in plan.question if m.percent]
+    pairs += [(m.value / 100, values[m.value] / 100) for m in plan.question if m.hundredths]
     return pairs
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from agent_eval.perturb.algebra import solved
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
-from agent_eval.perturb.number_text import plain
+from agent_eval.perturb.cues import cued_by
+from agent_eval.perturb.number_text import plain, written_values
 
 _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 # A unit word after a number, per unit or not ("12 miles", "$20/hour", "35 hours/week"); never
@@ -22,13 +24,16 @@ _UNIT = r"\s?/?[A-Za-z]{2,12}(?:/[A-Za-z]{2,12})?"
 _WORDS = {" plus ": "+", " minus ": "-", " times ": "*", " divided by ": "/"}
 _OPERATOR = (
     rf"\s?[-+*/x\u00d7\u00f7\u2013\u2212]\s?|{'|'.join(_WORDS)}"
-    r"|(?<=\d)(?=\()|(?<=\))(?=[\d(])"  # 2(40+9), (1/4)24: a product without its sign
+    r"|(?<=\d)\s?(?=\()|(?<=\))\s?(?=[\d(])"  # 2(40+9), (1/4) 24: a product without its sign
 )
 # Bounded, so that a long line costs time in proportion to its length: no step of a word
 # problem nests deeper or chains more terms.
 _TERM = rf"(?:\(\s?){{0,4}}\$?{_DIGITS}%?(?:{_UNIT})?(?:\s?\)){{0,4}}"
+_EQUALS = r"\s*(?:=|\bequals\b)\s*"
+# `5+2(3) = 5+6 = 11`: the steps between the arithmetic and its result stay prose.
+_BETWEEN = rf"(?:{_TERM}(?:(?:{_OPERATOR}){_TERM}){{0,24}}{_EQUALS}){{0,3}}"
 _LEFT = (
-    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM}){{1,24}})\s*(?:=|\bequals\b)\s*"
+    rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM}){{1,24}}){_EQUALS}{_BETWEEN}"
 )
 _EQUATION = re.compile(rf"{_LEFT}\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)")
 _ANNOTATION = re.compile(r"(<<[^<>]*>>)")
@@ -37,8 +42,11 @@ _BARE = re.compile(rf"{_LEFT}\$?<<(?P<result>{_DIGITS})=(?P=result)>>")
 _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "-", "\u2212": "-"})
 
 
-def annotated(answer: str) -> str:
-    """`answer` with an annotation before the result of each prose equation that computes."""
+def annotated(answer: str, question: str | None = None) -> str:
+    """`answer` with an annotation before the result of each prose equation that computes,
+    and, given its `question`, before each unknown's value its equation solves for."""
+    if question is not None:
+        answer = solved(answer, written_values(question) | set(map(Fraction, cued_by(question))))
     pieces = _ANNOTATION.split(_BARE.sub(_completed, answer))
     return "".join(
         piece if _ANNOTATION.fullmatch(piece) else _EQUATION.sub(_annotate, piece)
@@ -80,6 +88,6 @@ def arithmetic(prose: str, percent: bool = False) -> str | None:
         prose = prose.replace(word, sign)
     calculator = re.sub(rf"(?<=\d){_UNIT}", "", prose).replace("$", "").replace(",", "")
     calculator = calculator.replace("%", "" if percent else "/100")
-    calculator = re.sub(r"(?<=[\d)])(?=\()|(?<=\))(?=[\d(])", "*", calculator)
     calculator = re.sub(r"\s+", "", calculator.translate(_ARITHMETIC))
+    calculator = re.sub(r"(?<=[\d)])(?=\()|(?<=\))(?=[\d(])", "*", calculator)
     return calculator if re.fullmatch(r"[\d.+\-*/()]+", calculator) else None

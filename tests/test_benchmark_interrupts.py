@@ -68,7 +68,8 @@ async def test_ctrl_c_leaves_nothing_running_and_a_run_that_resumes(
     await eventually(lambda: not any(alive(pid) for pid in children), 10)
     kept = played(run_dir)
     assert 1 <= kept < ITEMS and not (run_dir / "summary.json").exists()
-    code, _, err = await finish(await agent_eval("run", "--resume", str(run_dir), cwd=tmp_path))
+    resumed = await agent_eval("run", "--resume", str(run_dir), cwd=tmp_path)
+    code, _, err = await finish(resumed, FIRST)
     assert code == 0, err
     ids = [record["sample_id"] for record in lines(run_dir)]
     assert len(ids) == len(set(ids)) == ITEMS

@@ -192,7 +192,10 @@ async def _rescore_records(
     scores: list[AttemptScore] = []
     reward = config.reward
     async with RewardScorer(
-        reward.function, timeout=reward.timeout, max_workers=reward.workers
+        reward.function,
+        timeout=reward.timeout,
+        max_workers=reward.workers,
+        startup_timeout=reward.start_timeout,
     ) as scorer:
         for chunk in _chunks(RunDirectory(source).records(), WINDOW):
             async with asyncio.TaskGroup() as group:

@@ -75,21 +75,29 @@ def _entry(category: str, entry_id: str) -> dict[str, Any]:
     return next(e for e in official_entries(category) if e["id"] == entry_id)
 
 
-def ours(sample: Sample, mode: Mode, body: dict[str, Any]) -> bool:
+Verdict = tuple[bool, str | None]
+"""Whether the answer is right, and the checker's error type when it is not."""
+
+
+def ours(sample: Sample, mode: Mode, body: dict[str, Any]) -> Verdict:
     message = ChatCompletion.model_validate(body).choices[0].message
     document = prediction(sample.metadata["bfcl_category"], mode, model_result(message, mode))
     assert sample.answer is not None
-    return score_bfcl(document, sample.answer).correct
+    scored = score_bfcl(document, sample.answer)
+    assert scored.benchmark is not None
+    assert scored.benchmark["category"] == sample.metadata["bfcl_category"]
+    return scored.correct, scored.benchmark["error_type"]
 
 
-def theirs(category: str, sample: Sample, mode: Mode, body: dict[str, Any]) -> bool:
+def theirs(category: str, sample: Sample, mode: Mode, body: dict[str, Any]) -> Verdict:
     handler = bfcl_official.openai_handler(fc=mode == "fc")
     kept = bfcl_official.kept_answer(handler, ChatCompletion.model_validate(body))
     entry = copy.deepcopy(_entry(category, sample.id))
     truth = None
     if not _utils.is_relevance_or_irrelevance(category):
         truth = copy.deepcopy(official_answers(category)[sample.id])
-    return bool(bfcl_official.evaluate(handler, kept, entry, truth, category)["valid"])
+    found = bfcl_official.evaluate(handler, kept, entry, truth, category)
+    return bool(found["valid"]), found.get("error_type")
 
 
 def test_item_counts_equal_the_packages_files() -> None:
@@ -102,14 +110,14 @@ def test_item_counts_equal_the_packages_files() -> None:
     assert [s.id for s in itertools.islice(bfcl_items("all"), len(every))] == every
 
 
-def test_every_verdict_equals_bfcls_own_on_500_entries_of_every_category() -> None:
+def test_every_verdict_and_error_type_equals_bfcls_own_on_500_entries_of_every_category() -> None:
     verdicts: Counter[tuple[str, bool]] = Counter()
     disagreements = []
     entries = set()
     for category, sample, kind, mode, body in cases():
         entries.add(sample.id)
         mine, official = ours(sample, mode, body), theirs(category, sample, mode, body)
-        verdicts[(kind, official)] += 1
+        verdicts[(kind, official[0])] += 1
         if mine != official:
             disagreements.append((sample.id, kind, mode, mine, official))
     assert disagreements == []
@@ -129,8 +137,8 @@ def test_relevance_counts_an_answer_without_calls_as_no_call(
     category: str, answer: Any, correct: bool
 ) -> None:
     sample = next(bfcl_items(category))
-    assert ours(sample, "fc", completion(answer)) is correct
-    assert theirs(category, sample, "fc", completion(answer)) is correct
+    assert ours(sample, "fc", completion(answer))[0] is correct
+    assert theirs(category, sample, "fc", completion(answer))[0] is correct
 
 
 def test_a_wrong_answer_says_bfcls_error_and_a_malformed_one_failed_to_parse() -> None:
@@ -139,7 +147,13 @@ def test_a_wrong_answer_says_bfcls_error_and_a_malformed_one_failed_to_parse() -
     assert sample.answer is not None
     wrong = score_bfcl(document, sample.answer)
     assert not wrong.correct and wrong.status == "ok"
-    assert wrong.detail is not None and "simple_function_checker" in wrong.detail
+    assert wrong.benchmark == {
+        "category": "simple_python",
+        "error_type": "simple_function_checker:missing_required",
+        "error": "Missing required parameter: 'height'.",
+    }
+    assert wrong.detail == "simple_function_checker:missing_required: " + wrong.benchmark["error"]
     broken = score_bfcl(prediction("simple_python", "fc", [{"f": "{"}]), sample.answer)
-    assert broken.status == "parse_failed" and "decoder_failed" in (broken.detail or "")
+    assert broken.status == "parse_failed" and broken.benchmark is not None
+    assert broken.benchmark["error_type"] == "ast_decoder:decoder_failed"
     assert score_bfcl("not json", sample.answer).status == "parse_failed"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,14 @@ from agent_eval.benchmarks.bfcl.multi_turn.data import multi_turn_items
 from agent_eval.benchmarks.bfcl.multi_turn.package import CATEGORIES
 from agent_eval.benchmarks.bfcl.multi_turn.play import play_multi_turn
 from agent_eval.data.errors import DataError
-from tests.helpers.bfcl_multi_turn import KINDS, as_prompt, bfcl_entries, bfcl_verdict, script
+from tests.helpers.bfcl_multi_turn import (
+    KINDS,
+    as_prompt,
+    bfcl_entries,
+    bfcl_evaluation,
+    bfcl_verdict,
+    script,
+)
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 
 FC = SimpleNamespace(mode="fc")
@@ -40,7 +48,13 @@ def test_an_unknown_category_names_the_ones_there_are() -> None:
         next(multi_turn_items("multi_turn_composite"))
 
 
-def test_every_entry_is_judged_as_bfcl_judges_it() -> None:
+def error_type(evaluation: dict[str, Any]) -> str | None:
+    """BFCL's error type: at the top where its runner finds it, in `error` where its checker."""
+    error = evaluation.get("error")
+    return evaluation.get("error_type") or (error or {}).get("error_type")
+
+
+def test_every_entry_is_judged_as_bfcl_judges_it_with_its_error_type() -> None:
     verdicts: Counter[tuple[str, bool]] = Counter()
     disagreements = []
     for category in CATEGORIES:
@@ -49,9 +63,11 @@ def test_every_entry_is_judged_as_bfcl_judges_it() -> None:
             kind = KINDS[index % len(KINDS)]
             result = script(gold, kind).result
             ours = score_multi_turn({"mode": "fc", "result": result}, gold)
-            theirs = bfcl_verdict(sample.id, category, result)
+            theirs = bfcl_evaluation(sample.id, category, result)
             verdicts[kind, ours.correct] += 1
-            if ours.correct != theirs:
+            found = ours.benchmark or {}
+            mine = (ours.correct, found.get("category"), found.get("error_type"))
+            if mine != (theirs["valid"], category, error_type(theirs)):
                 disagreements.append((sample.id, kind, ours.detail))
     assert disagreements == []
     assert sum(verdicts.values()) == 800
@@ -80,10 +96,13 @@ def test_a_wrong_verdict_says_bfcls_error() -> None:
     gold = json.loads(sample.answer or "")
     verdict = score_multi_turn({"mode": "fc", "result": script(gold, "no_call").result}, gold)
     assert not verdict.correct and verdict.reward == 0.0
-    assert verdict.detail is not None
-    assert verdict.detail.startswith("multi_turn:empty_turn_model_response: ")
+    assert verdict.benchmark is not None
+    assert verdict.benchmark["category"] == "multi_turn_base"
+    assert verdict.benchmark["error_type"] == "multi_turn:empty_turn_model_response"
+    assert verdict.detail == f"multi_turn:empty_turn_model_response: {verdict.benchmark['error']}"
     stopped = score_multi_turn({"mode": "fc", "result": [[]]}, gold)
-    assert stopped.detail is not None and stopped.detail.startswith("multi_turn:force_terminated")
+    assert stopped.benchmark is not None
+    assert stopped.benchmark["error_type"] == "multi_turn:force_terminated"
 
 
 @pytest.mark.parametrize("category", CATEGORIES)

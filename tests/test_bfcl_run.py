@@ -45,6 +45,11 @@ async def test_a_run_on_bfcl_simple_scores_the_known_share(
     assert summary(run_dir)["quality"]["accuracy"]["value"] == 0.5
     records = {r["sample_id"]: r for r in lines(run_dir)}
     assert [records[s.id]["correct"] for s in samples] == [True, False] * (ENTRIES // 2)
+    # What BFCL's checker found is in each record: the category, and why a wrong one was wrong.
+    found = [records[s.id]["benchmark"] for s in samples]
+    assert {f["category"] for f in found} == {"simple_python"}
+    assert [f["error_type"] is None for f in found] == [True, False] * (ENTRIES // 2)
+    assert all(f["error_type"].startswith("value_error:") for f in found[1::2]), found
     first = records[samples[0].id]
     assert first["tool_calls"] == 1 and first["prompt_tokens"] > 0
     assert first["trajectory"]["model_calls"][0]["worker"] is not None

@@ -465,3 +465,12 @@ def test_the_consoles_under_test_are_the_clis() -> None:
             if hasattr(module, name):
                 assert getattr(module, name) is getattr(common, name), (module, name)
     assert isinstance(common.err_console, Console)
+
+
+def test_a_run_whose_every_attempt_overflowed_names_the_context_setting() -> None:
+    hint = run_cli.overflow_hint(3, {"context_overflow": 3})
+    assert hint is not None and "model.context_length=N" in hint
+    launch = LaunchConfig.model_validate({"model": {"context_length": 8192}})
+    assert launch.model.context_length == 8192  # the setting the hint names is real
+    assert run_cli.overflow_hint(3, {"context_overflow": 2, "max_turns": 1}) is None
+    assert run_cli.overflow_hint(0, {}) is None

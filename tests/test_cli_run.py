@@ -154,6 +154,31 @@ async def test_a_scoring_pool_that_cannot_start_refuses_the_run_before_its_first
     assert find_runs([tmp_path]) == {}  # `agent-eval view` lists no interrupted run
 
 
+SLOW_REWARD = """import multiprocessing, time
+if multiprocessing.parent_process() is not None:
+    time.sleep(30)
+def score(prediction, gold):
+    return prediction.strip() == gold.strip()
+"""
+"""A reward whose scoring processes take 30 s to import it."""
+
+
+async def test_a_scoring_pool_slower_than_its_start_timeout_names_the_setting(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    data = write_dataset(tmp_path / "say.jsonl")
+    (tmp_path / "slow_reward.py").write_text(SLOW_REWARD)
+    process = await agent_eval(
+        "run", "--dataset", str(data), "--endpoint", worker.url, "-o", "run",
+        "reward.function=slow_reward:score", "reward.start_timeout=2", cwd=tmp_path,
+    )  # fmt: skip
+    code, _, err = await finish(process)
+    assert code == 2, err
+    assert "the scoring pool did not start within 2 s (reward.start_timeout;" in err, err
+    assert worker.stats.generation_requests == 0
+
+
 async def test_a_run_refused_once_launched_is_no_run_to_list_or_resume(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:

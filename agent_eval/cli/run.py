@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -218,10 +219,24 @@ def _finished(config: RunConfig, summary: Summary) -> None:
         ),
         soft_wrap=True,
     )
+    hint = overflow_hint(summary.attempts, summary.errors.by_kind)
+    if hint is not None:
+        err_console.print(Text(hint), soft_wrap=True)
     if not summary.complete:
         _over_budget(config, summary)
     if config.on_embedded_model():
         console.print(Text(EMBEDDED_NEXT), soft_wrap=True)
+
+
+def overflow_hint(attempts: int, errors: Mapping[str, int]) -> str | None:
+    """The setting to change when every attempt outgrew the model's context; None otherwise."""
+    if not attempts or errors.get("context_overflow", 0) < attempts:
+        return None
+    return (
+        "Every attempt outgrew the model's context (context_overflow). Launched workers take a "
+        "longer one with model.context_length=N (llama.cpp's default is 2,048 tokens; the "
+        "embedded SmolLM2-135M was trained for 8,192); a server given by --endpoint sets its own."
+    )
 
 
 def _embedded_setup(config: RunConfig) -> str:

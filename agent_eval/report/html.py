@@ -16,6 +16,7 @@ from agent_eval import __version__
 from agent_eval.metrics import AttemptScore, Estimate
 from agent_eval.report.attacks import attacks_section
 from agent_eval.report.breaks import Break, breaks, questions
+from agent_eval.report.checker_errors import checker_errors_section
 from agent_eval.report.compare import (
     HEADERS,
     Row,
@@ -89,6 +90,7 @@ def run_page(run: Run) -> str:
         _unsolved(run),
         _broken(run),
         attacks_section(run.scores),
+        checker_errors_section(run.scores),
         programs_section(run.programs),
     ]
     return page(f"agent-eval report: {run.title}", body)

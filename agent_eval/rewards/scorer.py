@@ -195,7 +195,10 @@ class RewardScorer:
 
     def _start_failure(self, exc: BaseException) -> str:
         if isinstance(exc, asyncio.TimeoutError):
-            cause = f"did not start within {self._startup_timeout:g} s"
+            cause = (
+                f"did not start within {self._startup_timeout:g} s (reward.start_timeout; "
+                "raise it on a busy machine)"
+            )
         else:
             cause = f"failed to start ({type(exc).__name__}: {str(exc).strip()[:300]})"
         return (

@@ -170,6 +170,12 @@ class RewardSection(Section):
     workers: int | None = Field(
         None, ge=1, description="Scoring processes, shared by engine processes (default: up to 4)."
     )
+    start_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds the scoring processes may take to start (each imports the reward's "
+        "module; AgentDojo's takes seconds of CPU, more on a busy machine).",
+    )
 
 
 class RunProxyConfig(ProxyConfig):

@@ -54,8 +54,12 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
 @contextlib.asynccontextmanager
 async def warm_scorer(config: RunConfig) -> AsyncIterator[RewardScorer]:
     """A reward scorer whose processes warm up while the workers start."""
+    reward = config.reward
     scorer = RewardScorer(
-        config.reward.function, timeout=config.reward.timeout, max_workers=scoring_workers(config)
+        reward.function,
+        timeout=reward.timeout,
+        max_workers=scoring_workers(config),
+        startup_timeout=reward.start_timeout,
     )
     # A failure to start is raised where the pool is first awaited (before a run's first attempt).
     warming = asyncio.ensure_future(scorer.start())

@@ -139,16 +139,24 @@ def bfcl_entries(category: str) -> dict[str, tuple[dict[str, Any], list[list[str
 
 
 def bfcl_verdict(entry_id: str, category: str, result: list[list[Any]], fc: bool = True) -> bool:
-    """BFCL's own verdict on a raw result: its eval runner's per-entry evaluation, its handler's
-    decoder, its checker, under a model name of the call's own (its executor keeps backend
-    instances by model name and entry id, so the name keeps each evaluation's apart)."""
+    """BFCL's own verdict on a raw result (see bfcl_evaluation)."""
+    return bool(bfcl_evaluation(entry_id, category, result, fc)["valid"])
+
+
+def bfcl_evaluation(
+    entry_id: str, category: str, result: list[list[Any]], fc: bool = True
+) -> dict[str, Any]:
+    """BFCL's own evaluation of a raw result ({"valid", "error_type", ...}): its eval runner's
+    per-entry evaluation, its handler's decoder, its checker, under a model name of the call's
+    own (its executor keeps backend instances by model name and entry id, so the name keeps
+    each evaluation's apart)."""
     runner = bfcl_module("eval_checker.eval_runner")
     entry, truth = bfcl_entries(category)[entry_id]
     with _reference_name() as name:
-        verdict = runner._evaluate_single_multi_turn_entry(
+        verdict: dict[str, Any] = runner._evaluate_single_multi_turn_entry(
             _handler(fc), entry_id, result, truth, dict(entry), name, category
         )
-    return bool(verdict["valid"])
+    return verdict
 
 
 @contextmanager

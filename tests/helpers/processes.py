@@ -65,3 +65,21 @@ def running_with(argument: str, cwd: Path | None = None) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Pids of a process's children, theirs, and so on, read from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command name in parentheses may hold spaces: the fields after it are plain.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found

@@ -18,8 +18,9 @@ Calls = list[dict[str, Any]]
 """[{function name: {parameter: value}}], the shape BFCL's checkers read."""
 
 
-def decode_calls(mode: str, result: Any, return_format: Any) -> Calls:
-    """The calls of a kept answer (`single_turn.ModelResult`).
+def decode_calls(mode: str, result: Any, return_format: Any) -> Calls | None:
+    """The calls of a kept answer (`single_turn.ModelResult`); None where BFCL's JavaScript
+    decoder gives None (BFCL then counts the output as in the wrong format).
 
     Raises: ValueError (or TypeError, SyntaxError ...) when the answer holds no decodable calls,
     as BFCL's decoder raises: BFCL counts any exception as a failed decoding.
@@ -27,7 +28,8 @@ def decode_calls(mode: str, result: Any, return_format: Any) -> Calls:
     if mode == "prompt":
         if not isinstance(result, str):
             raise ValueError(f"no answer text to decode: {result!r}")
-        return list(_handler_utils.default_decode_ast_prompting(result, return_format))
+        decoded: Calls | None = _handler_utils.default_decode_ast_prompting(result, return_format)
+        return decoded
     if not isinstance(result, list):
         raise ValueError(f"no tool calls: the model answered {result!r}")
     return [_decoded(call) for call in result]

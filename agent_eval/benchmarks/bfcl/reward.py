@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from agent_eval.benchmarks.bfcl.categories import language, return_format, scoring
-from agent_eval.benchmarks.bfcl.decoding import decode_calls
+from agent_eval.benchmarks.bfcl.decoding import Calls, decode_calls
+from agent_eval.benchmarks.bfcl.findings import right, wrong
 from agent_eval.benchmarks.bfcl.multi_turn.checker import score_multi_turn
 from agent_eval.rewards.result import RewardResult
 from agent_eval.shims.bfcl_checker import MODEL_NAME, bfcl_module
@@ -20,9 +21,16 @@ from agent_eval.shims.bfcl_checker import MODEL_NAME, bfcl_module
 _utils = bfcl_module("utils")
 _ast = bfcl_module("eval_checker.ast_eval.ast_checker")
 
+# BFCL's eval_runner's messages for the failures it finds itself, before its checkers.
+_DECODED = "Valid syntax. Successfully decode AST when it should not."
+_UNDECODED = "Invalid syntax. Failed to decode AST when it should have."
+_UNDECODABLE = "Invalid syntax. Failed to decode AST."
+_WRONG_FORMAT = "Did not output in the specified format."
+
 
 def score_bfcl(prediction: str, gold: str) -> RewardResult:
-    """1.0 when BFCL's checker accepts the answer; detail says its error type and message."""
+    """1.0 when BFCL's checker accepts the answer; `benchmark` holds the category and, when
+    wrong, the checker's error type and message (`detail` says both)."""
     try:
         answer, truth = json.loads(prediction), json.loads(gold)
         category = _category(truth) or answer["bfcl_category"]
@@ -48,11 +56,13 @@ def _relevance(answer: dict[str, Any], category: str) -> RewardResult:
         called = not _utils.is_empty_output(calls)
     except Exception:  # BFCL counts any decoding error as no call
         called = False
-    expected = "irrelevance" not in category
-    if called == expected:
-        return _right(calls if called else None)
-    said = "called a function" if called else "called no function"
-    return RewardResult(0.0, False, None, detail=f"{category}: the model {said}")
+    if "irrelevance" in category:
+        if not called:
+            return right(category, None)
+        return wrong(category, "irrelevance_error:decoder_success", _DECODED)
+    if called:
+        return right(category, _canonical(calls))
+    return wrong(category, "relevance_error:decoder_failed", _UNDECODED)
 
 
 def _checked(answer: dict[str, Any], truth: dict[str, Any], category: str) -> RewardResult:
@@ -60,17 +70,20 @@ def _checked(answer: dict[str, Any], truth: dict[str, Any], category: str) -> Re
     try:
         calls = decode_calls(answer["mode"], answer["result"], return_format(category))
     except Exception as exc:  # BFCL counts any decoding error as a failed decoding
-        return RewardResult.failed("parse_failed", f"ast_decoder:decoder_failed: {exc}")
+        return wrong(
+            category, "ast_decoder:decoder_failed", f"{_UNDECODABLE} {exc}", status="parse_failed"
+        )
     if not _utils.is_function_calling_format_output(calls):
-        return RewardResult.failed("parse_failed", "ast_decoder:decoder_wrong_output_format")
+        kind = "ast_decoder:decoder_wrong_output_format"
+        return wrong(category, kind, _WRONG_FORMAT, status="parse_failed")
     verdict = _ast.ast_checker(
         truth["functions"], calls, truth["ground_truth"], language(category), category, MODEL_NAME
     )
     if verdict["valid"]:
-        return _right(calls)
-    detail = f"{verdict['error_type']}: {'; '.join(map(str, verdict['error']))}"
-    return RewardResult(0.0, False, json.dumps(calls, default=str), detail=detail)
+        return right(category, _canonical(calls))
+    message = "; ".join(map(str, verdict["error"]))
+    return wrong(category, verdict["error_type"], message, _canonical(calls))
 
 
-def _right(calls: list[dict[str, Any]] | None) -> RewardResult:
-    return RewardResult(1.0, True, json.dumps(calls, default=str) if calls is not None else None)
+def _canonical(calls: Calls | None) -> str:
+    return json.dumps(calls, default=str)

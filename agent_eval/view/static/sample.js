@@ -1,8 +1,10 @@
 // A sample's page: the question once, the original it perturbs or its variants, then every
 // attempt side by side, each with its answer against the gold, its agreement with the others
 // and its whole trajectory (a session's by turn), after what the model was given: its system
-// prompt and tools, folded; an attempt with injections (AgentDojo's) says which and how it went.
+// prompt and tools, folded; an attempt with injections (AgentDojo's) says which and how it went,
+// one BFCL scored says what its checker found.
 import { api, content, el, num, outcome, row, runHref, runPath, show, table } from "./common.js";
+import { checker } from "./checker.js";
 import { injection } from "./injection.js";
 import { variantLinks } from "./robustness.js";
 
@@ -183,6 +185,7 @@ function attempt(body, record, n) {
       row("latency s", "", num(record.latency_s))),
     ...(error ? [el("pre", { class: "error", text: content(error) })] : []),
     ...injection(record.benchmark),
+    ...checker(record.benchmark),
     ...program(t.program),
     el("h3", { text: "model calls" }),
     table("", ["#", "latency s", "tokens", "worker"].map((h) => el("th", { text: h })), calls),

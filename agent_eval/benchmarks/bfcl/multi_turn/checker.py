@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent_eval.benchmarks.bfcl.findings import right, wrong
 from agent_eval.benchmarks.bfcl.multi_turn.backends import own_instances
 from agent_eval.benchmarks.bfcl.multi_turn.decode import decode_step
 from agent_eval.benchmarks.bfcl.multi_turn.guard import guarded
@@ -19,20 +20,22 @@ from agent_eval.rewards.result import RewardResult
 
 
 def score_multi_turn(prediction: dict[str, Any], gold: dict[str, Any]) -> RewardResult:
-    """Correct when BFCL's checker finds the entry valid; `detail` says its error otherwise."""
-    result, truth = prediction.get("result"), gold["ground_truth"]
+    """Correct when BFCL's checker finds the entry valid; `benchmark` holds its error otherwise."""
+    result, truth, category = prediction.get("result"), gold["ground_truth"], gold["category"]
     if not isinstance(result, list):
-        return _wrong("multi_turn:inference_error", "the model gave no list of turns")
+        return wrong(category, "multi_turn:inference_error", "the model gave no list of turns")
     if len(result) != len(truth):
-        return _wrong(
+        return wrong(
+            category,
             "multi_turn:force_terminated",
             f"the play stopped after {len(result)} of {len(truth)} turns (the step limit)",
         )
     decoded = [_turn_calls(turn, prediction.get("mode", "fc"), gold) for turn in result]
     verdict = _check(decoded, gold)
+    parsed = json.dumps(decoded)
     if verdict["valid"]:
-        return RewardResult(reward=1.0, correct=True, parsed=json.dumps(decoded))
-    return _wrong(verdict["error_type"], verdict["error_message"], json.dumps(decoded))
+        return right(category, parsed)
+    return wrong(category, verdict["error_type"], verdict["error_message"], parsed)
 
 
 def _turn_calls(turn: Any, mode: Any, gold: dict[str, Any]) -> list[list[str]]:
@@ -49,9 +52,3 @@ def _check(decoded: list[list[list[str]]], gold: dict[str, Any]) -> dict[str, An
             decoded, gold["ground_truth"], entry, gold["category"], owner
         )
     return verdict
-
-
-def _wrong(kind: str, message: str, parsed: str | None = None) -> RewardResult:
-    return RewardResult(
-        reward=0.0, correct=False, parsed=parsed, status="ok", detail=f"{kind}: {message}"
-    )

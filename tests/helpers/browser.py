@@ -22,6 +22,9 @@ REQUIRE = "AGENT_EVAL_REQUIRE_BROWSER"
 # Docker gives /dev/shm 64 MB, which a renderer can outgrow and crash; /tmp has room. Nothing else
 # is needed: Playwright already passes --no-sandbox (root has no sandbox) and headless has no GPU.
 LAUNCH_ARGS = ["--disable-dev-shm-usage"]
+PATIENCE_MS = 30_000
+"""How long a page's expectations wait for it: a test states what a page shows, not how soon (a
+page that reads a benchmark's dataset takes seconds on a loaded machine)."""
 
 
 @dataclass
@@ -59,10 +62,11 @@ def chromium_path() -> str:
 async def browser_page() -> AsyncIterator[BrowserPage]:
     """A fresh page in a headless Chromium of its own, closed on exit."""
     try:
-        from playwright.async_api import async_playwright
+        from playwright.async_api import async_playwright, expect
     except ImportError:
         unavailable("playwright is not installed (pip install -e '.[test]')")
     executable = chromium_path()
+    expect.set_options(timeout=PATIENCE_MS)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path=executable, headless=True, args=LAUNCH_ARGS

@@ -45,7 +45,7 @@ def watch_generations(watch: Watch) -> None:
             yield token
 
     watched_generate.watched = watch  # type: ignore[attr-defined]
-    Llama.generate = watched_generate  # type: ignore[method-assign]
+    Llama.generate = watched_generate  # type: ignore[method-assign,assignment]
 
 
 def ends_generation(llama: Llama, token: int) -> bool:

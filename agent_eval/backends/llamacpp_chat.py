@@ -208,7 +208,7 @@ class Turn:
     def _stream_answer(self, prompt: str, grammar: Any) -> Iterator[dict[str, Any]]:
         finish, text = "stop", ""
         pieces = self._complete(prompt, grammar=grammar, max_tokens=self.max_tokens, stream=True)
-        if self.tokens is not None:
+        if self.tokens is not None and self.tokens.wanted.ids:
             # The first chunk carries the prompt's ids, known once the generation has begun.
             pieces = itertools.chain([next(pieces)], pieces)
         yield self._first(self._chunk({"role": "assistant", "content": ""}, None, None))
@@ -313,8 +313,11 @@ def _sampling(options: dict[str, Any]) -> dict[str, Any]:
     return {key: options[key] for key in SAMPLING if options.get(key) is not None}
 
 
-def chat_logprobs(llama: Llama, piece: Piece) -> dict[str, Any]:
-    """OpenAI's chat `logprobs` of these tokens, with their bytes and alternatives."""
+def chat_logprobs(llama: Llama, piece: Piece) -> dict[str, Any] | None:
+    """OpenAI's chat `logprobs` of these tokens, with their bytes and alternatives; None when
+    the worker keeps no logits per token (`--logits_all False`)."""
+    if None in piece.logprobs:
+        return None
     return {
         "content": [
             {

@@ -25,8 +25,8 @@ Watch = Callable[[Llama, list[int]], OnToken | None]
 
 
 def watch_generations(watch: Watch) -> None:
-    """Have `watch` see every generation of every `Llama` in this process; once, however often
-    it is called."""
+    """Have `watch` see every generation of every `Llama` in this process; a later call
+    replaces the watch, never wraps `generate` twice."""
     generate = Llama.generate
     if getattr(generate, "watched", None) is not None:
         generate.watched = watch  # type: ignore[attr-defined]

@@ -83,22 +83,27 @@ class OpenAIMessages:
         body = fit_messages(body) if path == CHAT_PATH else body
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-        given = False
-
-        async def receive_fitted() -> MutableMapping[str, Any]:
-            nonlocal given
-            if given:
-                return await receive()  # later calls only wait for the client to leave
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
+        receive = _replaying(body, receive)
         asked = wanted(body, path)
         if asked is None:
-            await self.app(scope, receive_fitted, send)
+            await self.app(scope, receive, send)
             return
         with recording(asked) as tokens:
-            answer = TokenFields(send, tokens, path) if asked.ids else send
-            await self.app(scope, receive_fitted, answer)
+            await self.app(scope, receive, TokenFields(send, tokens, path) if asked.ids else send)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the request's (fitted) body, then waits as the client's does."""
+    given = False
+
+    async def receive_fitted() -> MutableMapping[str, Any]:
+        nonlocal given
+        if given:
+            return await receive()  # later calls only wait for the client to leave
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive_fitted
 
 
 async def _healthy(send: Send) -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +18,6 @@ from agents.models.openai_provider import OpenAIProvider
 from openai import AsyncOpenAI
 
 from agent_eval.agents import load_runner
-from agent_eval.allocation import Allocation
-from agent_eval.backends import WorkerConfig, get_backend
 from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_server import fit_messages
 from agent_eval.data import load_dataset
@@ -31,8 +26,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig as EvalConfig
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
-from agent_eval.testing.ports import free_port
-from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION
+from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION, embedded_worker
 from tests.helpers.proxy import FAST_HEALTH, StartProxy
 
 # The Responses API's flat tool shape.
@@ -87,35 +81,8 @@ def test_openai_message_shapes_are_fitted_and_anything_else_passes_untouched() -
 @pytest.fixture(scope="module")
 def worker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One embedded worker for the whole module, started as the local scheduler would."""
-    port = free_port("127.0.0.1")
-    command = get_backend("llamacpp").command(
-        WorkerConfig(context_length=4096, threads=2),
-        Allocation.parse("llamacpp:d1"),
-        "127.0.0.1",
-        port,
-    )
-    log = (tmp_path_factory.mktemp("llama") / "worker.log").open("wb")
-    process = subprocess.Popen(command.argv, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_serving(url + command.ready_path, process)
+    with embedded_worker(tmp_path_factory.mktemp("llama") / "worker.log") as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(30)
-        log.close()
-
-
-def _wait_until_serving(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the llama.cpp worker exited during start-up"
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("the llama.cpp worker did not start within 120 s")
 
 
 def _client(base_url: str) -> AsyncOpenAI:

@@ -8,20 +8,24 @@ import contextlib
 import inspect
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 
 import httpx2
 import typer
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
+from llama_cpp import Llama
 from openai import AsyncOpenAI
 from typer.core import TyperOption
 from typer.testing import CliRunner
 
+from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.shims import bfcl_official
 from agent_eval.shims.aiohttp_expect import send_continue
 from agent_eval.shims.aiohttp_server import ErrorAnsweringRunner
 from agent_eval.shims.bfcl_checker import MODEL_NAME, bfcl_module
+from agent_eval.shims.llama_generations import ends_generation, logprobs_after, watch_generations
 from agent_eval.shims.openai_hooks import add_response_hook
 from agent_eval.shims.ray_logs import SIGTERM_NOTE, hide_sigterm_note
 from agent_eval.shims.typer_help import show_flags_without_a_value
@@ -248,3 +252,42 @@ def test_agentdojo_tools_reach_the_model_as_its_openai_element_sends_them() -> N
         "recipient", "amount", "subject", "date",
     }  # fmt: skip
     assert "openai_tools = [_function_to_openai(tool)" in inspect.getsource(openai_llm.OpenAILLM)
+
+
+# llama-cpp-python: each generation's prompt and sampled tokens, and the logits behind them.
+
+SAY_HI = "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_llama_generations_are_seen_as_completions_count_them_and_score_them() -> None:
+    llama = Llama(
+        model_path=str(embedded_model()), logits_all=True, n_ctx=256, n_threads=1, verbose=False
+    )
+    seen: list[tuple[list[int], list[int]]] = []
+
+    def watch(model: Llama, prompt: list[int]) -> Callable[[int], None]:
+        seen.append((prompt, []))
+        return seen[-1][1].append
+
+    watch_generations(lambda model, prompt: None)
+    watch_generations(watch)  # replaces the watch, wraps nothing twice
+    try:
+        done = cast(
+            dict[str, Any],
+            llama.create_completion(SAY_HI, max_tokens=48, temperature=0, logprobs=1),
+        )
+    finally:
+        watch_generations(lambda model, prompt: None)
+    ((given, sampled),) = seen
+    (choice,) = done["choices"]
+    assert given == llama.tokenize(SAY_HI.encode(), add_bos=False, special=True)
+    assert choice["finish_reason"] == "stop" and ends_generation(llama, sampled[-1])
+    written = sampled[:-1]
+    assert not any(ends_generation(llama, token) for token in written)
+    assert len(written) == done["usage"]["completion_tokens"]
+    assert llama.detokenize(written).decode() == choice["text"]
+    rows = [logprobs_after(llama, len(given) - 1 + k) for k in range(len(written))]
+    scored = [
+        float(row[token]) for row, token in zip(rows, written, strict=True) if row is not None
+    ]
+    assert scored == choice["logprobs"]["token_logprobs"]

@@ -9,6 +9,7 @@ request's seed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -17,6 +18,8 @@ from typing import Any
 
 from llama_cpp import Llama, llama_grammar
 from llama_cpp.llama_types import ChatCompletionRequestResponseFormat
+
+from agent_eval.backends.llamacpp_tokens import CURRENT, Piece, Tokens
 
 FORMAT_NAME = "chatml-tools"
 END = "<|im_end|>"
@@ -65,7 +68,7 @@ def chatml_tools(
         # differ, so the same request and seed would answer by what the worker read before.
         llama.reset()
     model = kwargs.get("model") or llama.model_path
-    turn = Turn(llama, model, max_tokens, _stops(stop), _sampling(kwargs))
+    turn = Turn(llama, model, max_tokens, _stops(stop), _sampling(kwargs), CURRENT.get())
     tools = tools or []
     choice = "auto" if tool_choice is None else tool_choice
     if not tools or choice == "none":
@@ -151,9 +154,10 @@ class Turn:
         max_tokens: int | None,
         stops: list[str],
         sampling: dict[str, Any],
+        tokens: Tokens | None = None,
     ) -> None:
         self.llama, self.model, self.max_tokens = llama, model, max_tokens
-        self.stops, self.sampling = stops, sampling
+        self.stops, self.sampling, self.tokens = stops, sampling, tokens
         self.id, self.created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
         self.completion_tokens = 0
 
@@ -197,23 +201,28 @@ class Turn:
         if not stream:
             return response
         delta = {"role": "assistant", "content": None, "tool_calls": [{"index": 0, **call}]}
-        last = {**self._chunk({}, "tool_calls"), "usage": response["usage"]}
-        return iter([self._chunk(delta, None), last])
+        first = self._first(self._chunk(delta, None, self._taken()))
+        last = {**self._chunk({}, "tool_calls", self._taken()), "usage": response["usage"]}
+        return iter([first, last])
 
     def _stream_answer(self, prompt: str, grammar: Any) -> Iterator[dict[str, Any]]:
-        yield self._chunk({"role": "assistant", "content": ""}, None)
         finish, text = "stop", ""
         pieces = self._complete(prompt, grammar=grammar, max_tokens=self.max_tokens, stream=True)
+        if self.tokens is not None and self.tokens.wanted.ids:
+            # The first chunk carries the prompt's ids, known once the generation has begun.
+            pieces = itertools.chain([next(pieces)], pieces)
+        yield self._first(self._chunk({"role": "assistant", "content": ""}, None, None))
         for piece in pieces:
             choice = piece["choices"][0]
             if choice["text"]:
                 text += choice["text"]
-                yield self._chunk({"content": choice["text"]}, None)
+                yield self._chunk({"content": choice["text"]}, None, self._taken())
             finish = choice.get("finish_reason") or finish
         # llama-cpp-python's server drops `stream_options`, so the usage always rides on the
         # last chunk, where clients that did not ask for it ignore it.
         self.completion_tokens += self._count(text)
-        yield {**self._chunk({}, finish), "usage": self._usage(self._count(prompt))}
+        last = self._chunk({}, finish, self._taken())
+        yield {**last, "usage": self._usage(self._count(prompt))}
 
     def _count(self, text: str) -> int:
         return len(self.llama.tokenize(text.encode(), add_bos=False, special=True))
@@ -228,6 +237,8 @@ class Turn:
 
     def _response(self, message: Message, finish: str, prompt_tokens: int) -> dict[str, Any]:
         choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+        if self.tokens is not None and self.tokens.wanted.logprobs:
+            choice["logprobs"] = chat_logprobs(self.llama, self.tokens.completion)
         usage = self._usage(prompt_tokens)
         return {**self._head("chat.completion"), "choices": [choice], "usage": usage}
 
@@ -238,9 +249,26 @@ class Turn:
             "total_tokens": prompt_tokens + self.completion_tokens,
         }
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+    def _chunk(
+        self, delta: dict[str, Any], finish: str | None, piece: Piece | None
+    ) -> dict[str, Any]:
+        """A stream's chunk; with `piece`, its tokens where the request asked for them."""
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        if self.tokens is not None and piece is not None:
+            if self.tokens.wanted.logprobs:
+                choice["logprobs"] = chat_logprobs(self.llama, piece)
+            if self.tokens.wanted.ids:
+                choice["token_ids"] = piece.ids
         return {**self._head("chat.completion.chunk"), "choices": [choice]}
+
+    def _first(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        """A stream's first chunk: vLLM's puts the prompt's ids there."""
+        if self.tokens is None or not self.tokens.wanted.ids:
+            return chunk
+        return {**chunk, "prompt_token_ids": self.tokens.prompt_ids}
+
+    def _taken(self) -> Piece | None:
+        return None if self.tokens is None else self.tokens.take()
 
     def _head(self, kind: str) -> dict[str, Any]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
@@ -283,3 +311,27 @@ def _stops(stop: str | list[str] | None) -> list[str]:
 
 def _sampling(options: dict[str, Any]) -> dict[str, Any]:
     return {key: options[key] for key in SAMPLING if options.get(key) is not None}
+
+
+def chat_logprobs(llama: Llama, piece: Piece) -> dict[str, Any] | None:
+    """OpenAI's chat `logprobs` of these tokens, with their bytes and alternatives; None when
+    the worker keeps no logits per token (`--logits_all False`)."""
+    if None in piece.logprobs:
+        return None
+    return {
+        "content": [
+            {
+                **_logprob(llama, token, logprob),
+                "top_logprobs": [_logprob(llama, other, value) for other, value in alternatives],
+            }
+            for token, logprob, alternatives in zip(
+                piece.ids, piece.logprobs, piece.alternatives, strict=True
+            )
+        ],
+        "refusal": None,
+    }
+
+
+def _logprob(llama: Llama, token: int, logprob: float | None) -> dict[str, Any]:
+    text = llama.detokenize([token])
+    return {"token": text.decode(errors="ignore"), "logprob": logprob, "bytes": list(text)}

@@ -24,6 +24,9 @@ from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
 from agent_eval.backends.llamacpp import FRESH_PROMPTS
 from agent_eval.backends.llamacpp_chat import FORMAT_NAME, chatml_tools
+from agent_eval.backends.llamacpp_fields import CHAT_PATH, COMPLETIONS_PATH, TokenFields, wanted
+from agent_eval.backends.llamacpp_tokens import recording, watch
+from agent_eval.shims.llama_generations import watch_generations
 from agent_eval.system.credentials import WORKER_API_KEY
 
 Scope = MutableMapping[str, Any]
@@ -31,7 +34,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 log = logging.getLogger(__name__)
-CHAT_PATH = "/v1/chat/completions"
 HEALTH_PATH = "/health"
 
 
@@ -59,7 +61,8 @@ def fit_messages(body: bytes) -> bytes:
 
 
 class OpenAIMessages:
-    """ASGI middleware: chat requests pass through `fit_messages`; `/health` answers at once.
+    """ASGI middleware: chat requests pass through `fit_messages`, requests for their tokens
+    get them (llamacpp_fields); `/health` answers at once.
 
     The server runs one generation at a time and its own routes wait for it, so a probe of
     `/v1/models` would time out on a worker that is merely busy.
@@ -72,22 +75,35 @@ class OpenAIMessages:
         if scope["type"] == "http" and scope["path"] == HEALTH_PATH:
             await _healthy(send)
             return
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CHAT_PATH:
+        path = scope["path"] if scope["type"] == "http" and scope["method"] == "POST" else None
+        if path not in (CHAT_PATH, COMPLETIONS_PATH):
             await self.app(scope, receive, send)
             return
-        body = fit_messages(await _read_body(receive))
+        body = await _read_body(receive)
+        body = fit_messages(body) if path == CHAT_PATH else body
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-        given = False
+        receive = _replaying(body, receive)
+        asked = wanted(body, path)
+        if asked is None:
+            await self.app(scope, receive, send)
+            return
+        with recording(asked) as tokens:
+            await self.app(scope, receive, TokenFields(send, tokens, path) if asked.ids else send)
 
-        async def receive_fitted() -> MutableMapping[str, Any]:
-            nonlocal given
-            if given:
-                return await receive()  # later calls only wait for the client to leave
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, receive_fitted, send)
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the request's (fitted) body, then waits as the client's does."""
+    given = False
+
+    async def receive_fitted() -> MutableMapping[str, Any]:
+        nonlocal given
+        if given:
+            return await receive()  # later calls only wait for the client to leave
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive_fitted
 
 
 async def _healthy(send: Send) -> None:
@@ -134,6 +150,7 @@ def main() -> None:
     LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
         FORMAT_NAME, handler, overwrite=True
     )
+    watch_generations(watch)
     app = OpenAIMessages(create_app(server_settings=server, model_settings=[model]))
     uvicorn.run(app, host=server.host, port=server.port)
 

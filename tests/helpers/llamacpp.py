@@ -3,8 +3,16 @@ their processes. A test that uses a name from here is marked llamacpp (and slow)
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+from agent_eval.allocation import Allocation
+from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.testing.ports import free_port
 from tests.helpers.cli_runs import agent_eval, finish
 
 MULTIPLY = {
@@ -46,3 +54,37 @@ async def run_embedded(*args: str, cwd: Path) -> tuple[int, str, str]:
     """`agent-eval ARGS` on the embedded model's workers, to its end (ten minutes at most):
     exit code, stdout and stderr."""
     return await finish(await agent_eval(*args, cwd=cwd), 600)
+
+
+@contextlib.contextmanager
+def embedded_worker(log: Path) -> Iterator[str]:
+    """One embedded worker (4,096 tokens of context, two threads), started as the local
+    scheduler would, its output in `log`: its URL, until it is stopped."""
+    port = free_port("127.0.0.1")
+    command = get_backend("llamacpp").command(
+        WorkerConfig(context_length=4096, threads=2),
+        Allocation.parse("llamacpp:d1"),
+        "127.0.0.1",
+        port,
+    )
+    with log.open("wb") as output:
+        process = subprocess.Popen(command.argv, stdout=output, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until_serving(url + command.ready_path, process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(30)
+
+
+def _wait_until_serving(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the llama.cpp worker exited during start-up"
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the llama.cpp worker did not start within 120 s")

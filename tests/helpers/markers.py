@@ -24,6 +24,7 @@ HELPERS = {
 MODULES = {
     "test_llamacpp_agents": "llamacpp",
     "test_llamacpp_workers": "llamacpp",
+    "test_llamacpp_tokens": "llamacpp",
     "test_ray_scheduler": "ray",
     "test_slurm_scheduler": "slurm",
     "test_slurm_test_only": "slurm",

@@ -1,0 +1,61 @@
+"""Each generation of llama-cpp-python's `Llama`, seen as it runs: its prompt tokens, each token it
+samples, and the logits it sampled from.
+
+Relies on `Llama._create_completion` passing the whole prompt's tokens to `self.generate` and
+appending every token `generate` yields to the completion except an end-of-generation token
+(`llama_vocab_is_eog` on `Llama._model.vocab`), and on `Llama.scores` holding, with
+`logits_all`, row i's logits after token i: what llama-cpp-python's own logprobs read. Checked
+against llama-cpp-python 0.3.36.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+from llama_cpp import Llama
+
+OnToken = Callable[[int], None]
+Watch = Callable[[Llama, list[int]], OnToken | None]
+"""Called as a generation starts with its prompt tokens; what it returns sees each token."""
+
+
+def watch_generations(watch: Watch) -> None:
+    """Have `watch` see every generation of every `Llama` in this process; a later call
+    replaces the watch, never wraps `generate` twice."""
+    generate = Llama.generate
+    if getattr(generate, "watched", None) is not None:
+        generate.watched = watch  # type: ignore[attr-defined]
+        return
+
+    @functools.wraps(generate)
+    def watched_generate(
+        llama: Llama, tokens: Sequence[int], *args: Any, **kwargs: Any
+    ) -> Generator[int, Sequence[int] | None, None]:
+        on_token = watched_generate.watched(llama, list(tokens))  # type: ignore[attr-defined]
+        generation = generate(llama, tokens, *args, **kwargs)
+        if on_token is None:
+            return (yield from generation)
+        for token in generation:
+            on_token(token)
+            yield token
+
+    watched_generate.watched = watch  # type: ignore[attr-defined]
+    Llama.generate = watched_generate  # type: ignore[method-assign,assignment]
+
+
+def ends_generation(llama: Llama, token: int) -> bool:
+    """Whether `token` ends a generation: llama-cpp-python leaves it out of the completion."""
+    return bool(llama_cpp.llama_vocab_is_eog(llama._model.vocab, token))
+
+
+def logprobs_after(llama: Llama, position: int) -> npt.NDArray[np.single] | None:
+    """Log-probabilities of the token after `position` of the context, as llama-cpp-python
+    computes its logprobs; None when the model keeps no logits per token (`logits_all` off)."""
+    if not llama._logits_all:
+        return None
+    return Llama.logits_to_logprobs(llama.scores[position, :])

@@ -1,0 +1,187 @@
+"""The embedded llama.cpp worker answers vLLM's `return_token_ids` and chat `logprobs` exactly:
+the ids are the prompt it read and the text it wrote, the logprobs llama-cpp-python's own,
+streamed as whole, and a request without them is answered as before."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+from llama_cpp import Llama
+
+from agent_eval.backends.llamacpp import embedded_model
+from agent_eval.backends.llamacpp_chat import render
+from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION, embedded_worker
+
+COLOURS = [{"role": "user", "content": "Name three colours."}]
+CHAT = {"model": MODEL, "messages": COLOURS, "max_tokens": 24, "temperature": 0}
+TOOL_CALL = {**CHAT, "messages": QUESTION, "tools": [MULTIPLY], "tool_choice": "required"}
+IDS = {"return_token_ids": True}
+CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
+
+
+@pytest.fixture(scope="module")
+def worker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with embedded_worker(tmp_path_factory.mktemp("llama") / "worker.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def vocab() -> Llama:
+    """The embedded model's tokenizer, without its weights."""
+    return Llama(model_path=str(embedded_model()), vocab_only=True, verbose=False)
+
+
+def completion_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The completions request for the prompt the chat handler renders."""
+    return {"model": MODEL, "prompt": render(messages, tools), "max_tokens": 24, "temperature": 0}
+
+
+async def post(url: str, path: str, body: dict[str, Any]) -> bytes:
+    """The answer's bytes. An unrelated prompt goes first, so every request reads its prompt
+    from the same cache state: a prompt the worker holds whole has its last token read alone,
+    and logits summed unlike a batch's differ in their last bits."""
+    async with aiohttp.ClientSession() as http:
+        forget = {"model": MODEL, "prompt": "Hello", "max_tokens": 1}
+        async with http.post(url + COMPLETIONS_PATH, json=forget) as answer:
+            assert answer.status == 200, await answer.text()
+        async with http.post(url + path, json=body) as answer:
+            assert answer.status == 200, await answer.text()
+            return await answer.read()
+
+
+async def chunks(url: str, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A streamed answer's chunks."""
+    events = (await post(url, path, {**body, "stream": True})).decode().split("\n\n")
+    return [json.loads(e.removeprefix("data: ")) for e in events if e.startswith("data: {")]
+
+
+def text_of(vocab: Llama, ids: list[int], special: bool = False) -> str:
+    return vocab.detokenize(ids, special=special).decode()
+
+
+def streamed_ids(parts: list[dict[str, Any]]) -> list[int]:
+    return [i for part in parts for i in part["choices"][0].get("token_ids", [])]
+
+
+def streamed_logprobs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        entry
+        for part in parts
+        if part["choices"][0]["logprobs"] is not None
+        for entry in part["choices"][0]["logprobs"]["content"]
+    ]
+
+
+def without_ids(answer: bytes) -> str:
+    """An answer with the token fields and what differs between any two answers (ids, times,
+    a stream's pings) taken out."""
+    text = re.sub(r"^: ping.*\n\n", "", answer.decode(), flags=re.MULTILINE)
+    text = re.sub(r'"(?:prompt_)?token_ids": ?\[[\d, ]*\](?:, ?)?', "", text)
+    text = re.sub(r", ?\}", "}", text)
+    return re.sub(r'"(id|created)": ?("[^"]*"|\d+)', r'"\1": _', text)
+
+
+async def test_chat_ids_are_the_rendered_prompt_and_the_answers_text(
+    worker_url: str, vocab: Llama
+) -> None:
+    answer = json.loads(await post(worker_url, CHAT_PATH, {**CHAT, **IDS}))
+    prompt, (choice,) = answer["prompt_token_ids"], answer["choices"]
+    rendered = render(COLOURS, [])
+    assert prompt == vocab.tokenize(rendered.encode(), add_bos=False, special=True)
+    assert text_of(vocab, prompt, special=True) == rendered
+    assert text_of(vocab, choice["token_ids"]) == choice["message"]["content"]
+    assert len(choice["token_ids"]) == answer["usage"]["completion_tokens"]
+
+
+async def test_chat_logprobs_are_the_servers_own(worker_url: str, vocab: Llama) -> None:
+    chat = json.loads(await post(worker_url, CHAT_PATH, {**CHAT, **IDS, "logprobs": True}))
+    completion = {**completion_of(COLOURS, []), **IDS, "logprobs": 0}
+    (own,) = json.loads(await post(worker_url, COMPLETIONS_PATH, completion))["choices"]
+    (choice,) = chat["choices"]
+    assert chat["prompt_token_ids"] == own["prompt_token_ids"]
+    assert choice["token_ids"] == own["token_ids"] and own["token_ids"]
+    entries = choice["logprobs"]["content"]
+    assert [e["logprob"] for e in entries] == own["logprobs"]["token_logprobs"]
+    assert [e["token"] for e in entries] == own["logprobs"]["tokens"]
+    assert [bytes(e["bytes"]) for e in entries] == [
+        vocab.detokenize([i]) for i in choice["token_ids"]
+    ]
+
+
+async def test_chat_alternatives_are_the_likeliest_tokens(worker_url: str) -> None:
+    asked = {**CHAT, "logprobs": True, "top_logprobs": 3}
+    answer = json.loads(await post(worker_url, CHAT_PATH, asked))
+    for entry in answer["choices"][0]["logprobs"]["content"]:
+        values = [top["logprob"] for top in entry["top_logprobs"]]
+        assert len(values) == 3 and values == sorted(values, reverse=True)
+        # At temperature 0 the model writes its likeliest token.
+        assert entry["top_logprobs"][0]["token"] == entry["token"]
+
+
+async def test_completion_ids_are_the_prompt_and_the_text(worker_url: str, vocab: Llama) -> None:
+    body = {**completion_of(COLOURS, []), **IDS}
+    answer = json.loads(await post(worker_url, COMPLETIONS_PATH, body))
+    (choice,) = answer["choices"]
+    assert text_of(vocab, choice["prompt_token_ids"], special=True) == body["prompt"]
+    assert text_of(vocab, choice["token_ids"]) == choice["text"]
+    assert "prompt_token_ids" not in answer
+
+
+async def test_a_tool_calls_ids_are_its_line_in_the_next_prompt(
+    worker_url: str, vocab: Llama
+) -> None:
+    answer = json.loads(await post(worker_url, CHAT_PATH, {**TOOL_CALL, **IDS}))
+    (call,) = answer["choices"][0]["message"]["tool_calls"]
+    assert text_of(vocab, answer["prompt_token_ids"], special=True) == render(QUESTION, [MULTIPLY])
+    written = text_of(vocab, answer["choices"][0]["token_ids"])
+    assert written.strip() == f"functions.multiply:\n{call['function']['arguments']}"
+
+
+@pytest.mark.parametrize("body", [CHAT, TOOL_CALL], ids=["words", "tool call"])
+async def test_a_chat_stream_carries_the_whole_answers_tokens(
+    worker_url: str, vocab: Llama, body: dict[str, Any]
+) -> None:
+    asked = {**body, **IDS, "logprobs": True}
+    whole = json.loads(await post(worker_url, CHAT_PATH, asked))
+    parts = await chunks(worker_url, CHAT_PATH, asked)
+    assert parts[0]["prompt_token_ids"] == whole["prompt_token_ids"]
+    assert all("prompt_token_ids" not in part for part in parts[1:])
+    assert streamed_ids(parts) == whole["choices"][0]["token_ids"]
+    assert streamed_logprobs(parts) == whole["choices"][0]["logprobs"]["content"]
+    words = "".join(part["choices"][0]["delta"].get("content") or "" for part in parts)
+    if body is CHAT:
+        assert words == text_of(vocab, streamed_ids(parts))
+
+
+async def test_a_completion_stream_carries_the_whole_answers_tokens(worker_url: str) -> None:
+    asked = {**completion_of(COLOURS, []), **IDS, "logprobs": 0}
+    (whole,) = json.loads(await post(worker_url, COMPLETIONS_PATH, asked))["choices"]
+    parts = await chunks(worker_url, COMPLETIONS_PATH, asked)
+    assert parts[0]["choices"][0]["prompt_token_ids"] == whole["prompt_token_ids"]
+    assert streamed_ids(parts) == whole["token_ids"]
+    # llama-cpp-python streams one token a chunk with logprobs: each chunk's id is its token.
+    for part in parts[:-1]:
+        choice = part["choices"][0]
+        assert len(choice["token_ids"]) == len(choice["logprobs"]["tokens"]) == 1
+    values = [v for part in parts[:-1] for v in part["choices"][0]["logprobs"]["token_logprobs"]]
+    assert values == whole["logprobs"]["token_logprobs"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [(CHAT_PATH, CHAT), (CHAT_PATH, TOOL_CALL), (COMPLETIONS_PATH, completion_of(COLOURS, []))],
+    ids=["chat", "tool call", "completion"],
+)
+async def test_the_token_fields_are_the_only_difference(
+    worker_url: str, path: str, body: dict[str, Any], stream: bool
+) -> None:
+    plain = await post(worker_url, path, {**body, "stream": stream})
+    fielded = await post(worker_url, path, {**body, **IDS, "stream": stream})
+    assert b"token_ids" not in plain and b"token_ids" in fielded
+    assert without_ids(fielded) == without_ids(plain)

@@ -26,8 +26,11 @@ from tests.helpers.proxy import MakeClient, proxy_starter
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
-MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "add 2 and 3"}]
-REQUESTS = {
+MESSAGES: list[Any] = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "add 2 and 3"},
+]
+REQUESTS: dict[str, dict[str, Any]] = {
     CHAT: {"model": "mock-model", "messages": MESSAGES, "tools": [{"type": "function"}]},
     COMPLETIONS: {"model": "mock-model", "prompt": "Once upon a time"},
 }
@@ -221,3 +224,31 @@ def test_a_value_is_nulled_in_place() -> None:
     found = members(data, 0)
     assert [m.key for m in found] == ["a", "b"]
     assert apply(data, [nulled(found[0])]) == b'{"a": null, "b": "text with \\" and }"}'
+
+
+@pytest.mark.parametrize("drift", [False, True])
+async def test_a_drifting_template_breaks_the_continuation_on_purpose(drift: bool) -> None:
+    async with AsyncExitStack() as stack:
+        worker = MockWorker("w", token_fields="vllm", drift=drift)
+        await stack.enter_async_context(worker)
+        capture = {"tokens": True}
+        base_url = await proxy_starter(stack)([worker], admin_token=ADMIN_TOKEN, capture=capture)
+        async with attempt_client(base_url) as attempts, aiohttp.ClientSession() as http:
+            opened = await attempts.open("drift")
+            messages = list(MESSAGES)
+            for _ in range(2):
+                body = {"model": "mock-model", "messages": messages}
+                url = opened.attempt_base_url + "/chat/completions"
+                async with http.post(url, json=body) as response:
+                    answer = await response.json()
+                messages += [answer["choices"][0]["message"], {"role": "user", "content": "and?"}]
+            record = await attempts.end(opened.key)
+    first, second = (call["tokens"] for call in record["calls"])
+    before = first["prompt_ids"] + first["completion_ids"]
+    continued = second["prompt_ids"][: len(before)] == before
+    assert continued is not drift
+    if drift:
+        sent = second["prompt_ids"]
+        at = next(i for i, (a, b) in enumerate(zip(before, sent, strict=False)) if a != b)
+        # Inside the re-sent answer's end of turn, which the template renders anew.
+        assert len(before) - len(END) <= at < len(before)

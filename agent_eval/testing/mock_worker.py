@@ -34,8 +34,9 @@ from agent_eval.testing.replies import (
     chat_prompt,
 )
 from agent_eval.testing.templates import TEMPLATES, Template, completion_text
-from agent_eval.testing.toy_tokens import ReplyTokens, TokenFields, chat_prompt_text
+from agent_eval.testing.toy_tokens import ReplyTokens, chat_prompt_text
 from agent_eval.testing.worker_state import Behavior, HoldGate, Served, WorkerState, WorkerStats
+from agent_eval.wire import TokenFields
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+
+from agent_eval.wire import TokenFields
 
 JSON = dict[str, Any]
-TokenFields = Literal["vllm", "sglang"]
 END = "<|end|>"
 DRIFTED_END = "<|end_of_turn|>"
 ANSWER_PROMPT = "<|assistant|>"

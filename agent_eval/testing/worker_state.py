@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from agent_eval.testing.kv_cache import Lookup, Prefill
 from agent_eval.testing.replies import JSON, Prompt, Reply, two_step_reply
-from agent_eval.testing.toy_tokens import TokenFields
+from agent_eval.wire import TokenFields
 
 LOG_SIZE = 64  # exchanges a worker keeps: many agent attempts; few of the proxy tests' huge bodies
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-TokenFields = Literal["vllm", "sglang"]
+from agent_eval.wire import TokenFields
 
 
 class CaptureConfig(BaseModel):

@@ -28,8 +28,8 @@ from agent_eval.proxy.capture.json_spans import (
     nulled,
     removals,
 )
-from agent_eval.proxy.capture.settings import TokenFields
 from agent_eval.proxy.routes import CHAT_ROUTE
+from agent_eval.wire import TokenFields
 
 COMPLETIONS_ROUTE = "/v1/completions"
 TOKEN_ROUTES = frozenset({CHAT_ROUTE, COMPLETIONS_ROUTE})

@@ -252,3 +252,31 @@ async def test_a_drifting_template_breaks_the_continuation_on_purpose(drift: boo
         at = next(i for i, (a, b) in enumerate(zip(before, sent, strict=False)) if a != b)
         # Inside the re-sent answer's end of turn, which the template renders anew.
         assert len(before) - len(END) <= at < len(before)
+
+
+def _fields_asked(fields: str, route: str) -> set[str]:
+    body = b'{"model": "m"}'
+    ask = token_ask(route, {}, body, fields)  # type: ignore[arg-type]
+    assert ask is not None
+    return set(orjson.loads(ask.body)) - {"model"}
+
+
+def test_vllms_own_models_take_the_fields_asked_and_answer_the_ids() -> None:
+    protocol = pytest.importorskip(
+        "vllm.entrypoints.openai.protocol", reason="vllm is not installed here (it needs CUDA)"
+    )
+    assert _fields_asked("vllm", CHAT) <= set(protocol.ChatCompletionRequest.model_fields)
+    assert _fields_asked("vllm", COMPLETIONS) <= set(protocol.CompletionRequest.model_fields)
+    assert "prompt_token_ids" in protocol.ChatCompletionResponse.model_fields
+    assert "token_ids" in protocol.ChatCompletionResponseChoice.model_fields
+    assert "prompt_token_ids" in protocol.CompletionResponseChoice.model_fields
+
+
+def test_sglangs_own_models_take_the_fields_asked_and_answer_the_ids() -> None:
+    protocol = pytest.importorskip(
+        "sglang.srt.entrypoints.openai.protocol", reason="sglang is not installed here"
+    )
+    assert _fields_asked("sglang", CHAT) <= set(protocol.ChatCompletionRequest.model_fields)
+    assert _fields_asked("sglang", COMPLETIONS) <= set(protocol.CompletionRequest.model_fields)
+    assert {"input_ids", "output_ids"} <= set(protocol.SglExt.model_fields)
+    assert {"token_ids", "prompt_token_ids"} <= set(protocol.CompletionResponseChoice.model_fields)

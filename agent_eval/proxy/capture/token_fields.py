@@ -108,7 +108,7 @@ def answer_edits(data: bytes, at: int, ask: TokenAsk) -> list[Edit] | None:
             edits += _choices_edits(data, member, ask)
         elif ask.token_ids and member.key == "prompt_token_ids" and ask.fields == "vllm":
             edits += _null(data, member)
-        elif member.key == "sglext" and ask.sglext:
+        elif member.key == "sglext" and ask.sglext and data[member.value] == ord("{"):
             ext = members(data, member.value)
             if {m.key for m in ext} <= ask.sglext:
                 if _empty_choices(data, top):

@@ -90,7 +90,7 @@ def start_targets(
     router, router_url = start_sglang_router(fleet, urls, PEER_POLICIES[policy])
     keyed_target = [Target("agent-eval keyed", [proxy_url], proxy, keyed=True)] if keyed else []
     if tokens:
-        capture = (*token, "capture.tokens=true")
+        capture = (*token, "proxy.capture.tokens=true")
         tokened, tokened_url = start_agent_eval(fleet, urls, policy, capture, name="tokens")
         keyed_target.append(Target("agent-eval tokens", [tokened_url], tokened, keyed=True))
     return workers, [

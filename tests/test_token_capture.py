@@ -14,9 +14,11 @@ import pytest
 
 from agent_eval.agents.captured import calls_of, trajectory_from_calls
 from agent_eval.agents.trajectory import CallTokens
+from agent_eval.launch.config import ServeConfig
 from agent_eval.proxy.capture.json_spans import apply, members, nulled, removals
 from agent_eval.proxy.capture.token_fields import token_ask
-from agent_eval.proxy.capture.token_stream import TokenRelay
+from agent_eval.proxy.capture.token_stream import TokenRelay, whole_answer
+from agent_eval.run.config import RunConfig
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ReplyMeta, ToolCall, chat_stream
 from agent_eval.testing.toy_tokens import END, ReplyTokens, chat_prompt_text, decode, logprob
@@ -280,3 +282,39 @@ def test_sglangs_own_models_take_the_fields_asked_and_answer_the_ids() -> None:
     assert _fields_asked("sglang", COMPLETIONS) <= set(protocol.CompletionRequest.model_fields)
     assert {"input_ids", "output_ids"} <= set(protocol.SglExt.model_fields)
     assert {"token_ids", "prompt_token_ids"} <= set(protocol.CompletionResponseChoice.model_fields)
+
+
+def test_ids_the_client_asked_for_itself_stay_in_its_answer() -> None:
+    payload = {"messages": [], "return_token_ids": True}
+    body = orjson.dumps(payload)
+    ask = token_ask(CHAT, payload, body, "vllm")
+    assert ask is not None and not ask.token_ids and ask.logprobs
+    answer = {
+        "choices": [{"index": 0, "logprobs": {"content": []}, "token_ids": [1, 2]}],
+        "prompt_token_ids": [3],
+    }
+    data = orjson.dumps(answer)
+    cut, _, tokens = whole_answer(data, answer, ask)
+    assert orjson.loads(cut) == {
+        "choices": [{"index": 0, "logprobs": None, "token_ids": [1, 2]}],
+        "prompt_token_ids": [3],
+    }
+    assert tokens == {"prompt_ids": [3], "completion_ids": [1, 2], "logprobs": []}
+
+
+@pytest.mark.parametrize(("backend", "fields"), [("sglang", "sglang"), ("vllm", "vllm")])
+def test_the_proxy_asks_in_the_fields_of_the_backends_server(backend: str, fields: str) -> None:
+    run = RunConfig.model_validate(
+        {"rollout": {"backend": f"{backend}:d1"}, "eval": {"tokens": True}}
+    )
+    assert run.eval.capture and run.proxy.capture.tokens
+    assert run.proxy.capture.token_fields == fields
+    serve = ServeConfig.model_validate(
+        {"rollout": {"backend": f"{backend}:d1"}, "proxy": {"capture": {"tokens": True}}}
+    )
+    assert serve.proxy_config().capture.token_fields == fields
+    told = {"tokens": True, "token_fields": "vllm"}
+    serve = ServeConfig.model_validate(
+        {"rollout": {"backend": "sglang:d1"}, "proxy": {"capture": told}}
+    )
+    assert serve.proxy.capture.token_fields == "vllm"

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from agent_eval.agents.base import Sampling
 from agent_eval.data.loaders import DATASETS
-from agent_eval.launch.config import LaunchConfig, pin_routes
+from agent_eval.launch.config import LaunchConfig, pick_token_fields, pin_routes
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.results.files import RunDirectory
@@ -238,10 +238,9 @@ class RunConfig(LaunchConfig):
         fields unless proxy.capture.token_fields says whose."""
         if self.eval.tokens:
             self.eval.capture = True
-            capture = self.proxy.capture
-            capture.tokens = True
-            if "token_fields" not in capture.model_fields_set:
-                capture.token_fields = self.backend().token_fields
+            self.proxy.capture.tokens = True
+        if self.proxy.capture.tokens:
+            pick_token_fields(self, self.proxy)
         return self
 
     @model_validator(mode="after")

@@ -3,9 +3,10 @@
 A toy tokenizer: each UTF-8 byte of the text is one token, its id the byte's value, so a
 test turns ids back into the exact text (`decode`). The prompt is the request rendered by a
 toy chat template: `<|tools|>N` for N tools offered, each turn `<|role|>text<|end|>` (tool
-calls as `<|call|>name arguments`), then `<|assistant|>` for the model to answer; the answer is its text and `<|end|>`. A
-conversation that re-sends the answer continues the earlier prompt token for token, unless
-the template `drifts`: then a re-sent assistant turn ends `<|end_of_turn|>` instead.
+calls as `<|call|>name arguments`), then `<|assistant|>` for the model to answer; the answer
+is its text and `<|end|>`. A conversation that re-sends the answer continues the earlier
+prompt token for token, unless the template `drifts`: then a re-sent assistant turn ends
+`<|end_of_turn|>` instead.
 """
 
 from __future__ import annotations

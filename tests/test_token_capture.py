@@ -20,7 +20,14 @@ from agent_eval.proxy.capture.token_fields import token_ask
 from agent_eval.proxy.capture.token_stream import TokenRelay, whole_answer
 from agent_eval.run.config import RunConfig
 from agent_eval.testing.mock_worker import MockWorker
-from agent_eval.testing.replies import Reply, ReplyMeta, ToolCall, chat_stream
+from agent_eval.testing.replies import (
+    Reply,
+    ReplyMeta,
+    ToolCall,
+    chat_body,
+    chat_stream,
+    completion_body,
+)
 from agent_eval.testing.toy_tokens import END, ReplyTokens, chat_prompt_text, decode, logprob
 from agent_eval.testing.worker_state import Behavior
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
@@ -318,3 +325,21 @@ def test_the_proxy_asks_in_the_fields_of_the_backends_server(backend: str, field
         {"rollout": {"backend": "sglang:d1"}, "proxy": {"capture": told}}
     )
     assert serve.proxy.capture.token_fields == "vllm"
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=["chat", "completions"])
+@pytest.mark.parametrize("fields", FIELDS)
+def test_the_answer_kept_parsed_is_the_one_the_client_reads(fields: str, route: str) -> None:
+    request = REQUESTS[route]
+    ask = token_ask(route, request, orjson.dumps(request), fields)  # type: ignore[arg-type]
+    assert ask is not None
+    chat = route == CHAT
+    prompt = chat_prompt_text(request) if chat else request["prompt"]
+    asked = orjson.loads(ask.body)
+    tokens = ReplyTokens.of(fields, chat, prompt, asked)  # type: ignore[arg-type]
+    meta = ReplyMeta("c", "m", 1, "w", 5, 3, False, tokens=tokens)
+    body = (chat_body if chat else completion_body)(REPLIES[0], meta)
+    data = orjson.dumps(body)
+    cut, answer, kept = whole_answer(data, orjson.loads(data), ask)
+    assert answer == orjson.loads(cut) and len(cut) < len(data)
+    assert kept is not None and kept["prompt_ids"] == tokens.prompt_ids

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -38,8 +39,10 @@ class Edit:
     text: bytes = b""
 
 
-def members(data: bytes, at: int) -> list[Member]:
-    """The members of the object whose `{` is at `at`. Raises: SpanError when malformed."""
+def members(data: bytes, at: int, parsed: Any = None) -> list[Member]:
+    """The members of the object whose `{` is at `at` (`parsed`: its value, when known, which
+    finds where most members end at once). Raises: SpanError when malformed."""
+    known = parsed if isinstance(parsed, dict) else {}
     if data[at : at + 1] != b"{":
         raise SpanError(f"no object at byte {at}")
     found: list[Member] = []
@@ -53,8 +56,9 @@ def members(data: bytes, at: int) -> list[Member]:
         if data[pos : pos + 1] != b":":
             raise SpanError(f"no colon at byte {pos}")
         value = _skip_space(data, pos + 1)
-        end = value_end(data, value)
-        found.append(Member(_key(data[start:key_end]), start, value, end))
+        key = _key(data[start:key_end])
+        end = _known_end(data, value, known[key]) if key in known else value_end(data, value)
+        found.append(Member(key, start, value, end))
         pos = _skip_space(data, end)
         if data[pos : pos + 1] == b"}":
             return found
@@ -63,16 +67,22 @@ def members(data: bytes, at: int) -> list[Member]:
         pos = _skip_space(data, pos + 1)
 
 
-def elements(data: bytes, at: int) -> Iterator[int]:
-    """Where each value of the array whose `[` is at `at` starts. Raises: SpanError."""
+def elements(data: bytes, at: int, parsed: Any = None) -> Iterator[tuple[int, Any]]:
+    """Where each value of the array whose `[` is at `at` starts, with its value when the
+    array's (`parsed`) is known. Raises: SpanError."""
     if data[at : at + 1] != b"[":
         raise SpanError(f"no array at byte {at}")
+    known = parsed if isinstance(parsed, list) else []
     pos = _skip_space(data, at + 1)
     if data[pos : pos + 1] == b"]":
         return
+    index = 0
     while True:
-        yield pos
-        pos = _skip_space(data, value_end(data, pos))
+        value = known[index] if index < len(known) else None
+        yield pos, value
+        end = _known_end(data, pos, value) if index < len(known) else value_end(data, pos)
+        pos = _skip_space(data, end)
+        index += 1
         if data[pos : pos + 1] == b"]":
             return
         if data[pos : pos + 1] != b",":
@@ -102,6 +112,19 @@ def value_end(data: bytes, at: int) -> int:
         if depth == 0:
             return pos
     raise SpanError("the value does not end")
+
+
+def _known_end(data: bytes, at: int, value: Any) -> int:
+    """Where the value at `at`, known to be `value`, ends: at once when the worker wrote it as
+    orjson does (an object, array or string ends itself), else found by scanning."""
+    if isinstance(value, (dict, list, str)):
+        try:
+            written = orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            return value_end(data, at)
+        if data.startswith(written, at):
+            return at + len(written)
+    return value_end(data, at)
 
 
 def removals(data: bytes, found: list[Member], cut: Iterable[str]) -> list[Edit]:

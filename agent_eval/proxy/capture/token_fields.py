@@ -97,19 +97,23 @@ def _with_members(body: bytes, added: dict[str, object]) -> bytes:
     return inner + separator + extra + body[end:]
 
 
-def answer_edits(data: bytes, at: int, ask: TokenAsk) -> list[Edit] | None:
-    """The edits that give back, from the answer object at `at`, what the client would get
-    without `ask`: [] when there is nothing to take out; None when the whole object is the
-    proxy's (SGLang's ids chunk). Raises: SpanError when the bytes are not an object."""
-    top = members(data, at)
+def answer_edits(
+    data: bytes, at: int, ask: TokenAsk, parsed: dict[str, Any] | None = None
+) -> list[Edit] | None:
+    """The edits that give back, from the answer object at `at` (`parsed`: its value), what
+    the client would get without `ask`: [] when there is nothing to take out; None when the
+    whole object is the proxy's (SGLang's ids chunk). Raises: SpanError when the bytes are
+    not an object."""
+    known = parsed or {}
+    top = members(data, at, known)
     edits: list[Edit] = []
     for member in top:
         if member.key == "choices":
-            edits += _choices_edits(data, member, ask)
+            edits += _choices_edits(data, member, ask, known.get("choices"))
         elif ask.token_ids and member.key == "prompt_token_ids" and ask.fields == "vllm":
             edits += _null(data, member)
         elif member.key == "sglext" and ask.sglext and data[member.value] == ord("{"):
-            ext = members(data, member.value)
+            ext = members(data, member.value, known.get("sglext"))
             if {m.key for m in ext} <= ask.sglext:
                 if _empty_choices(data, top):
                     return None
@@ -119,13 +123,13 @@ def answer_edits(data: bytes, at: int, ask: TokenAsk) -> list[Edit] | None:
     return edits
 
 
-def _choices_edits(data: bytes, choices: Member, ask: TokenAsk) -> list[Edit]:
+def _choices_edits(data: bytes, choices: Member, ask: TokenAsk, parsed: Any) -> list[Edit]:
     if data[choices.value : choices.value + 1] != b"[":
         return []
     edits: list[Edit] = []
-    for at in elements(data, choices.value):
+    for at, choice in elements(data, choices.value, parsed):
         if data[at : at + 1] == b"{":
-            edits += _choice_edits(data, members(data, at), ask)
+            edits += _choice_edits(data, members(data, at, choice), ask)
     return edits
 
 
@@ -137,6 +141,32 @@ def _choice_edits(data: bytes, found: list[Member], ask: TokenAsk) -> list[Edit]
         if (ids and member.key in _CHOICE_IDS) or (ask.logprobs and member.key == "logprobs"):
             edits += _null(data, member)
     return edits
+
+
+def forget(answer: dict[str, Any], ask: TokenAsk) -> None:
+    """Take out of the parsed `answer` what `answer_edits` takes out of its bytes."""
+    null = ask.fields == "vllm"
+    if ask.token_ids and null and "prompt_token_ids" in answer:
+        answer["prompt_token_ids"] = None
+    ext = answer.get("sglext")
+    if ask.sglext and isinstance(ext, dict):
+        for key in ask.sglext:
+            ext.pop(key, None)
+        if not ext:
+            del answer["sglext"]
+    for choice in answer.get("choices") or ():
+        if isinstance(choice, dict):
+            _forget_choice(choice, ask, null)
+
+
+def _forget_choice(choice: dict[str, Any], ask: TokenAsk, null: bool) -> None:
+    for key in _CHOICE_IDS if ask.token_ids else ():
+        if key in choice and null:
+            choice[key] = None
+        else:
+            choice.pop(key, None)
+    if ask.logprobs and "logprobs" in choice:
+        choice["logprobs"] = None
 
 
 def _null(data: bytes, member: Member) -> list[Edit]:

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from agent_eval.proxy.capture.json_spans import SpanError, apply
-from agent_eval.proxy.capture.token_fields import TokenAsk, TokenReader, answer_edits
+from agent_eval.proxy.capture.token_fields import TokenAsk, TokenReader, answer_edits, forget
 from agent_eval.proxy.upstream.sse import MalformedStream
 from agent_eval.proxy.upstream.streaming import BreakEnding, Follower, Passthrough
 
@@ -27,10 +27,11 @@ def whole_answer(
         return body, answer, None
     reader = TokenReader()
     reader.take(answer)
-    cut = _cut(body, _object_start(body), ask)
+    cut = _cut(body, _object_start(body), ask, answer)
     if cut is None or cut is body:
         return body, answer, reader.result()
-    return cut, orjson.loads(cut), reader.result()
+    forget(answer, ask)
+    return cut, answer, reader.result()
 
 
 class TokenRelay(Passthrough):
@@ -97,15 +98,15 @@ class TokenRelay(Passthrough):
         if not isinstance(payload, dict):
             return event + separator
         self.reader.take(payload)
-        cut = _cut(event, at, self._ask)
+        cut = _cut(event, at, self._ask, payload)
         return b"" if cut is None else cut + separator
 
 
-def _cut(data: bytes, at: int, ask: TokenAsk) -> bytes | None:
-    """`data` without the members `ask` added to the object at `at`; None when the object is
-    the proxy's alone. One it cannot read goes as it came."""
+def _cut(data: bytes, at: int, ask: TokenAsk, parsed: dict[str, Any]) -> bytes | None:
+    """`data` without the members `ask` added to the object at `at` (`parsed`: its value);
+    None when the object is the proxy's alone. One it cannot read goes as it came."""
     try:
-        edits = answer_edits(data, at, ask)
+        edits = answer_edits(data, at, ask, parsed)
     except SpanError as exc:
         log.warning("could not take the token members out of an answer: %s", exc)
         return data

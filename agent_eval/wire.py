@@ -1,4 +1,7 @@
-"""Header names on the wire between the harness's parts: set by the proxy, read by the agents."""
+"""Header names on the wire between the harness's parts: set by the proxy, read by the agents;
+and the dialects of the servers' fields for token ids."""
+
+from typing import Literal
 
 SESSION_HEADER = "X-Session-ID"
 """The conversation a request belongs to; the proxy keeps a session on one worker by it."""
@@ -8,3 +11,6 @@ RETRIES_HEADER = "X-Agent-Eval-Retries"
 """How many workers failed the request before the one that answered (or the last one)."""
 SHOULD_RETRY_HEADER = "x-should-retry"
 """Whether the client should retry the request: the OpenAI and Anthropic SDKs honour it."""
+TokenFields = Literal["vllm", "sglang"]
+"""Whose request fields ask a server for token ids: vLLM's (`return_token_ids`, which the
+embedded llama.cpp server takes too) or SGLang's (`return_*_ids_in_sglext` on chat)."""

@@ -2,9 +2,11 @@
 
 Two mock workers, our proxy and sglang-router run as processes; a fresh load-generator
 process measures each (mode, target) pair. The same load also goes to the proxy's Anthropic
-Messages route (translated to chat for the workers), shown beside its chat figures. Run from
-the repository root:
-`python -m bench.proxy [--requests N] [--concurrency C] [--json [PATH]]`.
+Messages route (translated to chat for the workers), shown beside its chat figures. With
+`--tokens` the workers speak vLLM's token fields and a second agent-eval asks for every keyed
+call's token ids and logprobs (`capture.tokens`), beside the keyed one that does not. Run
+from the repository root:
+`python -m bench.proxy [--requests N] [--concurrency C] [--tokens] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -65,23 +67,32 @@ class Target:
     keyed: bool = False
 
 
-def start_workers(fleet: Fleet) -> list[Proc]:
-    """Two mock workers; their base URLs come from the READY lines."""
+def start_workers(fleet: Fleet, tokens: bool) -> list[Proc]:
+    """Two mock workers (speaking vLLM's token fields with `tokens`); their base URLs come
+    from the READY lines."""
     argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--port", "0"]
+    argv += ["--token-fields", "vllm"] if tokens else []
     return [
         fleet.start(name, [*argv, "--name", name, "--model", "mock-model"]) for name in ("w0", "w1")
     ]
 
 
-def start_targets(fleet: Fleet, policy: str, keyed: bool) -> tuple[list[Proc], list[Target]]:
+def start_targets(
+    fleet: Fleet, policy: str, keyed: bool, tokens: bool
+) -> tuple[list[Proc], list[Target]]:
     """Start everything and wait until each answers; the workers and the targets (agent-eval
-    twice with `keyed`: without and with attempt keys)."""
-    workers = start_workers(fleet)
+    twice with `keyed`: without and with attempt keys; a third with `tokens`, keyed, asking
+    for every call's tokens)."""
+    workers = start_workers(fleet, tokens)
     urls = worker_urls(workers)
     token = ("--admin-token", BENCH_ADMIN_TOKEN)
     proxy, proxy_url = start_agent_eval(fleet, urls, policy, token)
     router, router_url = start_sglang_router(fleet, urls, PEER_POLICIES[policy])
     keyed_target = [Target("agent-eval keyed", [proxy_url], proxy, keyed=True)] if keyed else []
+    if tokens:
+        capture = (*token, "proxy.capture.tokens=true")
+        tokened, tokened_url = start_agent_eval(fleet, urls, policy, capture, name="tokens")
+        keyed_target.append(Target("agent-eval tokens", [tokened_url], tokened, keyed=True))
     return workers, [
         Target("direct", urls, None),
         Target("agent-eval", [proxy_url], proxy),
@@ -172,6 +183,12 @@ def _parse_args() -> argparse.Namespace:
         action="store_true",
         help="also measure agent-eval with each request sent under a per-attempt key",
     )
+    parser.add_argument(
+        "--tokens",
+        action="store_true",
+        help="also measure keyed requests whose token ids and logprobs the proxy captures "
+        "(implies --attempt-keys; the workers then speak vLLM's token fields)",
+    )
     add_json_option(parser, "proxy")
     return parser.parse_args()
 
@@ -193,7 +210,8 @@ def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
         console.print(
             f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
         )
-        workers, targets = start_targets(fleet, args.policy, args.attempt_keys)
+        keyed = args.attempt_keys or args.tokens
+        workers, targets = start_targets(fleet, args.policy, keyed, args.tokens)
         for round_ in range(1, args.rounds + 1):
             rounds.append([])
             for mode in _modes(args):

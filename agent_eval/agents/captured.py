@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_eval.agents.call_shapes import SHAPES, CallShape, Json
 from agent_eval.agents.trajectory import (
+    CallTokens,
     ModelCallRecord,
     ToolCallRecord,
     Trajectory,
@@ -25,6 +26,19 @@ class CallError(BaseModel):
     code: str | None = None
     message: str = ""
     fault: Literal["worker", "proxy", "client"]
+
+
+class CapturedTokens(BaseModel):
+    """A call's token ids and logprobs, as the proxy read them from its worker's answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float] | None = None
+
+    def record(self) -> CallTokens:
+        return CallTokens(self.prompt_ids, self.completion_ids, self.logprobs)
 
 
 class CapturedCall(BaseModel):
@@ -46,6 +60,8 @@ class CapturedCall(BaseModel):
     request: Json | None = None
     response: Json | None = None
     error: CallError | None = None
+    tokens: CapturedTokens | None = None
+    """Its tokens, when the proxy captured them (`capture.tokens`)."""
 
     @property
     def answered(self) -> bool:
@@ -107,6 +123,7 @@ def _model_call(call: CapturedCall, trajectory: Trajectory, shape: CallShape) ->
         retries=call.retries,
         cached_tokens=call.cached_tokens,
         setup=trajectory.setup_index(shape.setup(call.request)),
+        tokens=call.tokens.record() if call.tokens is not None else None,
     )
 
 

@@ -36,6 +36,18 @@ class ModelSetup:
 
 
 @dataclass
+class CallTokens:
+    """The tokens of one model call as its worker gave them (for n > 1: the first choice's)."""
+
+    prompt_ids: list[int]
+    """Every token the model was given, in order."""
+    completion_ids: list[int]
+    """Every token it produced."""
+    logprobs: list[float] | None = None
+    """One per completion id, as the worker gave it; None: the worker gave none."""
+
+
+@dataclass
 class ModelCallRecord:
     latency_s: float
     prompt_tokens: int = 0
@@ -51,6 +63,8 @@ class ModelCallRecord:
     """Prompt tokens the worker served from its prefix cache; None when it did not report them."""
     setup: int | None = None
     """The index in the trajectory's `setups` of what this call was given; None: not recorded."""
+    tokens: CallTokens | None = None
+    """Its token ids and logprobs, when the proxy captured them (`eval.tokens`); None: not."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from agent_eval.allocation import Allocation
 from agent_eval.backends.parsers import ServerParsers
 from agent_eval.errors import ConfigError
 from agent_eval.system.credentials import WORKER_API_KEY
+from agent_eval.wire import TokenFields
 
 
 class WorkerConfig(BaseModel):
@@ -89,6 +90,8 @@ class Backend:
     """Whether its servers load new weights in place (POST /update_weights_from_disk)."""
     parsers: ServerParsers | None = None
     """The tool-call and reasoning parser names its server accepts (None: it takes none)."""
+    token_fields: TokenFields = "vllm"
+    """Whose request fields its server takes for token ids and logprobs (`eval.tokens`)."""
 
     def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
         """Raise ConfigError for settings this backend cannot start with."""

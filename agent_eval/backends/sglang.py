@@ -19,6 +19,7 @@ class SGLang(Backend):
     requires_model = True
     reloads_weights = True
     parsers = SGLANG_PARSERS
+    token_fields = "sglang"
 
     def command(
         self, config: WorkerConfig, allocation: Allocation, host: str, port: int | str

@@ -102,6 +102,12 @@ class ServeConfig(LaunchConfig):
         pin_routes(self.rollout, self.proxy)
         return self
 
+    @model_validator(mode="after")
+    def _token_fields_of_the_backend(self) -> Self:
+        if self.proxy.capture.tokens:
+            pick_token_fields(self, self.proxy)
+        return self
+
     def launches(self) -> bool:
         """Whether workers are launched: only when a backend is named; else the proxy alone."""
         return "backend" in self.rollout.model_fields_set and self.backend().launches
@@ -119,6 +125,13 @@ def refuse_unpinned(key: str, given: object, pinned: object) -> None:
             f"rollout.reproducible pins {key} to {pinned}; leave out {key}={given} "
             "or rollout.reproducible"
         )
+
+
+def pick_token_fields(launch: LaunchConfig, proxy: ProxyConfig) -> None:
+    """The proxy asks for token ids in the fields the backend's server takes, unless
+    proxy.capture.token_fields says whose (an external endpoint's)."""
+    if "token_fields" not in proxy.capture.model_fields_set:
+        proxy.capture.token_fields = launch.backend().token_fields
 
 
 def pin_routes(rollout: RolloutSection, proxy: ProxyConfig) -> None:

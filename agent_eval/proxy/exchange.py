@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from agent_eval.proxy.capture.call import Call
+from agent_eval.proxy.capture.token_fields import TokenAsk
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.responses.store import Turn
 
@@ -25,3 +26,5 @@ class Exchange:
     """The stored conversation a Responses follow-up continues, put in front of its input."""
     call: Call | None = None
     """The attempt call this request is, when it came with an attempt key: recorded as it ends."""
+    tokens: TokenAsk | None = None
+    """What the proxy adds to the request for the call's token ids and logprobs, when it does."""

@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from agent_eval.proxy.capture.token_fields import token_ask
+from agent_eval.proxy.capture.token_stream import TokenRelay, whole_answer
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.dialects import (
     Translation,
@@ -150,6 +152,10 @@ class Forwarder:
             return self._finish(exchange, too_many_choices(field, cap), None)
         if self._in_flight >= self._max_in_flight:
             return self._finish(exchange, overloaded(self._max_in_flight), None)
+        capture = self._config.capture
+        if capture.tokens and exchange.call is not None:
+            route, payload = exchange.info.route, exchange.payload
+            exchange.tokens = token_ask(route, payload, exchange.body, capture.token_fields)
         return exchange
 
     def _next_worker(
@@ -244,6 +250,8 @@ class Forwarder:
         if timeouts.worker is not None:
             remaining = min(remaining, timeouts.worker)
         route, body = exchange.info.route, exchange.body
+        if exchange.tokens is not None:
+            body = exchange.tokens.body
         if translation is not None:
             route, body = translation.route, translation.body
             headers = translated_headers(headers)
@@ -269,11 +277,17 @@ class Forwarder:
             # from its bytes when its record is taken.
             follow = self._recorder is not None or follows(exchange)
             ending = stream_ending(exchange)
-            relay = Passthrough(assembler_for(exchange) if follow else None, ending, *limits)
+            assembler = assembler_for(exchange) if follow else None
+            if exchange.tokens is not None:
+                relay = TokenRelay(exchange.tokens, assembler, ending, *limits)
+            else:
+                relay = Passthrough(assembler, ending, *limits)
             if exchange.call is not None and not follow:
                 exchange.call.raw = []
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
+        if isinstance(relay, TokenRelay) and exchange.call is not None:
+            exchange.call.tokens = relay.reader.result()
         answer = relay.answer()
         counted = answer
         if counted is None and isinstance(relay, Passthrough):
@@ -305,6 +319,8 @@ class Forwarder:
             body = orjson.dumps(answer)
         elif status == 200 or self._recorder is not None or exchange.call is not None:
             answer = _json_or_none(body)  # an answer's usage is counted, its worker's cache hits
+            if status == 200 and exchange.tokens is not None and exchange.call is not None:
+                body, answer, exchange.call.tokens = whole_answer(body, answer, exchange.tokens)
         if status == 200:
             self._metrics.count_usage(worker.url, answer)
         response = web.Response(

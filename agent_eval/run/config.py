@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from agent_eval.agents.base import Sampling
 from agent_eval.data.loaders import DATASETS
-from agent_eval.launch.config import LaunchConfig, pin_routes
+from agent_eval.launch.config import LaunchConfig, pick_token_fields, pin_routes
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.results.files import RunDirectory
@@ -135,6 +135,12 @@ class EvalSection(Section):
         description="Give every attempt a key of the proxy's, and keep the proxy's record of "
         "its calls as its trajectory (runners with uses_attempt_keys always get one).",
     )
+    tokens: bool = Field(
+        False,
+        description="Keep every model call's prompt and completion token ids and logprobs in "
+        "samples.jsonl (turns on eval.capture and the proxy's capture.tokens, in the fields "
+        "the backend's server takes; an external endpoint's: proxy.capture.token_fields).",
+    )
     max_calls: int | None = Field(
         None,
         ge=1,
@@ -230,6 +236,17 @@ class RunConfig(LaunchConfig):
     @model_validator(mode="after")
     def _fixed_routes_when_reproducible(self) -> Self:
         pin_routes(self.rollout, self.proxy)
+        return self
+
+    @model_validator(mode="after")
+    def _tokens_are_captured(self) -> Self:
+        """eval.tokens: every attempt keyed, its calls' tokens asked for in the backend's
+        fields unless proxy.capture.token_fields says whose."""
+        if self.eval.tokens:
+            self.eval.capture = True
+            self.proxy.capture.tokens = True
+        if self.proxy.capture.tokens:
+            pick_token_fields(self, self.proxy)
         return self
 
     @model_validator(mode="after")

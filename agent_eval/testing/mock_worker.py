@@ -33,8 +33,10 @@ from agent_eval.testing.replies import (
     ReplyMeta,
     chat_prompt,
 )
-from agent_eval.testing.templates import TEMPLATES, Template
+from agent_eval.testing.templates import TEMPLATES, Template, completion_text
+from agent_eval.testing.toy_tokens import ReplyTokens, chat_prompt_text
 from agent_eval.testing.worker_state import Behavior, HoldGate, Served, WorkerState, WorkerStats
+from agent_eval.wire import TokenFields
 
 log = logging.getLogger(__name__)
 
@@ -204,20 +206,35 @@ async def _clear_cache(request: web.Request) -> web.Response:
 
 
 def _meta(
-    state: WorkerState, endpoint: Endpoint, body: JSON, prompt: Prompt, lookup: Lookup | None
+    state: WorkerState,
+    path: str,
+    body: JSON,
+    prompt: Prompt,
+    lookup: Lookup | None,
 ) -> ReplyMeta:
+    endpoint = ENDPOINTS[path]
     options = body.get("stream_options")
     options = options if isinstance(options, dict) else {}
     return ReplyMeta(
         id=f"{endpoint.id_prefix}{state.name}-{next(state.ids)}",
         model=body.get("model") or state.model,
-        created=int(time.time()),
+        created=int(time.time()) if state.behavior.created is None else state.behavior.created,
         fingerprint=state.name,
         prompt_tokens=prompt.tokens if lookup is None else lookup.prompt_tokens,
         pieces=state.behavior.stream_chunks,
         include_usage=bool(options.get("include_usage")),
         cached_tokens=None if lookup is None else lookup.cached_tokens,
+        tokens=_tokens(state, path, body),
     )
+
+
+def _tokens(state: WorkerState, path: str, body: JSON) -> ReplyTokens | None:
+    """The token members the answer carries, for a worker that speaks a token dialect."""
+    if state.token_fields is None or path == "/v1/responses":
+        return None
+    chat = path == "/v1/chat/completions"
+    prompt = chat_prompt_text(body, state.drift) if chat else completion_text(body)
+    return ReplyTokens.of(state.token_fields, chat, prompt, body)
 
 
 async def _prefill(state: WorkerState, text: str | None) -> Lookup | None:
@@ -290,7 +307,7 @@ async def _generate(
     if behavior.hang:
         await state.gate.hold()
     lookup = await _prefill(state, text)
-    reply, meta = state.next_reply(prompt), _meta(state, endpoint, body, prompt, lookup)
+    reply, meta = state.next_reply(prompt), _meta(state, request.path, body, prompt, lookup)
     answer = endpoint.body(reply, meta)
     state.served.append(Served(request.path, body, 200, stream, answer))
     if stream:
@@ -375,8 +392,12 @@ class MockWorker:
         api_key: str | None = None,
         cache: CacheConfig | None = None,
         tokenize_api: bool = True,
+        token_fields: TokenFields | None = None,
+        drift: bool = False,
     ) -> None:
-        """`cache` turns on the simulated prefix cache and its prefill delay."""
+        """`cache` turns on the simulated prefix cache and its prefill delay; `token_fields`
+        has it answer token ids and logprobs in vLLM's or SGLang's fields (`toy_tokens`), with
+        a template that `drift`s when asked."""
         self.state = WorkerState(
             name,
             model,
@@ -384,6 +405,8 @@ class MockWorker:
             responses_api=responses_api,
             tokenize_api=tokenize_api,
             api_key=api_key,
+            token_fields=token_fields,
+            drift=drift,
         )
         self.state.prefill = None if cache is None else Prefill(cache)
         self.host = host
@@ -500,6 +523,14 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="serve no /v1/responses, like llama.cpp",
     )
     parser.add_argument("--api-key", help="require `Authorization: Bearer KEY`, as SGLang does")
+    parser.add_argument(
+        "--token-fields",
+        choices=["vllm", "sglang"],
+        help="answer token ids and logprobs in vLLM's or SGLang's fields",
+    )
+    parser.add_argument(
+        "--drift", action="store_true", help="render a re-sent assistant turn differently"
+    )
     _add_cache_arguments(parser)
     return parser.parse_args(argv)
 
@@ -561,6 +592,8 @@ async def _serve(args: argparse.Namespace) -> None:
         args.responses_api,
         args.api_key,
         cache,
+        token_fields=args.token_fields,
+        drift=args.drift,
     ) as worker:
         # Launchers wait for this exact line on stdout to learn the port.
         print(f"READY {worker.url}", flush=True)

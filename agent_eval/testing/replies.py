@@ -6,10 +6,13 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import orjson
+
+if TYPE_CHECKING:
+    from agent_eval.testing.toy_tokens import ReplyTokens
 
 JSON = dict[str, Any]
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -75,6 +78,7 @@ class ReplyMeta:
     pieces: int  # content pieces per streamed message or argument string
     include_usage: bool
     cached_tokens: int | None = None  # prompt tokens the simulated prefix cache held, when on
+    tokens: ReplyTokens | None = None  # the token members of a worker that speaks a dialect
 
 
 def count_tokens(text: str) -> int:
@@ -232,23 +236,59 @@ def chat_body(reply: Reply, meta: ReplyMeta) -> JSON:
         "logprobs": None,
         "finish_reason": reply.finish_reason,
     }
-    return {**_envelope(meta, "chat.completion", [choice]), "usage": _chat_usage(reply, meta)}
+    body = {**_envelope(meta, "chat.completion", [choice]), "usage": _chat_usage(reply, meta)}
+    return _with_tokens(body, meta, _answer_ids(reply, meta))
 
 
-def _chat_chunk(meta: ReplyMeta, delta: JSON, finish_reason: str | None = None) -> bytes:
+def _answer_ids(reply: Reply, meta: ReplyMeta) -> list[int]:
+    """The toy token ids of the whole reply, when the worker speaks a token dialect."""
+    if meta.tokens is None:
+        return []
+    return meta.tokens.answer_ids(reply.content, [(c.name, c.arguments) for c in reply.tool_calls])
+
+
+def _with_tokens(body: JSON, meta: ReplyMeta, ids: list[int]) -> JSON:
+    """A whole answer with its dialect's token members for the reply's `ids`."""
+    if meta.tokens is None:
+        return body
+    body["choices"][0].update(meta.tokens.choice_fields(ids, 0, first=True))
+    return {**body, **meta.tokens.answer_fields(ids, first=True)}
+
+
+def _chunk_tokens(chunk: JSON, meta: ReplyMeta, ids: list[int], start: int, first: bool) -> JSON:
+    """A stream chunk with its dialect's token members for the `ids` it streams."""
+    if meta.tokens is None:
+        return chunk
+    for choice in chunk["choices"]:
+        choice.update(meta.tokens.choice_fields(ids, start, first))
+    return {**chunk, **meta.tokens.answer_fields([], first)}
+
+
+def _chat_chunk(
+    meta: ReplyMeta,
+    delta: JSON,
+    finish_reason: str | None = None,
+    at: tuple[list[int], int, bool] = ([], 0, False),
+) -> bytes:
+    """One chunk; `at`: the token ids it streams, the place of the first, whether it is the
+    answer's first chunk."""
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-    return _sse(_envelope(meta, "chat.completion.chunk", [choice]))
+    return _sse(_chunk_tokens(_envelope(meta, "chat.completion.chunk", [choice]), meta, *at))
 
 
-def _tool_call_chunks(meta: ReplyMeta, index: int, call: ToolCall) -> Iterator[bytes]:
+def _tool_call_chunks(meta: ReplyMeta, index: int, call: ToolCall, at: int) -> Iterator[bytes]:
     """OpenAI-style: id and name in the first delta, then the arguments in pieces."""
     head = {"index": index, "id": call.id, "type": "function"}
     yield _chat_chunk(
-        meta, {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}
+        meta,
+        {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]},
+        at=([], at, False),
     )
     for piece in split_text(call.arguments, meta.pieces):
         yield _chat_chunk(
-            meta, {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            meta,
+            {"tool_calls": [{"index": index, "function": {"arguments": piece}}]},
+            at=([], at, False),
         )
 
 
@@ -256,14 +296,31 @@ def _usage_chunk(meta: ReplyMeta, obj: str, reply: Reply) -> bytes:
     return _sse({**_envelope(meta, obj, []), "usage": _chat_usage(reply, meta)})
 
 
+def _ids_chunk(meta: ReplyMeta, obj: str, reply: Reply) -> Iterator[bytes]:
+    """SGLang's last chunk with the whole answer's ids (`sglext`), when it was asked for."""
+    tokens = meta.tokens
+    if tokens is not None and (fields := tokens.answer_fields(_answer_ids(reply, meta), False)):
+        yield _sse({**_envelope(meta, obj, []), **fields})
+
+
+def _piece_ids(meta: ReplyMeta, piece: str) -> list[int]:
+    return [] if meta.tokens is None else meta.tokens.answer_ids(piece, [], end=False)
+
+
 def chat_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
     """The SSE events of a streamed chat completion, `[DONE]` included."""
-    yield _chat_chunk(meta, {"role": "assistant", "content": "" if reply.has_message else None})
+    content = "" if reply.has_message else None
+    yield _chat_chunk(meta, {"role": "assistant", "content": content}, at=([], 0, True))
+    at = 0
     for piece in split_text(reply.content, meta.pieces):
-        yield _chat_chunk(meta, {"content": piece})
+        ids = _piece_ids(meta, piece)
+        yield _chat_chunk(meta, {"content": piece}, at=(ids, at, False))
+        at += len(ids)
     for index, call in enumerate(reply.tool_calls):
-        yield from _tool_call_chunks(meta, index, call)
-    yield _chat_chunk(meta, {}, reply.finish_reason)
+        yield from _tool_call_chunks(meta, index, call, at)
+    rest = _answer_ids(reply, meta)[at:]
+    yield _chat_chunk(meta, {}, reply.finish_reason, at=(rest, at, False))
+    yield from _ids_chunk(meta, "chat.completion.chunk", reply)
     if meta.include_usage:
         yield _usage_chunk(meta, "chat.completion.chunk", reply)
     yield SSE_DONE
@@ -276,14 +333,20 @@ def _text_choice(text: str, finish_reason: str | None) -> JSON:
 def completion_body(reply: Reply, meta: ReplyMeta) -> JSON:
     """A `text_completion` object; scripted tool calls have no place in it and are dropped."""
     choice = _text_choice(reply.content, "stop")
-    return {**_envelope(meta, "text_completion", [choice]), "usage": _chat_usage(reply, meta)}
+    body = {**_envelope(meta, "text_completion", [choice]), "usage": _chat_usage(reply, meta)}
+    return _with_tokens(body, meta, _piece_ids(meta, reply.content))
 
 
 def completion_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
     """The SSE events of a streamed text completion, `[DONE]` included."""
+    at, first = 0, True
     for piece in split_text(reply.content, meta.pieces):
-        yield _sse(_envelope(meta, "text_completion", [_text_choice(piece, None)]))
-    yield _sse(_envelope(meta, "text_completion", [_text_choice("", "stop")]))
+        ids = _piece_ids(meta, piece)
+        chunk = _envelope(meta, "text_completion", [_text_choice(piece, None)])
+        yield _sse(_chunk_tokens(chunk, meta, ids, at, first))
+        at, first = at + len(ids), False
+    last = _envelope(meta, "text_completion", [_text_choice("", "stop")])
+    yield _sse(_chunk_tokens(last, meta, [], at, first))
     if meta.include_usage:
         yield _usage_chunk(meta, "text_completion", reply)
     yield SSE_DONE

@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from agent_eval.testing.kv_cache import Lookup, Prefill
 from agent_eval.testing.replies import JSON, Prompt, Reply, two_step_reply
+from agent_eval.wire import TokenFields
 
 LOG_SIZE = 64  # exchanges a worker keeps: many agent attempts; few of the proxy tests' huge bodies
 
@@ -37,6 +38,8 @@ class Behavior:
     wrong_above_temperature: float | None = None
     # Two-step answers fill the request's max tokens and are wrong when it is below this.
     needs_tokens: int | None = None
+    # Answers' `created` stamp; None: the time. Fixed, two answers compare byte for byte.
+    created: int | None = None
 
     def take_error(self) -> int | None:
         """The status this generation request must fail with, if any; counts down `error_count`."""
@@ -193,6 +196,10 @@ class WorkerState:
     api_key: str | None = None
     # The simulated prefix cache and its prefill delay; None answers at once, caching nothing.
     prefill: Prefill | None = None
+    # Whose token-id fields the worker answers (vLLM's or SGLang's); None: it has none.
+    token_fields: TokenFields | None = None
+    # Whether its toy chat template renders a re-sent assistant turn differently (drift).
+    drift: bool = False
 
     def __post_init__(self) -> None:
         self.model_path = self.model_path or self.model

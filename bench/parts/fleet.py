@@ -209,16 +209,18 @@ def start_agent_eval(
     policy: str,
     extra: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    name: str = "agent-eval",
 ) -> tuple[Proc, str]:
     """`agent-eval serve` over these workers, answering; the process and its root URL.
 
     `extra` are more `serve` options, such as `("--client-timeout", "5")`; `env` more
-    environment variables, such as a PYTHONPATH where a policy of the benchmark's own is.
+    environment variables, such as a PYTHONPATH where a policy of the benchmark's own is;
+    `name` names its log, for a bench that starts two.
     """
     cli = Path(sys.executable).with_name("agent-eval")
     endpoints = [arg for url in urls for arg in ("--endpoint", url)]
     argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", policy, *extra]
-    proxy = fleet.start("agent-eval", argv, env)
+    proxy = fleet.start(name, argv, env)
     proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
     wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
     return proxy, proxy_url

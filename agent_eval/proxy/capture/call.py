@@ -59,6 +59,8 @@ class Call:
     """A stream nobody follows: its chunks as sent, assembled when the record is read."""
     usage: dict[str, Any] | None = None
     """Such a stream's last event with usage, which the forwarder found for its metrics."""
+    tokens: dict[str, Any] | None = None
+    """The answer's token ids and logprobs, when the proxy asked for them (`capture.tokens`)."""
     done: bool = False
 
     def sent(self, request: dict[str, Any], body: bytes) -> None:
@@ -82,6 +84,8 @@ class Call:
         worker = worker or response.headers.get(WORKER_HEADER)
         head = self._head(response.status, worker, counted, _retries(response))
         head["error"] = self._error(response)
+        if self.tokens is not None:
+            head["tokens"] = self.tokens
         tokens = int(head["prompt_tokens"]) + int(head["completion_tokens"])
         if not pending or self.raw is None:
             data = self._entry(head, _answer_bytes(response, answer))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_eval.wire import TokenFields
+
 
 class CaptureConfig(BaseModel):
     """Bounds on the attempts the proxy records (POST /attempts)."""
@@ -39,4 +41,16 @@ class CaptureConfig(BaseModel):
         gt=0,
         description="Seconds DELETE /attempts/KEY waits for the key's calls in flight before "
         "it returns the record without them.",
+    )
+    tokens: bool = Field(
+        False,
+        description="Ask the workers for each attempt call's prompt and completion token ids "
+        "and logprobs, and keep them in its record under `tokens`; the client gets the "
+        "answer it would get without.",
+    )
+    token_fields: TokenFields = Field(
+        "vllm",
+        description="Whose request fields ask the workers for token ids: `vllm` "
+        "(return_token_ids; vLLM and the embedded llama.cpp server) or `sglang` "
+        "(return_input_ids_in_sglext, return_output_ids_in_sglext).",
     )

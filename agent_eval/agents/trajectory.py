@@ -36,6 +36,18 @@ class ModelSetup:
 
 
 @dataclass
+class CallTokens:
+    """A model call's tokens as the worker counted them; arrays, never an object per token."""
+
+    prompt_ids: list[int]
+    """Every token the model was given, in order."""
+    completion_ids: list[int]
+    """Every token it produced (for n > 1: the first choice's)."""
+    logprobs: list[float] | None
+    """One per completion id, as the worker gave it; None: none given."""
+
+
+@dataclass
 class ModelCallRecord:
     latency_s: float
     prompt_tokens: int = 0
@@ -51,6 +63,8 @@ class ModelCallRecord:
     """Prompt tokens the worker served from its prefix cache; None when it did not report them."""
     setup: int | None = None
     """The index in the trajectory's `setups` of what this call was given; None: not recorded."""
+    tokens: CallTokens | None = None
+    """Its prompt and completion token ids and logprobs; None: not captured."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from agent_eval.agents.trajectory import CallTokens
 
@@ -125,7 +125,7 @@ def _check(
 def shared_prefix(a: list[int], b: list[int]) -> int:
     """How many tokens `a` and `b` share from their start."""
     length = min(len(a), len(b))
-    if a[:length] == b[:length]:
+    if (a if len(a) == length else a[:length]) == (b if len(b) == length else b[:length]):
         return length
     # Slices compare at C speed: halving the range keeps the whole search linear.
     low, high = 0, length
@@ -151,8 +151,10 @@ def recorded_tokens(call: dict[str, Any]) -> CallTokens | None:
     return CallTokens(prompt, completion, logprobs if isinstance(logprobs, list) else None)
 
 
-def _ids(value: Any) -> bool:
-    return isinstance(value, list) and all(type(item) is int for item in value)
+def _ids(value: Any) -> TypeGuard[list[int]]:
+    # Not item by item: an attempt's calls hold hundreds of thousands of ids, read on every
+    # summary; a stray item only compares unequal.
+    return isinstance(value, list)
 
 
 def recorded_continuity(model_calls: Iterable[dict[str, Any]]) -> Continuity:

@@ -87,7 +87,8 @@ def test_a_recorded_call_reads_its_tokens_and_rejects_anything_else() -> None:
     first, second = line["trajectory"]["model_calls"]
     assert recorded_tokens(first) == conversation(1)[0]
     assert recorded_tokens(second) is None
-    assert recorded_tokens({"tokens": {"prompt_ids": [1, "2"], "completion_ids": []}}) is None
+    assert recorded_tokens({"tokens": {"prompt_ids": "1 2", "completion_ids": []}}) is None
+    assert recorded_tokens({"tokens": [[1, 2], [3]]}) is None
 
 
 def test_the_run_counts_turns_and_attempts_that_drift() -> None:

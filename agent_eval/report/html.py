@@ -22,6 +22,7 @@ from agent_eval.report.compare import (
     comparison_notes,
     pass_estimate,
 )
+from agent_eval.report.drifts import drifts_section
 from agent_eval.report.paired import (
     PAIRED_HEADERS,
     PairedComparison,
@@ -77,7 +78,7 @@ pre.tail, pre.diff { background: #f6f6f6; padding: .4rem; max-height: 24rem; ove
 
 def run_page(run: Run) -> str:
     """One run: config, notes, headline numbers, plots, the samples it never solved, those a
-    perturbation broke and the attacks that reached their goal."""
+    perturbation broke, the attacks that reached their goal and the attempts whose turns drift."""
     body = [
         f"<h1>{escape(run.title)}</h1>",
         _config_table([run]),
@@ -89,6 +90,7 @@ def run_page(run: Run) -> str:
         _unsolved(run),
         _broken(run),
         attacks_section(run.scores),
+        drifts_section(run.scores),
         programs_section(run.programs),
     ]
     return page(f"agent-eval report: {run.title}", body)

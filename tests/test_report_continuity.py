@@ -31,6 +31,19 @@ def test_the_report_shows_the_drift_and_the_attempts_that_drift(tmp_path: Path) 
     assert page.rows["drifted"][1:] == [["a", "0", "1", "2"], ["b", "0", "1", "3"]]
 
 
+def test_two_runs_with_tokens_are_compared_on_their_drift_rate(tmp_path: Path) -> None:
+    drifting = [record_with_tokens(f"q{i}", 0, conversation(3, drift_at=1)) for i in range(20)]
+    steady = [record_with_tokens(f"q{i}", 0, conversation(3)) for i in range(20)]
+    a = make_run(tmp_path / "a", drifting, n_samples=1)
+    b = make_run(tmp_path / "b", steady, n_samples=1)
+    result = report("--compare", a, b)
+    assert result.exit_code == 0, result.output
+    row = Page((a / "compare.html").read_text()).row("comparison", "drift rate")
+    # 20 of 40 turns drift in A, none in B: lower is better, and B's is lower beyond the noise.
+    assert row[1:4] == ["0.500", "0.000", "-0.500"] and row[-1] == "yes"
+    assert 'class="num better"' in (a / "compare.html").read_text()
+
+
 def test_a_run_without_tokens_has_no_continuity(tmp_path: Path) -> None:
     run = make_run(tmp_path / "plain", [record_with_tokens("a", 0, [None])], n_samples=1)
     result = report(run)

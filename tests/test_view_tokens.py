@@ -52,6 +52,13 @@ async def test_calls_that_named_no_worker_leave_the_run_page_whole(
     assert body["summary"]["continuity"]["drift_rate"]["n"] == 2
 
 
+async def test_a_row_counts_its_turns_checked_and_drifted(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/runs/runs/tokens/rows")
+    (row,) = [row for row in body["rows"] if row["sample_id"] == "q"]
+    counts = {"tokenized": 3, "untokenized": 1, "checked": 2, "drifted": 1}
+    assert row["continuity"] == counts
+
+
 async def test_a_calls_tokens_come_on_their_own_request(client: TestClient[Any, Any]) -> None:
     body = await get_json(client, "/api/runs/runs/tokens/records/1/calls/2/tokens")
     assert (body["prompt_ids"], body["completion_ids"]) == (CALLS[2].prompt_ids, [126, 127, 128])

@@ -37,14 +37,14 @@ class ModelSetup:
 
 @dataclass
 class CallTokens:
-    """A model call's tokens as the worker counted them; arrays, never an object per token."""
+    """The tokens of one model call as its worker gave them (for n > 1: the first choice's)."""
 
     prompt_ids: list[int]
     """Every token the model was given, in order."""
     completion_ids: list[int]
-    """Every token it produced (for n > 1: the first choice's)."""
-    logprobs: list[float] | None
-    """One per completion id, as the worker gave it; None: none given."""
+    """Every token it produced."""
+    logprobs: list[float] | None = None
+    """One per completion id, as the worker gave it; None: the worker gave none."""
 
 
 @dataclass
@@ -64,7 +64,7 @@ class ModelCallRecord:
     setup: int | None = None
     """The index in the trajectory's `setups` of what this call was given; None: not recorded."""
     tokens: CallTokens | None = None
-    """Its prompt and completion token ids and logprobs; None: not captured."""
+    """Its token ids and logprobs, when the proxy captured them (`eval.tokens`); None: not."""
 
 
 @dataclass

@@ -87,39 +87,47 @@ def continuity(calls: Sequence[CallTokens | None]) -> Continuity:
     be told by sharing nothing at all; drift from rendering a turn anew lies at the end of the
     earlier prompt or after it, far past its half.
     """
-    sequences: list[tuple[int, list[int], int]] = []
+    earlier: list[_Seen] = []
     turns: list[TurnCheck] = []
     untokenized = 0
     for index, tokens in enumerate(calls):
         if tokens is None:
             untokenized += 1
             continue
-        turn = _check(index, tokens.prompt_ids, sequences)
+        turn = _check(index, tokens.prompt_ids, earlier)
         if turn is not None:
             turns.append(turn)
-        sequences.append((index, tokens.prompt_ids + tokens.completion_ids, len(tokens.prompt_ids)))
-    return Continuity(tuple(turns), len(sequences) - len(turns), untokenized)
+        seen = tokens.prompt_ids + tokens.completion_ids
+        earlier.append(_Seen(index, seen, len(tokens.prompt_ids)))
+    return Continuity(tuple(turns), len(earlier) - len(turns), untokenized)
 
 
-def _check(
-    index: int, prompt: list[int], earlier: list[tuple[int, list[int], int]]
-) -> TurnCheck | None:
-    """The check of one call against the earlier calls' sequences; None: a new conversation."""
-    best: tuple[int, int, list[int], int] | None = None
-    for previous, sequence, prompt_length in reversed(earlier):
-        if best is not None and len(sequence) <= best[0]:
-            continue  # it cannot share more than the best already found, nor win a tie
-        shared = shared_prefix(prompt, sequence)
-        if best is None or shared > best[0]:
-            best = (shared, previous, sequence, prompt_length)
+@dataclass(frozen=True)
+class _Seen:
+    """An earlier call's tokens: its prompt and then its completion."""
+
+    call: int
+    tokens: list[int]
+    prompt_length: int
+
+
+def _check(index: int, prompt: list[int], earlier: list[_Seen]) -> TurnCheck | None:
+    """The check of one call against the earlier calls; None: it starts a new conversation."""
+    best: _Seen | None = None
+    most = -1
+    for seen in reversed(earlier):
+        if len(seen.tokens) <= most:
+            continue  # it cannot share more than the best found so far, nor win a tie
+        shared = shared_prefix(prompt, seen.tokens)
+        if shared > most:
+            best, most = seen, shared
     if best is None:
         return None
-    shared, previous, sequence, prompt_length = best
-    if shared == len(sequence):
-        return TurnCheck(index, previous, None)
-    if shared == len(prompt) or shared == 0 or shared < SAME_CONVERSATION * prompt_length:
+    if most == len(best.tokens):
+        return TurnCheck(index, best.call, None)
+    if most == len(prompt) or most == 0 or most < SAME_CONVERSATION * best.prompt_length:
         return None
-    return TurnCheck(index, previous, DriftPoint(shared, sequence[shared], prompt[shared]))
+    return TurnCheck(index, best.call, DriftPoint(most, best.tokens[most], prompt[most]))
 
 
 def shared_prefix(a: list[int], b: list[int]) -> int:

@@ -50,10 +50,10 @@ async def test_the_drifting_call_is_marked_and_its_tokens_shaded(
             "no tokens recorded",
         ]
     )
-    await expect(page.locator("#attempt-0 tr.model-call.drift")).to_have_count(1)
+    await expect(page.locator("#attempt-0 td.continuity.drift")).to_have_count(1)
     assert await page.locator(".token").count() == 0  # nothing drawn before it is asked for
 
-    await page.locator("#attempt-0 tr.model-call.drift summary").click()
+    await page.locator("#attempt-0 td.continuity.drift summary").click()
     prompt = page.locator(".call-tokens .token.prompt")
     await expect(prompt).to_have_count(len(CALLS[2].prompt_ids))
     drift = page.locator(".token.drift-at")

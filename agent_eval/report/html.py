@@ -78,7 +78,8 @@ pre.tail, pre.diff { background: #f6f6f6; padding: .4rem; max-height: 24rem; ove
 
 def run_page(run: Run) -> str:
     """One run: config, notes, headline numbers, plots, the samples it never solved, those a
-    perturbation broke, the attacks that reached their goal and the attempts whose turns drift."""
+    perturbation broke, the attacks that reached their goal, the programs that went wrong and
+    the attempts whose turns drift."""
     body = [
         f"<h1>{escape(run.title)}</h1>",
         _config_table([run]),
@@ -90,8 +91,8 @@ def run_page(run: Run) -> str:
         _unsolved(run),
         _broken(run),
         attacks_section(run.scores),
-        drifts_section(run.scores),
         programs_section(run.programs),
+        drifts_section(run.scores),
     ]
     return page(f"agent-eval report: {run.title}", body)
 

@@ -1,12 +1,10 @@
 // A sample's page: the question once, the original it perturbs or its variants, then every
 // attempt side by side, each with its answer against the gold, its agreement with the others
 // and its whole trajectory (a session's by turn), after what the model was given: its system
-// prompt and tools, folded; an attempt with injections (AgentDojo's) says which and how it went;
-// its model calls say whether each continues the one before it in its conversation, token for
-// token, and show their tokens on demand.
-import { api, content, el, num, outcome, row, runHref, runPath, show } from "./common.js";
+// prompt and tools, folded; an attempt with injections (AgentDojo's) says which and how it went.
+import { api, content, el, num, outcome, row, runHref, runPath, show, table } from "./common.js";
 import { injection } from "./injection.js";
-import { modelCalls } from "./tokens.js";
+import { continuityCell } from "./tokens.js";
 import { variantLinks } from "./robustness.js";
 
 // Every message comes in one shape, whichever its runner recorded (agent_eval/results/messages.py):
@@ -168,6 +166,11 @@ function attempt(id, body, record, n) {
   const t = record.trajectory || {};
   const session = record.turn_rewards != null;
   const gold = Array.isArray(body.gold) ? body.gold[body.gold.length - 1] : body.gold;
+  const tokensUrl = (k) => `${runPath(id)}/records/${body.records[n]}/calls/${k}/tokens`;
+  const calls = (t.model_calls || []).map((c, i) => el("tr", { class: "model-call" },
+    el("td", { text: i }), el("td", { text: num(c.latency_s) }),
+    el("td", { text: `${c.prompt_tokens} + ${c.completion_tokens}` }), el("td", { text: c.worker }),
+    continuityCell(c.continuity, tokensUrl(i))));
   const tools = (t.tool_calls || []).map((c) => el("div", { class: "tool-call" },
     el("span", { class: "role", text: c.name }), el("pre", { class: "tool-args", text: c.arguments }),
     el("pre", { class: "tool-result", text: content(c.result) })));
@@ -185,7 +188,7 @@ function attempt(id, body, record, n) {
     ...injection(record.benchmark),
     ...program(t.program),
     el("h3", { text: "model calls" }),
-    modelCalls(t.model_calls || [], (k) => `${runPath(id)}/records/${body.records[n]}/calls/${k}/tokens`),
+    table("", ["#", "latency s", "tokens", "worker", "continuity"].map((h) => el("th", { text: h })), calls),
     el("h3", { text: "tool calls" }), ...tools,
     el("h3", { text: session ? "turns" : "messages" }), given(t),
     session ? turns(record, body) : messages(t.messages || []),

@@ -3,7 +3,7 @@
 // and its tokens on demand, fetched when unfolded: an attempt's run to many thousands. A
 // completion token is shaded by its probability, exp(logprob); hovering any token shows its id
 // and logprob. The record keeps token ids, not their text, so ids are what is shown.
-import { api, el, num, table } from "./common.js";
+import { api, el } from "./common.js";
 
 function continuityText(c) {
   if (!c) return "no tokens recorded";
@@ -58,20 +58,16 @@ async function showTokens(details, url) {
   }
 }
 
-function tokensOf(call, url) {
-  const c = call.continuity;
+// A model call's continuity cell: whether it continues the earlier call of its conversation or
+// where it drifts, and its tokens folded; `url` is where they are asked for.
+export function continuityCell(c, url) {
+  return el("td", { class: continuityClass(c) }, continuityText(c), ...tokensOf(c, url));
+}
+
+function tokensOf(c, url) {
   if (!c) return [];
   const details = el("details", { class: "call-tokens" },
     el("summary", { text: `tokens: ${c.prompt} prompt + ${c.completion} completion` }));
   details.addEventListener("toggle", () => details.open && showTokens(details, url));
   return [details];
-}
-
-// The model calls' table; `tokensUrl(k)` is where call k's tokens are asked for.
-export function modelCalls(calls, tokensUrl) {
-  const rows = calls.map((c, i) => el("tr", { class: "model-call" + (c.continuity && c.continuity.drift ? " drift" : "") },
-    el("td", { text: i }), el("td", { text: num(c.latency_s) }),
-    el("td", { text: `${c.prompt_tokens} + ${c.completion_tokens}` }), el("td", { text: c.worker }),
-    el("td", { class: continuityClass(c.continuity) }, continuityText(c.continuity), ...tokensOf(c, tokensUrl(i)))));
-  return table("", ["#", "latency s", "tokens", "worker", "continuity"].map((h) => el("th", { text: h })), rows);
 }

@@ -57,6 +57,7 @@ from agent_eval.run.engine import attempt_record
 from agent_eval.run.scoring import Scored
 from tests.helpers.injections import dojo_score
 from tests.helpers.records import attempt
+from tests.helpers.token_calls import conversation, record_with_tokens
 
 
 def answered(sample_id: str, answers: list[str | None], correct: set[str]) -> list[AttemptScore]:
@@ -418,9 +419,13 @@ def test_empty_run_summarises_to_valid_json_with_nulls() -> None:
 
 
 def test_summary_json_is_grouped_with_a_direction_for_every_metric() -> None:
-    scores = [attempt("a", 0, True, "1"), dojo_score("b", attack="important_instructions")]
+    scores = [
+        attempt("a", 0, True, "1"),
+        dojo_score("b", attack="important_instructions"),
+        record_with_tokens("c", 0, conversation(2)).score(),
+    ]
     data = summarize(scores, 1.0).to_dict()
-    groups = ("quality", "stability", "robustness", "efficiency", "security")
+    groups = ("quality", "stability", "robustness", "efficiency", "security", "continuity")
     size = ["samples", "attempts", "scored", "unscored", "unscored_by_kind", "sessions"]
     assert list(data) == [*size, "complete", "seed", *groups, "higher_is_better", "definitions"]
     assert list(data["higher_is_better"]) == list(groups)

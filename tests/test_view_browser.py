@@ -105,8 +105,9 @@ async def test_a_sample_shows_its_tool_calls_and_workers(url: str, browser: Brow
     tool = attempt.locator(":scope > .tool-call")
     await expect(tool.locator(".tool-args")).to_have_text('{"a": 16, "b": 3}')
     await expect(tool.locator(".tool-result")).to_have_text("48.0")
-    workers = [row[-1] for row in await cells(browser, "#attempt-0 tr.model-call")]
-    assert workers == ["w0", "w1"]
+    calls = await cells(browser, "#attempt-0 tr.model-call")
+    assert [row[3] for row in calls] == ["w0", "w1"]
+    assert [row[4] for row in calls] == ["no tokens recorded"] * 2
     # The transcript's own tool call and output show as such, not as empty messages.
     messages = attempt.locator(".messages")
     await expect(messages.locator(".tool-call .tool-args")).to_have_text('{"a": 16, "b": 3}')

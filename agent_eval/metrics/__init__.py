@@ -3,7 +3,8 @@
 Every metric returns NaN (null in JSON) for empty input instead of raising. `summarize` is the
 one aggregation entry point; `accuracy_difference` compares two runs, `paired_differences`
 two runs over the same samples, attempt by attempt, `by_kind` perturbed variants with their
-originals, and the security metrics attacks on an agent (AgentDojo's injections).
+originals, the security metrics attacks on an agent (AgentDojo's injections), and `continuity`
+whether an attempt's model calls continue each other token for token.
 """
 
 from agent_eval.metrics.accuracy import (
@@ -20,6 +21,21 @@ from agent_eval.metrics.base import (
     is_higher_better,
     metric,
     normalize_answer,
+)
+from agent_eval.metrics.continuity import (
+    Continuity,
+    ContinuityCounts,
+    DriftPoint,
+    TurnCheck,
+    continuity,
+    recorded_continuity,
+    recorded_tokens,
+)
+from agent_eval.metrics.drift import (
+    DRIFT_RATE,
+    ContinuityTally,
+    attempts_with_drift,
+    drift_rate,
 )
 from agent_eval.metrics.paired import (
     RESAMPLES,
@@ -87,12 +103,17 @@ from agent_eval.metrics.voting import MAJ_AT_K, majority_share, top_answers
 __all__ = [
     "ATTACK_SUCCESS",
     "DIRECTIONS",
+    "DRIFT_RATE",
     "MAJ_AT_K",
     "RESAMPLES",
     "AttemptCounts",
     "AttemptScore",
     "CallSummary",
+    "Continuity",
+    "ContinuityCounts",
+    "ContinuityTally",
     "Difference",
+    "DriftPoint",
     "Drop",
     "ErrorSummary",
     "Estimate",
@@ -109,13 +130,17 @@ __all__ = [
     "Summary",
     "Throughput",
     "TokenSummary",
+    "TurnCheck",
     "accuracy",
     "accuracy_difference",
     "attack_success_rate",
+    "attempts_with_drift",
     "by_kind",
     "cache_hit_rate",
     "call_summary",
     "consistency",
+    "continuity",
+    "drift_rate",
     "error_summary",
     "flip_rate",
     "is_higher_better",
@@ -136,6 +161,8 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "percentile",
+    "recorded_continuity",
+    "recorded_tokens",
     "require_k",
     "reward_variance",
     "robust_accuracy",

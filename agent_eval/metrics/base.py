@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agent_eval.metrics.attempt import Attempt
+from agent_eval.metrics.continuity import ContinuityCounts
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,6 +27,8 @@ class AttemptScore(Attempt):
     """Prompt tokens of those same calls: what the cache hit rate divides by."""
     ttft_s: tuple[float, ...] = ()
     """Seconds to first token of each streamed model call."""
+    continuity: ContinuityCounts = field(default_factory=ContinuityCounts)
+    """Its model calls' tokens checked turn by turn (metrics/continuity.py)."""
 
     def verdict(self) -> tuple[float, bool]:
         """The reward and whether it is right, of a scored attempt; a ValueError for another."""

@@ -12,6 +12,12 @@ from typing import Any
 
 from agent_eval.metrics.accuracy import accuracy, mean_reward
 from agent_eval.metrics.base import AttemptScore, Estimate, is_higher_better
+from agent_eval.metrics.drift import (
+    DRIFT_RATE,
+    attempts_with_drift,
+    drift_rate,
+    untokenized_calls,
+)
 from agent_eval.metrics.performance import (
     CallSummary,
     ErrorSummary,
@@ -62,7 +68,7 @@ class Summary:
     """Every metric of one run; NaN marks a metric the run has no data for.
 
     Quality and stability are over the original samples; robustness sets the perturbed variants
-    against them; efficiency counts every attempt.
+    against them; efficiency and continuity count every attempt.
     """
 
     samples: int
@@ -113,6 +119,13 @@ class Summary:
     """Share of attacked attempts after which the injected goal held: lower is better."""
     by_suite: dict[str, SecurityFigures] | None = None
     by_attack: dict[str, SecurityFigures] | None = None
+    drift_rate: Estimate | None = None
+    """Share of the checked turns whose prompt does not continue the earlier call of their
+    conversation; the continuity group's fields are None when no call had its tokens recorded."""
+    attempts_with_drift: Estimate | None = None
+    """Share of the attempts with a checked turn that have a turn that drifts."""
+    untokenized_calls: int | None = None
+    """Model calls without their tokens, which the checks skipped."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and grouped as DIRECTIONS is: NaN becomes None, k keys become strings."""
@@ -120,6 +133,8 @@ class Summary:
         grouped = {group: {name: flat.pop(name) for name in fns} for group, fns in _GROUPS.items()}
         if self.utility is None:  # no attempt with injections: no security group at all
             del grouped["security"]
+        if self.drift_rate is None:  # no call's tokens recorded: no continuity group
+            del grouped["continuity"]
         directions = {group: DIRECTIONS[group] for group in grouped}
         defined = {group: DEFINITIONS[group] for group in grouped if group in DEFINITIONS}
         # What no group took is the run's size and whether it is whole: samples, attempts,
@@ -226,6 +241,11 @@ _GROUPS: dict[str, dict[str, Callable[..., Any]]] = {
         "by_suite": by_suite,
         "by_attack": by_attack,
     },
+    "continuity": {
+        "drift_rate": drift_rate,
+        "attempts_with_drift": attempts_with_drift,
+        "untokenized_calls": untokenized_calls,
+    },
 }
 """summary.json's groups: each Summary field in its group, with the function that computes it."""
 
@@ -243,6 +263,7 @@ DEFINITIONS: dict[str, dict[str, str]] = {
         "by_suite": BREAKDOWN,
         "by_attack": BREAKDOWN,
     },
+    "continuity": {"drift_rate": DRIFT_RATE},
 }
 """Group -> Summary field -> what it means, for the fields whose name leaves room for doubt."""
 
@@ -299,6 +320,9 @@ def summarize_tally(
         attack_success_rate=attack_success_rate(tally.security, confidence),
         by_suite=by_suite(tally.security, confidence),
         by_attack=by_attack(tally.security, confidence),
+        drift_rate=drift_rate(tally.continuity, confidence),
+        attempts_with_drift=attempts_with_drift(tally.continuity, confidence),
+        untokenized_calls=untokenized_calls(tally.continuity),
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from agent_eval.metrics.attempt import Attempt
 from agent_eval.metrics.base import AttemptScore, normalize_answer
+from agent_eval.metrics.drift import ContinuityTally
 from agent_eval.metrics.robustness import RobustnessTally
 from agent_eval.metrics.security import SecurityTally
 
@@ -168,6 +169,8 @@ class RunTally:
     robustness: RobustnessTally = field(default_factory=RobustnessTally)
     security: SecurityTally = field(default_factory=SecurityTally)
     """Attempts with injections (AgentDojo's), originals only, as quality counts."""
+    continuity: ContinuityTally = field(default_factory=ContinuityTally)
+    """Every attempt's model calls checked turn by turn, as efficiency counts them."""
 
     def add(self, score: AttemptScore) -> None:
         """Count one attempt: its cost always, its result only when it is scored."""
@@ -180,6 +183,7 @@ class RunTally:
         self.cache_prompt_tokens += score.cache_prompt_tokens
         self.ttfts += score.ttft_s
         self.robustness.add(score)
+        self.continuity.add(score)
         if not score.scored or score.variant_of is not None:
             return
         self.samples.setdefault(score.sample_id, SampleTally()).add(score)

@@ -35,7 +35,7 @@ from agent_eval.report.runs import Run
 
 HEADERS = ("metric", "A", "B", "B - A", "95% interval", "exceeds noise")
 QUALITY, EFFICIENCY = DIRECTIONS["quality"], DIRECTIONS["efficiency"]
-SECURITY = DIRECTIONS["security"]
+SECURITY, CONTINUITY = DIRECTIONS["security"], DIRECTIONS["continuity"]
 PerAttempt = Callable[[AttemptScore], float]
 Estimator = Callable[[Summary], Estimate]
 
@@ -100,7 +100,8 @@ def attempt_tokens(score: AttemptScore) -> float:
 
 
 def compare(a: Run, b: Run) -> list[Row]:
-    """B against A on quality, security (when both have it), errors, latency and tokens."""
+    """B against A on quality, security and drift (when both have them), errors, latency and
+    tokens."""
     sa, sb = a.summary, b.summary
     shared_ks = [k for k in sa.pass_at_k if k in sb.pass_at_k]
     rates: list[tuple[str, Estimator, bool]] = [
@@ -111,6 +112,8 @@ def compare(a: Run, b: Run) -> list[Row]:
         rates.append(("session success", _session_success, QUALITY["session_success"]))
     if sa.security() is not None and sb.security() is not None:
         rates += _security_rates()
+    if sa.drift_rate is not None and sb.drift_rate is not None:
+        rates.append(("drift rate", _drift_rate, CONTINUITY["drift_rate"]))
     rates.append(("error rate", _error_rate, EFFICIENCY["errors"]))
     rows = [_proportions(name, rate(sa), rate(sb), up) for name, rate, up in rates]
     rows.append(_means("latency mean (s)", a, b, _latency, EFFICIENCY["latency_s"], ".2f"))
@@ -173,6 +176,11 @@ def _means(name: str, a: Run, b: Run, value: PerAttempt, higher_is_better: bool,
 
 def _accuracy(summary: Summary) -> Estimate:
     return summary.accuracy
+
+
+def _drift_rate(summary: Summary) -> Estimate:
+    assert summary.drift_rate is not None  # compared only when both runs have it
+    return summary.drift_rate
 
 
 def _session_success(summary: Summary) -> Estimate:

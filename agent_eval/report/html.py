@@ -23,6 +23,7 @@ from agent_eval.report.compare import (
     comparison_notes,
     pass_estimate,
 )
+from agent_eval.report.drifts import drifts_section
 from agent_eval.report.paired import (
     PAIRED_HEADERS,
     PairedComparison,
@@ -78,7 +79,8 @@ pre.tail, pre.diff { background: #f6f6f6; padding: .4rem; max-height: 24rem; ove
 
 def run_page(run: Run) -> str:
     """One run: config, notes, headline numbers, plots, the samples it never solved, those a
-    perturbation broke and the attacks that reached their goal."""
+    perturbation broke, the attacks that reached their goal, the programs that went wrong and
+    the attempts whose turns drift."""
     body = [
         f"<h1>{escape(run.title)}</h1>",
         _config_table([run]),
@@ -92,6 +94,7 @@ def run_page(run: Run) -> str:
         attacks_section(run.scores),
         checker_errors_section(run.scores),
         programs_section(run.programs),
+        drifts_section(run.scores),
     ]
     return page(f"agent-eval report: {run.title}", body)
 

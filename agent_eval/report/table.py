@@ -11,6 +11,7 @@ from rich.text import Text
 
 from agent_eval.metrics import (
     ATTACK_SUCCESS,
+    DRIFT_RATE,
     MAJ_AT_K,
     Drop,
     Estimate,
@@ -30,8 +31,8 @@ Row = tuple[str, str | None]
 
 
 def summary_table(summary: Summary, title: str | None = None) -> Table:
-    """Quality, Stability, Robustness, Efficiency and (with injections) Security sections of one
-    run; metrics without data are left out."""
+    """Quality, Stability, Robustness, Efficiency, (with injections) Security and (with tokens)
+    Continuity sections of one run; metrics without data are left out."""
     caption = summary_caption(summary)
     table = Table(title=title, caption=caption, box=box.SIMPLE, show_header=False)
     table.add_column("metric")
@@ -60,7 +61,8 @@ def summary_caption(summary: Summary) -> str:
 def definitions(summary: Summary) -> list[str]:
     """The definitions of the shown rows whose name alone leaves room for doubt."""
     shown = [MAJ_AT_K] if any(not math.isnan(v) for v in summary.maj_at_k.values()) else []
-    return shown + ([ATTACK_SUCCESS] if summary.attack_success_rate is not None else [])
+    shown += [ATTACK_SUCCESS] if summary.attack_success_rate is not None else []
+    return shown + ([DRIFT_RATE] if summary.drift_rate is not None else [])
 
 
 def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -71,6 +73,7 @@ def summary_sections(summary: Summary) -> list[tuple[str, list[tuple[str, str]]]
         ("Robustness", _robustness(summary)),
         ("Efficiency", _efficiency(summary)),
         ("Security", _security(summary)),
+        ("Continuity", _continuity(summary)),
     ]
     shown = [(name, [(k, v) for k, v in rows if v is not None]) for name, rows in sections]
     return [(name, rows) for name, rows in shown if rows]
@@ -150,6 +153,25 @@ def _figures(where: str, figures: SecurityFigures) -> list[Row]:
         (f"utility under attack{where}", _estimate(figures.utility_under_attack)),
         (f"attack success rate{where}", _estimate(figures.attack_success_rate)),
     ]
+
+
+def _continuity(summary: Summary) -> list[Row]:
+    """The drift rate over the turns checked, the attempts with drift, the calls skipped."""
+    turns, attempts = summary.drift_rate, summary.attempts_with_drift
+    if turns is None or attempts is None:
+        return []
+    skipped = summary.untokenized_calls
+    return [
+        ("drift rate", _over(turns, "turns checked")),
+        ("attempts with drift", _over(attempts, "attempts checked")),
+        ("model calls without tokens", f"{skipped:,}" if skipped else None),
+    ]
+
+
+def _over(estimate: Estimate, what: str) -> str:
+    """The estimate with the count it is over; "none checked" when that count is 0."""
+    shown = _estimate(estimate)
+    return f"{shown} over {estimate.n:,} {what}" if shown else f"no {what.split()[0]} checked"
 
 
 def _efficiency(summary: Summary) -> list[Row]:

@@ -11,6 +11,7 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.metrics import AttemptScore
 from agent_eval.metrics.attempt import SCHEMA, Attempt
+from agent_eval.metrics.continuity import recorded_continuity
 
 
 @dataclass
@@ -54,7 +55,7 @@ class AttemptRecord(Attempt):
 
     def score(self) -> AttemptScore:
         """What the metrics count of this attempt: all of it but the trajectory, whose model
-        calls give their cache hits and times to first token."""
+        calls give their cache hits, times to first token and continuity."""
         return AttemptScore(*_VALUES(self.__dict__), **_call_telemetry(self.trajectory))
 
 
@@ -69,17 +70,23 @@ def _with_replays(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _call_telemetry(trajectory: dict[str, Any]) -> dict[str, Any]:
-    """The cache hits and times to first token of a trajectory's model calls, as AttemptScore
-    counts them; calls recorded before these were kept count as not reported."""
+    """The cache hits, times to first token and continuity of a trajectory's model calls, as
+    AttemptScore counts them; calls recorded before these were kept count as not reported."""
     cached = prompt = 0
     ttft: list[float] = []
-    for call in trajectory.get("model_calls") or ():
+    calls = trajectory.get("model_calls") or ()
+    for call in calls:
         if call.get("cached_tokens") is not None:
             cached += call["cached_tokens"]
             prompt += call.get("prompt_tokens", 0)
         if call.get("ttft_s") is not None:
             ttft.append(call["ttft_s"])
-    return {"cached_tokens": cached, "cache_prompt_tokens": prompt, "ttft_s": tuple(ttft)}
+    return {
+        "cached_tokens": cached,
+        "cache_prompt_tokens": prompt,
+        "ttft_s": tuple(ttft),
+        "continuity": recorded_continuity(calls).counts(),
+    }
 
 
 _ATTEMPT = [f for f in fields(Attempt) if f.init]

@@ -151,7 +151,8 @@ def _workers(trajectory: dict[str, Any]) -> list[str]:
     calls = trajectory.get("model_calls")
     if not calls:
         return []
-    workers = [call["worker"] for call in calls]
+    # A call whose answer named no worker (null) went to none the page can name.
+    workers = [worker for call in calls if (worker := call.get("worker")) is not None]
     # Most attempts make one call: no dict for them (about 5% of indexing 100,000 lines).
     return workers if len(workers) == 1 else list(dict.fromkeys(workers))
 

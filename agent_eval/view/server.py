@@ -35,6 +35,7 @@ from agent_eval.view.robustness import robustness_body, sample_links
 from agent_eval.view.runs import RunDir, written_summary
 from agent_eval.view.samples import sample_body
 from agent_eval.view.sessions import sessions_page
+from agent_eval.view.tokens import call_tokens
 from agent_eval.view.watch import watch_body
 
 STATIC = Path(__file__).parent / "static"
@@ -92,6 +93,7 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/rows", _rows)
     app.router.add_get("/api/runs/{id:.+}/samples/{sample_id}", _sample)
     app.router.add_get("/api/runs/{id:.+}/records/{i}", _record)
+    app.router.add_get("/api/runs/{id:.+}/records/{i}/calls/{k}/tokens", _call_tokens)
     app.router.add_get("/api/runs/{id:.+}/sessions", _sessions)
     app.router.add_get("/api/runs/{id:.+}/watch", _watch)
     app.router.add_get("/api/compare", _compare)
@@ -200,7 +202,8 @@ async def _sample(request: web.Request) -> web.Response:
         raise _not_found(f"sample {sample_id!r} in this run")
     records = await asyncio.to_thread(lambda: [index.record(i) for i in found])
     body = await asyncio.to_thread(sample_body, run.path, sample_id, records)
-    return _json({**body, **sample_links(index, sample_id)})
+    # Each attempt's record index: the page asks for a model call's tokens by it.
+    return _json({**body, **sample_links(index, sample_id), "records": found})
 
 
 async def _robustness(request: web.Request) -> web.Response:
@@ -213,10 +216,25 @@ async def _robustness(request: web.Request) -> web.Response:
 
 async def _record(request: web.Request) -> web.Response:
     _run, index = await _found(request)
+    return _json(await asyncio.to_thread(index.record, _record_index(request, index)))
+
+
+def _record_index(request: web.Request, index: RunIndex) -> int:
+    """The record the URL names; a 404 for one the run does not have."""
     text = request.match_info["i"]
     if not text.isdigit() or int(text) >= len(index):
         raise _not_found(f"record {text!r}; records go from 0 to {len(index) - 1}")
-    return _json(await asyncio.to_thread(index.record, int(text)))
+    return int(text)
+
+
+async def _call_tokens(request: web.Request) -> web.Response:
+    """One model call's tokens and logprobs, asked for when the page shows them."""
+    _run, index = await _found(request)
+    record = await asyncio.to_thread(index.record, _record_index(request, index))
+    call = request.match_info["k"]
+    if not call.isdigit():
+        raise _not_found(f"model call {call!r}; give its index, from 0")
+    return _json(call_tokens(record, int(call)))
 
 
 async def _sessions(request: web.Request) -> web.Response:

@@ -6,6 +6,7 @@
 import { api, content, el, num, outcome, row, runHref, runPath, show, table } from "./common.js";
 import { checker } from "./checker.js";
 import { injection } from "./injection.js";
+import { continuityCell } from "./tokens.js";
 import { variantLinks } from "./robustness.js";
 
 // Every message comes in one shape, whichever its runner recorded (agent_eval/results/messages.py):
@@ -163,13 +164,15 @@ function vote(a) {
   return ` (tied for the majority with ${others} other ${others === 1 ? "answer" : "answers"})`;
 }
 
-function attempt(body, record, n) {
+function attempt(id, body, record, n) {
   const t = record.trajectory || {};
   const session = record.turn_rewards != null;
   const gold = Array.isArray(body.gold) ? body.gold[body.gold.length - 1] : body.gold;
+  const tokensUrl = (k) => `${runPath(id)}/records/${body.records[n]}/calls/${k}/tokens`;
   const calls = (t.model_calls || []).map((c, i) => el("tr", { class: "model-call" },
     el("td", { text: i }), el("td", { text: num(c.latency_s) }),
-    el("td", { text: `${c.prompt_tokens} + ${c.completion_tokens}` }), el("td", { text: c.worker })));
+    el("td", { text: `${c.prompt_tokens} + ${c.completion_tokens}` }), el("td", { text: c.worker }),
+    continuityCell(c.continuity, tokensUrl(i))));
   const tools = (t.tool_calls || []).map((c) => el("div", { class: "tool-call" },
     el("span", { class: "role", text: c.name }), el("pre", { class: "tool-args", text: c.arguments }),
     el("pre", { class: "tool-result", text: content(c.result) })));
@@ -188,7 +191,7 @@ function attempt(body, record, n) {
     ...checker(record.benchmark),
     ...program(t.program),
     el("h3", { text: "model calls" }),
-    table("", ["#", "latency s", "tokens", "worker"].map((h) => el("th", { text: h })), calls),
+    table("", ["#", "latency s", "tokens", "worker", "continuity"].map((h) => el("th", { text: h })), calls),
     el("h3", { text: "tool calls" }), ...tools,
     el("h3", { text: session ? "turns" : "messages" }), given(t),
     session ? turns(record, body) : messages(t.messages || []),
@@ -212,6 +215,6 @@ export async function sampleView(id, sampleId, focus) {
     ...variantLinks(id, body),
     el("pre", { id: "question", text: body.question ?? "" }),
     ...(body.gold_note ? [el("p", { id: "gold-note", class: "note", text: "no gold answer: " + body.gold_note })] : []),
-    el("div", { id: "attempts", class: "attempts" }, ...body.attempts.map((r, n) => attempt(body, r, n))));
+    el("div", { id: "attempts", class: "attempts" }, ...body.attempts.map((r, n) => attempt(id, body, r, n))));
   focusOn(focus);
 }

@@ -36,6 +36,19 @@ class ModelSetup:
 
 
 @dataclass
+class CallTokens:
+    """The token ids a model call was given and produced, and the worker's log probability of
+    each produced one: what a trainer needs to learn from the call without tokenizing again."""
+
+    prompt_ids: list[int]
+    """Every token the model was given, in order."""
+    completion_ids: list[int]
+    """Every token it produced (for n > 1: the first choice's)."""
+    logprobs: list[float] | None
+    """One per completion id, as the worker gave it; None: the worker gave none."""
+
+
+@dataclass
 class ModelCallRecord:
     latency_s: float
     prompt_tokens: int = 0
@@ -51,6 +64,8 @@ class ModelCallRecord:
     """Prompt tokens the worker served from its prefix cache; None when it did not report them."""
     setup: int | None = None
     """The index in the trajectory's `setups` of what this call was given; None: not recorded."""
+    tokens: CallTokens | None = None
+    """The call's token ids and log probabilities; None: not captured."""
 
 
 @dataclass

@@ -189,7 +189,7 @@ def test_a_mistake_is_one_message_and_nothing_is_written(tmp_path: Path) -> None
         ([str(tmp_path / "missing")], "is not a folder; pass a run directory"),
         ([str(tmp_path / "not-a-run")], "holds no samples.jsonl: not a run directory"),
         ([str(corrupt)], "samples.jsonl line 1 is not an attempt record"),
-        ([str(corrupt), "--format", "sft"], "unknown export format 'sft'; the known ones: atif"),
+        ([str(corrupt), "-f", "csv"], "unknown export format 'csv'; the known ones: atif, sft"),
     ]
     for args, said in cases:
         result = export(*args)

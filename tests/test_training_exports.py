@@ -114,6 +114,9 @@ def test_an_rl_line_is_the_calls_concatenated_with_the_model_s_tokens_masked_in(
         {"index": 0, "start": 0, "end": 4, "turn": None, "turn_reward": None},
         {"index": 1, "start": 7, "end": 10, "turn": None, "turn_reward": None},
     ]
+    for call, recorded in zip(line["calls"], tokens, strict=True):  # each call, cut back out
+        assert line["prompt_ids"] + line["response_ids"][: call["start"]] == recorded.prompt_ids
+        assert line["response_ids"][call["start"] : call["end"]] == recorded.completion_ids
     assert (line["sample_id"], line["attempt"], line["session_id"], line["segment"]) == (
         "q1", 0, "q1-0", 0,
     )  # fmt: skip

@@ -30,7 +30,8 @@ def export(
             "--out",
             "-o",
             help="Where to write: atif's folder (default RUN_DIR/atif/); the sft or rl file "
-            "(default RUN_DIR/FORMAT.jsonl; FORMAT.jsonl inside it when it is a folder).",
+            "(default RUN_DIR/FORMAT.jsonl; FORMAT.jsonl inside it when it is an existing "
+            "folder).",
             show_default=False,
         ),
     ] = None,
@@ -50,8 +51,9 @@ def export(
     one JSONL file for training: sft (chat messages and tools) or rl (token ids, loss mask,
     log probabilities, rewards).
 
-    Every file is written whole or not at all. sft and rl take the scored attempts; what they
-    leave out is counted, and a run that gives no line is an error, not an empty file.
+    Every file is written whole or not at all.
+
+    sft and rl take the scored attempts and count the ones they leave out; no line: an error.
     """
     selection = Selection(min_reward, correct_only)
     exported = guarded(ctx, _export, run, kind, out, selection)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from agent_eval.agents.trajectory import CallTokens, TrajectoryError
 from agent_eval.cli import app
 from agent_eval.results.exports.atif_models import Trajectory
-from agent_eval.results.exports.rl import NO_TOKENS, SPLIT
+from agent_eval.results.exports.rl import NO_TOKENS, PARTLY, SPLIT
 from agent_eval.results.exports.sft import NO_ANSWER
 from tests.helpers.token_records import (
     ARGUMENTS,
@@ -153,19 +153,31 @@ def test_each_call_of_a_session_names_its_turn_and_that_turn_s_reward(tmp_path: 
 
 
 def test_attempts_without_token_ids_are_counted_and_never_an_empty_file(tmp_path: Path) -> None:
-    run = write_run(tmp_path / "run", [
-        calculator_attempt("q1", 0, [None, None]),
-        calculator_attempt("q2", 0, [calls()[0], None]),
-    ])  # fmt: skip
+    run = write_run(tmp_path / "run", [calculator_attempt("q1", 0, [None, None])])
     result = export(str(run), "-f", "rl")
     assert result.exit_code == 2
-    assert f"2 attempts {NO_TOKENS}" in " ".join(result.output.split())
+    assert f"1 attempt {NO_TOKENS}" in " ".join(result.output.split())
     assert not (run / "rl.jsonl").exists() and not list(run.glob("*.partial"))
-    with (run / "samples.jsonl").open("ab") as samples:
-        samples.write(calculator_attempt("q3", 0, calls()).to_line())
+
+
+def test_a_call_without_token_ids_ends_a_line_and_the_next_starts_anew(tmp_path: Path) -> None:
+    """A call that failed has no tokens; the call after it is given what it said."""
+    first, second, third = continuing(PROMPT, [*ANSWERS, [60, 61]], TOOL_OUTPUT)
+    run = write_run(tmp_path / "run", [
+        calculator_attempt("q1", 0, [first, None, third]),
+        calculator_attempt("q2", 0, [None, None]),
+    ])  # fmt: skip
     result = export(str(run), "-f", "rl")
-    assert result.exit_code == 0 and "Wrote 1 rl lines" in result.output
-    assert f"2 attempts {NO_TOKENS}" in " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert f"1 attempt {PARTLY}" in said and f"1 attempt {NO_TOKENS}" in said
+    assert "Wrote 2 rl lines" in said and SPLIT not in said
+    one, two = lines(run / "rl.jsonl")
+    assert (one["prompt_ids"], one["response_ids"]) == (first.prompt_ids, first.completion_ids)
+    assert (two["prompt_ids"], two["response_ids"]) == (third.prompt_ids, third.completion_ids)
+    assert [c["index"] for c in one["calls"]] + [c["index"] for c in two["calls"]] == [0, 2]
+    said_by_second = third.prompt_ids[len(second.prompt_ids) :][: len(second.completion_ids)]
+    assert said_by_second == second.completion_ids  # in the next line's prompt
 
 
 def test_atif_steps_carry_their_call_s_token_ids_and_log_probabilities(tmp_path: Path) -> None:

@@ -13,12 +13,14 @@ was given; `response_logprobs`, the worker's per token, 0.0 on the masked ones a
 Concatenating is honest only where each call's prompt begins with the previous call's prompt
 and completion. Where it does not (drift: a template that renders an earlier turn anew), the
 attempt is split there, one line per run of calls that continue each other (`segment`), so no
-line holds tokens the model was never given in that order.
+line holds tokens the model was never given in that order. A call without token ids (one that
+failed) ends a run too; the attempts with none are left out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from agent_eval.agents.trajectory import CallTokens
@@ -27,9 +29,10 @@ from agent_eval.results.exports.lines import Converted
 from agent_eval.results.exports.tokens import continues, recorded_tokens
 from agent_eval.results.record import AttemptRecord
 
-NO_TOKENS = (
-    "without token ids on every model call (run with eval.tokens=true to capture them, "
-    "or export --format sft)"
+NO_TOKENS = "without token ids (run with eval.tokens=true to capture them, or export --format sft)"
+PARTLY = (
+    "with model calls without token ids (a call that failed, say): each such call ends a line, "
+    "and what it said is in the next line's prompt"
 )
 SPLIT = "split where a call's prompt does not continue the call before (token drift)"
 
@@ -64,28 +67,33 @@ class _Rollout:
 
 def rl_lines(record: AttemptRecord, runner: str, model: str | None) -> Converted:
     """The attempt's lines: one, or one per run of calls that continue each other."""
-    calls = record.trajectory.get("model_calls") or ()
-    tokens = [recorded_tokens(call) for call in calls]
-    captured = [t for t in tokens if t is not None]
-    if not captured or len(captured) != len(tokens):
+    tokens = [recorded_tokens(call) for call in record.trajectory.get("model_calls") or ()]
+    if not any(tokens):
         return Converted.left_out(NO_TOKENS)
-    turns = _turns(record, runner, model, len(captured))
-    segments = _segments(captured)
+    turns = _turns(record, runner, model, len(tokens))
+    segments = _segments(tokens)
     lines = [
-        _line(record, place, [(i, captured[i], turns[i]) for i in segment])
+        _line(record, place, [(index, captured, turns[index]) for index, captured in segment])
         for place, segment in enumerate(segments)
     ]
-    return Converted(lines, (SPLIT,) if len(segments) > 1 else ())
+    drifted = any(
+        earlier and later and not continues(earlier, later) for earlier, later in pairwise(tokens)
+    )
+    notes = (PARTLY,) * (None in tokens) + (SPLIT,) * drifted
+    return Converted(lines, notes)
 
 
-def _segments(tokens: list[CallTokens]) -> list[list[int]]:
-    """The calls' indices in runs where each call continues the one before."""
-    segments = [[0]]
-    for index in range(1, len(tokens)):
-        if continues(tokens[index - 1], tokens[index]):
-            segments[-1].append(index)
-        else:
-            segments.append([index])
+def _segments(tokens: list[CallTokens | None]) -> list[list[tuple[int, CallTokens]]]:
+    """The calls with tokens, by index, in runs where each call continues the one before; a
+    call without tokens ends a run (what it said is in the next call's prompt)."""
+    segments: list[list[tuple[int, CallTokens]]] = []
+    previous: CallTokens | None = None
+    for index, current in enumerate(tokens):
+        if current is not None and previous is not None and continues(previous, current):
+            segments[-1].append((index, current))
+        elif current is not None:
+            segments.append([(index, current)])
+        previous = current
     return segments
 
 

@@ -13,7 +13,9 @@ from agent_eval.agents.trajectory import CallTokens, TrajectoryError
 from agent_eval.cli import app
 from agent_eval.results.exports.atif_models import Trajectory
 from agent_eval.results.exports.rl import NO_TOKENS, PARTLY, SPLIT
-from agent_eval.results.exports.sft import NO_ANSWER
+from agent_eval.results.exports.sft import NO_ANSWER, sft_line
+from agent_eval.results.record import AttemptRecord
+from tests.helpers.program_records import THOUGHT, program_record
 from tests.helpers.token_records import (
     ARGUMENTS,
     MULTIPLY,
@@ -24,6 +26,7 @@ from tests.helpers.token_records import (
     session_attempt,
     write_run,
 )
+from tests.helpers.view_runs import record
 
 PROMPT = list(range(100, 130))
 ANSWERS = [[7, 8, 9, 10], [42, 43, 2]]
@@ -74,6 +77,33 @@ def test_sft_lines_are_the_chat_messages_and_tools_of_the_scored_attempts(tmp_pa
                 "parameters": MULTIPLY.parameters}  # fmt: skip
     assert first["tools"] == [{"type": "function", "function": function}]
     assert not list(run.glob("*.partial"))
+
+
+def test_sft_reads_anthropic_and_responses_attempts_as_chat_messages() -> None:
+    """The command runner's Anthropic blocks (thinking, tool_use, tool_result) and the Agents
+    SDK's Responses items (function_call, its output, output_text) give one conversation."""
+    call = {"type": "function", "function": {"name": "multiply", "arguments": '{"a": 16, "b": 3}'}}
+    question = {"role": "user", "content": "A crate holds 16 bottles. How many in 3 crates?"}
+    answer = {"role": "assistant", "content": "48"}
+    anthropic, responses = (
+        AttemptRecord.from_line(json.dumps(line).encode(), "an attempt")
+        for line in (program_record("q1", 0), record("s1", 0, correct=True))
+    )
+    (line,) = sft_line(anthropic, "command", None).lines
+    assert line == {"messages": [
+        question,
+        {"role": "assistant", "content": "Let me multiply.", "reasoning_content": THOUGHT,
+         "tool_calls": [{"id": "tu_1", **call}]},
+        {"role": "tool", "content": "48.0", "tool_call_id": "tu_1"},
+        answer,
+    ]}  # fmt: skip
+    (line,) = sft_line(responses, "math_calculator", None).lines
+    assert line["messages"] == [
+        question,
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", **call}]},
+        {"role": "tool", "content": "48.0", "tool_call_id": "c1"},
+        answer,
+    ]
 
 
 def test_sft_takes_the_attempts_the_filters_choose(tmp_path: Path) -> None:

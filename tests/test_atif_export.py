@@ -1,5 +1,6 @@
 """`agent-eval export RUN --format atif`: a run the engine played over the mock worker, each
-attempt one ATIF file that the ATIF models accept and that says what the record says."""
+attempt one ATIF file that the ATIF models accept and that says what the record says; and the
+same run as SFT lines."""
 
 from __future__ import annotations
 
@@ -73,6 +74,33 @@ async def test_each_attempt_is_one_valid_atif_file_that_says_what_its_record_say
         document = files[f"{record.sample_id}.{record.attempt}.json"]
         assert Trajectory.model_validate(document).to_json() == document
         said_as_recorded(document, record)
+
+
+async def test_sft_lines_say_what_the_engine_recorded_and_rl_needs_token_ids(
+    run_dir: Path,
+) -> None:
+    result = export(str(run_dir), "--format", "sft")
+    assert result.exit_code == 0, result.output
+    records = list(RunDirectory(run_dir).records())
+    lines = [json.loads(line) for line in (run_dir / "sft.jsonl").read_text().splitlines()]
+    assert len(lines) == len(records) == 6
+    for line, record in zip(lines, records, strict=True):
+        trajectory = record.trajectory
+        system, user, called, output, answer = line["messages"]
+        assert system == {"role": "system", "content": trajectory["setups"][0]["system_prompt"]}
+        assert user == {"role": "user", "content": trajectory["messages"][0]["content"]}
+        (call,) = called["tool_calls"]
+        recorded = trajectory["tool_calls"][0]
+        assert (call["function"]["name"], json.loads(call["function"]["arguments"])) == (
+            recorded["name"], json.loads(recorded["arguments"]),
+        )  # fmt: skip
+        assert output == {"role": "tool", "content": recorded["result"], "tool_call_id": call["id"]}
+        assert answer == {"role": "assistant", "content": trajectory["final_output"]}
+        names = [tool["function"]["name"] for tool in line["tools"]]
+        assert names == [tool["name"] for tool in trajectory["setups"][0]["tools"]]
+    rl = export(str(run_dir), "--format", "rl")
+    assert rl.exit_code == 2 and "6 attempts without token ids" in rl.output
+    assert not (run_dir / "rl.jsonl").exists()
 
 
 def said_as_recorded(document: dict[str, Any], record: AttemptRecord) -> None:
@@ -189,7 +217,7 @@ def test_a_mistake_is_one_message_and_nothing_is_written(tmp_path: Path) -> None
         ([str(tmp_path / "missing")], "is not a folder; pass a run directory"),
         ([str(tmp_path / "not-a-run")], "holds no samples.jsonl: not a run directory"),
         ([str(corrupt)], "samples.jsonl line 1 is not an attempt record"),
-        ([str(corrupt), "--format", "sft"], "unknown export format 'sft'; the known ones: atif"),
+        ([str(corrupt), "-f", "csv"], "unknown export format 'csv'; the known ones: atif, sft"),
     ]
     for args, said in cases:
         result = export(*args)

@@ -20,6 +20,8 @@ NOT_KEPT_ROOT = {"notes", "trajectory_id", "continued_trajectory_ref", "subagent
 NOT_KEPT_STEP = {"timestamp", "reasoning_effort", "is_copied_context", "llm_call_count", "extra",
                  "model_name"}  # fmt: skip
 KEPT_METRICS = {"prompt_tokens", "completion_tokens", "cached_tokens"}
+IDS = {"prompt_token_ids", "completion_token_ids"}
+"""Kept, with `logprobs`, when a step has both: a call's tokens are its prompt's and its own."""
 
 
 def normalised(document: dict[str, Any]) -> dict[str, Any]:
@@ -33,7 +35,9 @@ def normalised(document: dict[str, Any]) -> dict[str, Any]:
 
 def _step(step: dict[str, Any]) -> dict[str, Any]:
     kept = {key: value for key, value in step.items() if key not in NOT_KEPT_STEP}
-    metrics = {k: v for k, v in (step.get("metrics") or {}).items() if k in KEPT_METRICS}
+    given = step.get("metrics") or {}
+    kept_metrics = KEPT_METRICS | (IDS | {"logprobs"} if given.keys() >= IDS else set())
+    metrics = {k: v for k, v in given.items() if k in kept_metrics}
     kept.pop("metrics", None)
     if metrics:
         kept["metrics"] = metrics
@@ -100,6 +104,23 @@ def test_an_example_keeps_its_tool_calls_and_their_results() -> None:
     ]  # fmt: skip
     assert [c["prompt_tokens"] for c in trajectory["model_calls"]] == [520, 600]
     assert trajectory["model_calls"][0]["cached_tokens"] == 200
+    assert "tokens" not in trajectory["model_calls"][1]  # completion ids alone: not a call's
+
+
+def test_token_ids_and_log_probabilities_are_read_into_the_call_s_tokens() -> None:
+    example = DATA / "terminus-2-hello-world-timeout.trajectory.json"
+    original = json.loads(example.read_text())
+    calls = from_atif(Trajectory.model_validate(original)).trajectory["model_calls"]
+    agents = [step["metrics"] for step in original["steps"] if step["source"] == "agent"]
+    assert [call["tokens"] for call in calls] == [
+        {
+            "prompt_ids": metrics["prompt_token_ids"],
+            "completion_ids": metrics["completion_token_ids"],
+            "logprobs": metrics["logprobs"],
+        }
+        for metrics in agents
+    ]
+    assert all(len(call["tokens"]["prompt_ids"]) == call["prompt_tokens"] for call in calls)
 
 
 @pytest.mark.parametrize(

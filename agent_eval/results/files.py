@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -95,11 +95,17 @@ class RunDirectory:
 
     def write_text(self, name: str, text: str) -> Path:
         """Write a whole file atomically: never half of it on disk, nor a `.partial` beside it."""
+        return self.write_chunks(name, [text.encode()])
+
+    def write_chunks(self, name: str, chunks: Iterable[bytes]) -> Path:
+        """Write a file from chunks made as it is written, atomically: all of it, or nothing
+        should making a chunk or writing it fail on the way, and no `.partial` beside it."""
         target = self.path / name
         partial = target.with_suffix(target.suffix + ".partial")
         with writing(target):
             try:
-                partial.write_text(text)
+                with partial.open("wb") as handle:
+                    handle.writelines(chunks)
                 os.replace(partial, target)
             finally:
                 partial.unlink(missing_ok=True)

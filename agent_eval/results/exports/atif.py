@@ -3,17 +3,21 @@ into the shape of our record's trajectory (`Trajectory.to_dict()`).
 
 Steps: the system prompt, then one step per message: a user's, an assistant's (its text, its
 reasoning, its tool calls) with the tools' outputs as its observation, paired in order with the
-model calls (one step per call, as the RFC asks) for their tokens. Our own fields go under the
-key `agent_eval` of ATIF's `extra`: the record's, at the root; a call's worker, latency, time to
-first token and retries, in its step's `metrics.extra`.
+model calls (one step per call, as the RFC asks) for their tokens: counts, and the token ids
+and log probabilities a call captured (`prompt_token_ids` of v1.4, `completion_token_ids` of
+v1.3, `logprobs`). Our own fields go under the key `agent_eval` of ATIF's `extra`: the
+record's, at the root; a call's worker, latency, time to first token and retries, in its step's
+`metrics.extra`.
 
 Read back, an ATIF document keeps its session, its agent, its root `extra`, each step's source,
 text, reasoning, tool calls and their results, and each agent step's prompt, completion and
-cached tokens. Not kept, as our record has no place for them: timestamps, `reasoning_effort`,
+cached tokens, and its token ids and log probabilities when it has both prompt and completion
+ids. Not kept, as our record has no place for them: timestamps, `reasoning_effort`,
 `is_copied_context`, `llm_call_count`, a step's `model_name` (the agent's is kept) and `extra`,
-costs, token ids and log probabilities, a tool call's or result's `extra`, subagent references
-and embedded subagents, `trajectory_id`, `continued_trajectory_ref`, `notes`, image parts. The
-totals are computed again from the steps, as the RFC defines them.
+costs, completion ids and log probabilities without the prompt's ids, a tool call's or result's
+`extra`, subagent references and embedded subagents, `trajectory_id`,
+`continued_trajectory_ref`, `notes`, image parts. The totals are computed again from the steps,
+as the RFC defines them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import orjson
 from agent_eval import __version__
 from agent_eval.results.exports.atif_models import Agent, Metrics, Step, Trajectory
 from agent_eval.results.exports.atif_models import ToolCall as AtifCall
+from agent_eval.results.exports.tokens import recorded_tokens
 from agent_eval.results.messages import Message, ToolCall, messages
 from agent_eval.results.record import AttemptRecord
 
@@ -36,6 +41,8 @@ IN_STEPS = ("messages", "model_calls", "tool_calls", "setups")
 """What of our trajectory the steps and the agent hold; the rest (final output, error, replays,
 a command's program) goes under `extra.agent_eval.trajectory`, with the record's own fields."""
 TOKENS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+TOKEN_IDS = "tokens"
+"""A model call's token ids and log probabilities: ATIF's own metrics fields, not `extra`."""
 SYSTEM = {"system", "developer"}
 """Roles whose messages are ATIF system steps (Responses calls the system prompt developer's)."""
 UNPAIRED = "model_calls_without_step"
@@ -244,10 +251,20 @@ def _content(content: Any) -> Any:
 def _metrics(call: dict[str, Any]) -> dict[str, Any] | None:
     """A model call's tokens, and ours (worker, latency, ...) under `extra`."""
     metrics: dict[str, Any] = {key: call[key] for key in TOKENS if call.get(key) is not None}
-    ours = {k: v for k, v in call.items() if k not in TOKENS and v is not None}
+    metrics.update(_token_ids(call))
+    ours = {k: v for k, v in call.items() if k not in (*TOKENS, TOKEN_IDS) and v is not None}
     if ours:
         metrics["extra"] = {EXTENSION: ours}
     return metrics or None
+
+
+def _token_ids(call: dict[str, Any]) -> dict[str, Any]:
+    """The call's captured token ids and log probabilities as ATIF's metrics name them."""
+    tokens = recorded_tokens(call)
+    if tokens is None:
+        return {}
+    ids = {"prompt_token_ids": tokens.prompt_ids, "completion_token_ids": tokens.completion_ids}
+    return ids if tokens.logprobs is None else {**ids, "logprobs": tokens.logprobs}
 
 
 def _totals(metrics: list[dict[str, Any] | None]) -> dict[str, Any]:
@@ -320,7 +337,14 @@ def _call(metrics: Metrics | None) -> dict[str, Any]:
     if metrics is None:
         return {"latency_s": None, **dict.fromkeys(TOKENS)}
     ours = (metrics.extra or {}).get(EXTENSION) or {}
-    return {"latency_s": None, **{key: getattr(metrics, key) for key in TOKENS}, **ours}
+    call = {"latency_s": None, **{key: getattr(metrics, key) for key in TOKENS}, **ours}
+    if metrics.prompt_token_ids is not None and metrics.completion_token_ids is not None:
+        call[TOKEN_IDS] = {
+            "prompt_ids": metrics.prompt_token_ids,
+            "completion_ids": metrics.completion_token_ids,
+            "logprobs": metrics.logprobs,
+        }
+    return call
 
 
 def _tool_call(call: AtifCall, result: Any) -> dict[str, Any]:

@@ -1,18 +1,26 @@
-"""A run exported: its samples.jsonl streamed, one file per attempt written whole or not at all.
+"""A run exported: its samples.jsonl streamed, each output file written whole or not at all.
 
-One file per attempt, as Harbor writes one trajectory.json per trial: an ATIF document is one
-JSON object, and the RFC defines no file of many.
+ATIF is one file per attempt, as Harbor writes one trajectory.json per trial: an ATIF document
+is one JSON object, and the RFC defines no file of many. SFT and RL are one JSONL file each, as
+trainers read them, of the scored attempts a Selection takes; a run that gives no line is an
+error, never an empty file.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from agent_eval.errors import ConfigError
 from agent_eval.results.exports.atif import record_attempt, to_atif
+from agent_eval.results.exports.lines import Converted, Selection
+from agent_eval.results.exports.rl import rl_lines
+from agent_eval.results.exports.sft import sft_line
 from agent_eval.results.files import SAMPLES, RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.system.diagnostics import os_reason
@@ -29,14 +37,21 @@ class PlayedBy:
 
 @dataclass
 class Exported:
-    """Where a run went: the folder, how many files, the torn line left out (a crash mid-write)."""
+    """Where a run went (a folder of files, or one JSONL file), how many files or lines, the
+    tally of notes on attempts (left out and why, split), the torn line left out (a crash
+    mid-write)."""
 
-    folder: Path
-    files: int = 0
+    path: Path
+    unit: str
+    written: int = 0
+    notes: Counter[str] = field(default_factory=Counter)
     torn: list[str] = field(default_factory=list)
 
 
-Writer = Callable[[AttemptRecord, PlayedBy], str]
+Document = Callable[[AttemptRecord, PlayedBy], str]
+"""An attempt as one file's text."""
+Lines = Callable[[AttemptRecord, PlayedBy], Converted]
+"""An attempt as JSONL lines, or why it gives none."""
 
 
 def _atif(record: AttemptRecord, played_by: PlayedBy) -> str:
@@ -44,24 +59,91 @@ def _atif(record: AttemptRecord, played_by: PlayedBy) -> str:
     return json.dumps(document.to_json(), indent=2, ensure_ascii=False)
 
 
-FORMATS: dict[str, Writer] = {"atif": _atif}
+DOCUMENTS: dict[str, Document] = {"atif": _atif}
+LINES: dict[str, Lines] = {
+    "sft": lambda record, by: sft_line(record, by.runner, by.model),
+    "rl": lambda record, by: rl_lines(record, by.runner, by.model),
+}
+FORMATS = (*DOCUMENTS, *LINES)
 
 
-def export_run(run_dir: Path, kind: str, out: Path | None, played_by: PlayedBy) -> Exported:
-    """Write each attempt of the run in `run_dir` in the format `kind` to `out` (default
-    RUN_DIR/KIND/), as SAMPLE.ATTEMPT.json; a missing run or an unknown format is a
-    ConfigError."""
-    writer = FORMATS.get(kind)
-    if writer is None:
-        raise ConfigError(f"unknown export format {kind!r}; the known ones: {', '.join(FORMATS)}")
+def export_run(
+    run_dir: Path,
+    kind: str,
+    out: Path | None,
+    played_by: PlayedBy,
+    selection: Selection | None = None,
+) -> Exported:
+    """Write the run in `run_dir` in the format `kind` to `out`: for atif a folder (default
+    RUN_DIR/atif/) of SAMPLE.ATTEMPT.json; for sft and rl a file (default RUN_DIR/KIND.jsonl,
+    KIND.jsonl inside `out` when it is a folder) of the attempts `selection` takes (by default
+    every scored one). A missing run, an unknown format, a selection given to atif or a run
+    that gives no line is a ConfigError."""
+    selection = _checked(kind, selection)
     _check_run(run_dir)
-    exported = Exported(out or run_dir / kind)
-    folder = RunDirectory(exported.folder)
+    if kind in DOCUMENTS:
+        return _documents(run_dir, DOCUMENTS[kind], out or run_dir / kind, played_by)
+    exported = Exported(_jsonl(out or run_dir, kind), "lines")
+    folder = RunDirectory(exported.path.parent)
+    folder.create()
+    made = _lines(run_dir, LINES[kind], played_by, selection, exported)
+    folder.write_chunks(exported.path.name, made)
+    return exported
+
+
+def _jsonl(out: Path, kind: str) -> Path:
+    """The file to write: `out`, or KIND.jsonl in it when it is a folder."""
+    return out / f"{kind}.jsonl" if out.is_dir() else out
+
+
+def _checked(kind: str, selection: Selection | None) -> Selection:
+    if kind not in FORMATS:
+        raise ConfigError(f"unknown export format {kind!r}; the known ones: {', '.join(FORMATS)}")
+    selection = selection or Selection()
+    if kind in DOCUMENTS and selection.chooses:
+        raise ConfigError(
+            f"--min-reward and --correct-only choose the attempts of {', '.join(LINES)}; "
+            f"{kind} exports every attempt: leave them out"
+        )
+    return selection
+
+
+def _documents(run_dir: Path, writer: Document, path: Path, played_by: PlayedBy) -> Exported:
+    exported = Exported(path, "files")
+    folder = RunDirectory(path)
     folder.create()
     for record in _records(run_dir, exported.torn.append):
         folder.write_text(file_name(record), writer(record, played_by))
-        exported.files += 1
+        exported.written += 1
     return exported
+
+
+def _lines(
+    run_dir: Path, convert: Lines, played_by: PlayedBy, selection: Selection, exported: Exported
+) -> Iterator[bytes]:
+    """Each taken attempt's lines as JSON, tallied into `exported`; a ConfigError after the
+    last attempt when none gave a line."""
+    for record in _records(run_dir, exported.torn.append):
+        why_not = selection.why_not(record)
+        converted = Converted.left_out(why_not) if why_not else convert(record, played_by)
+        exported.notes.update(converted.notes)
+        for line in converted.lines:
+            exported.written += 1
+            yield orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+    if not exported.written:
+        raise ConfigError(
+            f"no attempt of {run_dir} gave a line, so no file was written: {tally(exported)}"
+        )
+
+
+def tally(exported: Exported) -> str:
+    """The notes on attempts in words: "6 attempts unscored (...); 1 attempt split ..."."""
+    if not exported.notes:
+        return "the run has no finished attempt"
+    return "; ".join(
+        f"{count} attempt{'s' if count != 1 else ''} {note}"
+        for note, count in exported.notes.most_common()
+    )
 
 
 def file_name(record: AttemptRecord) -> str:

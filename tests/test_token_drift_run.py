@@ -16,7 +16,6 @@ from agent_eval.testing.worker_state import Behavior
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, write_dataset
 
 # The mock worker's token fields and drifting template come with the proxy's token capture.
-pytest.importorskip("agent_eval.testing.toy_tokens", reason="needs the proxy's token capture")
 
 
 async def _run(tmp_path: Path, name: str, drift: bool) -> Path:

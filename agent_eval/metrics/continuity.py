@@ -130,6 +130,13 @@ def _check(index: int, prompt: list[int], earlier: list[_Seen]) -> TurnCheck | N
     return TurnCheck(index, best.call, DriftPoint(most, best.tokens[most], prompt[most]))
 
 
+def continues(earlier: CallTokens, later: CallTokens) -> bool:
+    """Whether `later`'s prompt begins with all `earlier` was given and produced: what a trainer
+    that joins an attempt's calls into one sequence takes for granted."""
+    seen = earlier.prompt_ids + earlier.completion_ids
+    return len(later.prompt_ids) >= len(seen) and shared_prefix(later.prompt_ids, seen) == len(seen)
+
+
 def shared_prefix(a: list[int], b: list[int]) -> int:
     """How many tokens `a` and `b` share from their start."""
     length = min(len(a), len(b))

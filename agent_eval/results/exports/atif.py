@@ -29,9 +29,9 @@ from typing import Any
 import orjson
 
 from agent_eval import __version__
+from agent_eval.metrics.continuity import recorded_tokens
 from agent_eval.results.exports.atif_models import Agent, Metrics, Step, Trajectory
 from agent_eval.results.exports.atif_models import ToolCall as AtifCall
-from agent_eval.results.exports.tokens import recorded_tokens
 from agent_eval.results.messages import Message, ToolCall, messages
 from agent_eval.results.record import AttemptRecord
 

@@ -24,9 +24,9 @@ from itertools import pairwise
 from typing import Any
 
 from agent_eval.agents.trajectory import CallTokens
+from agent_eval.metrics.continuity import continues, recorded_tokens
 from agent_eval.results.exports.atif import record_attempt, to_atif
 from agent_eval.results.exports.lines import Converted
-from agent_eval.results.exports.tokens import continues, recorded_tokens
 from agent_eval.results.record import AttemptRecord
 
 NO_TOKENS = "without token ids (run with eval.tokens=true to capture them, or export --format sft)"

@@ -13,7 +13,7 @@ import logging
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -22,7 +22,7 @@ from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
 from agent_eval.perturb.cues import cued_by
-from agent_eval.perturb.draws import every_nearby, nearby
+from agent_eval.perturb.draws import every_nearby, every_similar, nearby
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -45,7 +45,8 @@ _DRAWS = 200
 _RECONCILED = 4
 """Rounds of giving a question number the value of the earlier result it is read as."""
 _TRIES = 400
-"""Values tried for one number alone: every one near it, for all but the largest."""
+"""Values tried for one number alone: every round one near it, for all but the largest, then
+as many of any digits."""
 
 
 class _NotRecomputable(Exception):
@@ -107,7 +108,11 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
-    found = _all_at_once(plan, rng) or _one_at_a_time(plan, rng)
+    found = (
+        _all_at_once(plan, rng)
+        or _one_at_a_time(plan, rng, lambda mention: every_nearby(mention, rng)[:_TRIES])
+        or _one_at_a_time(plan, rng, lambda mention: every_similar(mention, rng, _TRIES))
+    )
     if found is None:
         logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
         return None
@@ -128,17 +133,19 @@ def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:
     return None
 
 
-def _one_at_a_time(plan: _Plan, rng: random.Random) -> _Draw | None:
-    """New values for the numbers one by one, each kept where it recomputes reasonably: for
-    problems whose numbers rarely fit together at random (the price that 60% of stays whole).
-    Their order may change here, as a box's sides may; a value the question writes is not
-    taken twice."""
+def _one_at_a_time(
+    plan: _Plan, rng: random.Random, candidates: Callable[[Mention], list[Fraction]]
+) -> _Draw | None:
+    """New values for the numbers one by one, each the first of its `candidates` that
+    recomputes reasonably: for problems whose numbers rarely fit together at random (the price
+    that 60% of stays whole). Their order may change here, as a box's sides may; a value the
+    question writes is not taken twice."""
     values = {mention.value: mention.value for mention in plan.question}
     found = None
     varied = list({mention.value: mention for mention in plan.question}.values())
     rng.shuffle(varied)
     for mention in varied:
-        for new in every_nearby(mention, rng)[:_TRIES]:
+        for new in candidates(mention):
             if new in plan.ordered or new in values.values():
                 continue
             trial = _recomputed(plan, {**values, mention.value: new})

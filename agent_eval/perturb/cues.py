@@ -30,6 +30,7 @@ CUES: dict[str, tuple[int, ...]] = {
     r"miles?": (5280,),
     r"pounds?|ounces?|oz|lbs?": (16,),
     r"gallons?|quarts?": (4,),
+    r"pints?": (2, 8),
     r"dimes?": (10, 100),
     r"nickels?": (5, 100),
     r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),

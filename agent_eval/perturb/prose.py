@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from agent_eval.perturb.algebra import solved
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
+from agent_eval.perturb.conversions import converted, in_cents
 from agent_eval.perturb.cues import cued_by
 from agent_eval.perturb.number_text import plain, written_values
 
@@ -44,14 +45,17 @@ _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "
 
 def annotated(answer: str, question: str | None = None) -> str:
     """`answer` with an annotation before the result of each prose equation that computes,
-    and, given its `question`, before each unknown's value its equation solves for."""
+    and, given its `question`, before each unknown's value its equation solves for, each unit
+    its factors convert and the cents it asks for."""
     if question is not None:
-        answer = solved(answer, written_values(question) | set(map(Fraction, cued_by(question))))
+        known = written_values(question) | set(map(Fraction, cued_by(question)))
+        answer = converted(solved(answer, known), known)
     pieces = _ANNOTATION.split(_BARE.sub(_completed, answer))
-    return "".join(
+    recovered = "".join(
         piece if _ANNOTATION.fullmatch(piece) else _EQUATION.sub(_annotate, piece)
         for piece in pieces
     )
+    return recovered if question is None else in_cents(recovered, question)
 
 
 def _annotate(match: re.Match[str]) -> str:

@@ -293,11 +293,17 @@ def _source(
         return (_Source("constant", value),)
     if value not in fixed and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
-    if value not in fixed and value - 1 in variables:
-        # "4 times as much" splits 100 in 5, "3 friends and him" are 4: one more than a varied
-        # number may be that number plus one, and would not follow it.
-        raise _NotRecomputable(f"{value} may be a varied question number plus 1")
+    if value not in fixed and (value - 1 in variables or _one_off(value, variables, earlier)):
+        # "4 times as much" splits 100 in 5, "3 friends and him" are 4, 8 bottles leave 7 gaps
+        # between them: one off a varied number or a result may be it plus or minus one.
+        raise _NotRecomputable(f"{value} may be a varied number or a result plus or minus 1")
     return (_Source("constant", value),)
+
+
+def _one_off(value: Fraction, variables: set[Fraction], earlier: dict[Fraction, Fraction]) -> bool:
+    """Whether a count above 2 is one off a varied number or an earlier result (1 and 2 are
+    the solution's own too often: one each, a round trip)."""
+    return value > 2 and bool({value - 1, value + 1} & (variables | set(earlier)))
 
 
 def _small(value: Fraction) -> bool:

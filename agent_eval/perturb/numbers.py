@@ -40,6 +40,11 @@ logger = logging.getLogger(__name__)
 
 _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+# A number after an equals sign that nothing further computes with, or a fraction there:
+# `= 8/12` works out 8 and 12, `48 = 100% + 20%` nothing.
+_WORKED_OUT = re.compile(
+    r"=\s?\$?(?:(\d+(?:\.\d+)?)|(\d+)/(\d+))(?!\d|\.\d|>>|\s?<<|%?\s?[-+*x/()\u2013])"
+)
 _DRAWS = 200
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
 _RECONCILED = 4
@@ -166,7 +171,8 @@ def _plan(question: str, answer: str) -> _Plan:
     written_in_question = mentions(question)
     variables = _variables(question, written_in_question, annotations)
     fixed = (written_values(question) | set(map(Fraction, cued_by(question)))) - variables
-    sources = _sources(annotations, variables, written_in_question, fixed)
+    derived = _in_prose(answer, fixed)
+    sources = _sources(annotations, variables, written_in_question, fixed, derived)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
     }
@@ -238,6 +244,15 @@ def _variables(
     }
 
 
+def _in_prose(answer: str, fixed: set[Fraction]) -> set[Fraction]:
+    """Values the solution's prose works out with no annotation (`2/3 x 4/4 = 8/12`): such a
+    value is derived, never a constant, even one the question also writes; a fraction's
+    terms the question writes or cues (`1 - 3/4 = 1/4`) are its own."""
+    found = _WORKED_OUT.findall(answer)
+    fractions = {Fraction(n) for _, *terms in found for n in terms if n} - fixed
+    return {Fraction(number) for number, *_ in found if number} | fractions
+
+
 def _values(operands: list[re.Match[str]]) -> list[Fraction]:
     return [Fraction(operand.group(0)) for operand in operands]
 
@@ -247,16 +262,20 @@ def _sources(
     variables: set[Fraction],
     written_in_question: list[Mention],
     fixed: set[Fraction],
+    derived: set[Fraction],
 ) -> list[list[tuple[_Source, ...]]]:
     """Each operand's possible sources. A value that stays (`fixed`: one the question writes
-    and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is."""
+    and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is;
+    one the prose works out (`derived`) is none."""
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[_Source, ...]]] = []
     for index, annotation in enumerate(annotations):
         earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
-        row = [
-            _source(v, variables, percents, earlier, fixed) for v in _values(annotation.operands)
-        ]
+        values = _values(annotation.operands)
+        row = [_source(v, variables, percents, earlier, fixed | derived) for v in values]
+        if any(r[0].kind == "constant" and v in derived for r, v in zip(row, values, strict=True)):
+            # `2/3 x 4/4 = 8/12` in words, then 3 x 8: the 8 would stay when the 12 changes.
+            raise _NotRecomputable("a constant is worked out in the solution's prose")
         if _stated(annotation) and row[0][0].kind == "constant" and annotation.result not in fixed:
             # `Jerry's Age = <<10=10>>10` after algebra: a value no arithmetic gives stays put.
             raise _NotRecomputable(f"{annotation.result} is stated, not computed")

@@ -37,8 +37,7 @@ def _conversion(match: re.Match[str], factors: set[Fraction]) -> str:
         return match.group(0)
     by = [f"{match.group('old')}*{plain(f)}" for f in factors if f > 1 and old * f == new]
     by += [f"{match.group('old')}/{plain(f)}" for f in factors if f > 1 and old / f == new]
-    if len(by) != 1:
-        # No factor, or two that both give it (a coincidence of the question's numbers).
+    if not by:
         return match.group(0)
     at = match.start("new") - match.start()
     return f"{match.group(0)[:at]}<<{by[0]}={plain(new)}>>{match.group(0)[at:]}"

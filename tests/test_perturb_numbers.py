@@ -173,7 +173,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_185, reasons.most_common(5)
+    assert recomputed >= 1_184, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -456,3 +456,21 @@ def test_a_constant_the_prose_works_out_is_refused() -> None:
     )
     for sample in (pizza, lollipops):
         assert new_numbers(sample, random.Random(0)) is None, sample.id
+
+
+def test_a_small_count_written_more_often_than_steps_use_it_stays() -> None:
+    # The guests' 2 bottles are worked as 70+70: varying both 2s alike gave 50+50 for 3 each.
+    water = Sample(
+        "x",
+        "Bill started out with 2 cases of water which have 24 bottles each. He has 70 guests, "
+        "and he wants to have 2 bottles of water for each guest. How many more bottles does he "
+        "need?",
+        "Bill has 24 * 2 = <<2*24=48>>48 bottles of water\nHe needs 70+70 = <<70+70=140>>140 "
+        "bottles of water.\nHe needs to buy 140- 48 = <<140-48=92>>92 bottles of water.\n#### 92",
+    )
+    variant = new_numbers(water, random.Random(0))
+    assert variant is not None
+    cases, bottles, guests, each = (int(n) for n in re.findall(r"\d+", variant.question))
+    assert (cases, each) == (2, 2) and (bottles, guests) != (24, 70)
+    assert gold_answer(variant.answer) == str(guests * 2 - cases * bottles)
+    check_variant(water, variant.question, variant.answer)

@@ -221,7 +221,8 @@ def _variables(
     may bring, not naming a group ("the three"), used, and, if a small count, not used more
     often in one annotation than the question writes it (each mention may then be a use: "3
     sprints 3 times" for 3*3; a larger one is the question's each time: 20*20 for a square's
-    side). Its mentions all take one new value, so each use follows."""
+    side), nor written more often than steps use it (2 cases and 2 bottles a guest, the
+    second worked as 70+70). Its mentions all take one new value, so each use follows."""
     cued = cued_by(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
@@ -230,15 +231,17 @@ def _variables(
     stray.subtract(Counter(m.value for m in written_in_question if not m.word))
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     uses: Counter[Fraction] = Counter()
+    steps: Counter[Fraction] = Counter()
     for annotation in annotations:
         used = Counter(percents.get(v, v) for v in _values(annotation.operands))
         uses |= used
+        steps.update(used.keys())
     return {
         value
         for value, count in counts.items()
         if value > 1
         and uses[value] >= 1
-        and (uses[value] <= count or not _small(value))
+        and (uses[value] <= count <= steps[value] or not _small(value))
         and stray[value] <= 0
         and value not in cued | referring
     }

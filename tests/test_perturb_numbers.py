@@ -173,7 +173,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_184, reasons.most_common(5)
+    assert recomputed >= 1_167, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -458,7 +458,7 @@ def test_a_constant_the_prose_works_out_is_refused() -> None:
         assert new_numbers(sample, random.Random(0)) is None, sample.id
 
 
-def test_a_small_count_written_more_often_than_steps_use_it_stays() -> None:
+def test_a_small_count_written_twice_stays() -> None:
     # The guests' 2 bottles are worked as 70+70: varying both 2s alike gave 50+50 for 3 each.
     water = Sample(
         "x",
@@ -474,3 +474,40 @@ def test_a_small_count_written_more_often_than_steps_use_it_stays() -> None:
     assert (cases, each) == (2, 2) and (bottles, guests) != (24, 70)
     assert gold_answer(variant.answer) == str(guests * 2 - cases * bottles)
     check_variant(water, variant.question, variant.answer)
+
+
+def test_shares_of_a_whole_and_a_count_an_ordinal_names_stay() -> None:
+    # 50% boys and 50% girls: new percents would not add up to the school.
+    school = Sample(
+        "x",
+        "Each class in a school has 20 students. There are 3 classes. The school as a whole is "
+        "50% boys and 50% girls. The first class has 15 girls. The second class has 12 girls. "
+        "How many boys are in the third class?",
+        "The school has 60 students because 3 x 20 = <<3*20=60>>60\n"
+        "The school has 30 girls because 60 x .5 = <<60*.5=30>>30\n"
+        "The third class has 3 girls because 30 - 15 - 12 = <<30-15-12=3>>3\n"
+        "The third class has 17 boys because 20 - 3 = <<20-3=17>>17\n#### 17",
+    )
+    variant = new_numbers(school, random.Random(0))
+    assert variant is not None
+    assert "50% boys and 50% girls" in variant.question
+    size, classes, first, second = (
+        int(n) for n in re.findall(r"\d+", variant.question.replace("50%", ""))
+    )
+    assert classes == 3  # the "third class" counts them too
+    assert gold_answer(variant.answer) == str(size - (size * classes // 2 - first - second))
+    check_variant(school, variant.question, variant.answer)
+
+
+def test_a_count_written_twice_with_two_meanings_keeps_both() -> None:
+    # 4 dogs and the second's 4 miles: 7 dogs of which the last walks 21 - 11 was a wrong gold.
+    dogs = Sample(
+        "x",
+        "Bernie has 4 dogs. The first needs to walk 1 mile. The second needs to walk 4 miles. The "
+        "third needs to walk 3 miles. On average, they need to walk 3 miles per day. How many "
+        "miles does the last dog need?",
+        "The total walk distance must be 12 miles because 4 x 3 = <<4*3=12>>12\n"
+        "The first three walk a total of 8 miles because 1 + 4 + 3 = <<1+4+3=8>>8\n"
+        "The last one needs 4 miles because 12 - 8 = <<12-8=4>>4\n#### 4",
+    )
+    assert new_numbers(dogs, random.Random(0)) is None

@@ -21,7 +21,7 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
-from agent_eval.perturb.cues import cued_by
+from agent_eval.perturb.cues import cued_by, ordinals
 from agent_eval.perturb.draws import every_nearby, every_similar, nearby
 from agent_eval.perturb.number_text import (
     Mention,
@@ -218,12 +218,13 @@ def _variables(
     question: str, written_in_question: list[Mention], annotations: list[_Annotation]
 ) -> set[Fraction]:
     """The question's values that may vary: not 0 or 1, not a value a cue word of the question
-    may bring, not naming a group ("the three"), used, and, if a small count, not used more
-    often in one annotation than the question writes it (each mention may then be a use: "3
-    sprints 3 times" for 3*3; a larger one is the question's each time: 20*20 for a square's
-    side), nor written more often than steps use it (2 cases and 2 bottles a guest, the
-    second worked as 70+70). Its mentions all take one new value, so each use follows."""
-    cued = cued_by(question)
+    may bring or an ordinal names, not naming a group ("the three"), not a share of a whole,
+    used, and, if a small count, written once and used once a step (written twice, as 4 dogs
+    of which the second walks 4 miles, or used twice, as 3*3, one new value for every
+    mention or use may change what the problem is; a larger one is the question's each time:
+    20*20 for a square's side). Its mentions all take one new value, so each use follows."""
+    # "The next three days" after "her third eight days": the solution's 3 may count either.
+    cued = cued_by(question) | ordinals(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
@@ -231,20 +232,26 @@ def _variables(
     stray.subtract(Counter(m.value for m in written_in_question if not m.word))
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     uses: Counter[Fraction] = Counter()
-    steps: Counter[Fraction] = Counter()
     for annotation in annotations:
         used = Counter(percents.get(v, v) for v in _values(annotation.operands))
         uses |= used
-        steps.update(used.keys())
     return {
         value
         for value, count in counts.items()
         if value > 1
         and uses[value] >= 1
-        and (uses[value] <= count <= steps[value] or not _small(value))
+        and (not _small(value) or count == uses[value] == 1)
+        and value not in _shares(written_in_question)
         and stray[value] <= 0
         and value not in cued | referring
     }
+
+
+def _shares(written_in_question: list[Mention]) -> set[Fraction]:
+    """Percents that make up a whole (50% boys and 50% girls): they stay, as new ones would
+    not add up."""
+    percents = [m.value for m in written_in_question if m.percent]
+    return set(percents) if sum(percents) == 100 else set()
 
 
 def _in_prose(answer: str, fixed: set[Fraction]) -> set[Fraction]:

@@ -173,7 +173,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_167, reasons.most_common(5)
+    assert recomputed >= 1_124, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -511,3 +511,17 @@ def test_a_count_written_twice_with_two_meanings_keeps_both() -> None:
         "The last one needs 4 miles because 12 - 8 = <<12-8=4>>4\n#### 4",
     )
     assert new_numbers(dogs, random.Random(0)) is None
+
+
+def test_a_value_that_stays_and_is_also_a_result_must_keep_both_readings() -> None:
+    # James's "four times" is the 4 that 12 / 3 also gives: it became 8 * 8 when 12 became 16.
+    friends = Sample(
+        "x",
+        "Charlie has three times as many Facebook friends as Dorothy. James has four times as "
+        "many friends on Facebook as Dorothy. If Charlie has 12 friends on Facebook, how many "
+        "Facebook friends does James have?",
+        "Dorothy has 12 / 3 = <<12/3=4>>4 Facebook friends.\n"
+        "James has 4 * 4 = <<4*4=16>>16 Facebook friends.\n#### 16",
+    )
+    # Only a draw that keeps 12 / 3 at 4 may stand, and one number alone cannot.
+    assert all(new_numbers(friends, random.Random(seed)) is None for seed in range(5))

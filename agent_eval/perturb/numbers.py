@@ -316,6 +316,10 @@ def _source(
         found.append(_Source("question", value))
     elif percents.get(value) in variables:
         found.append(_Source("percent", percents[value]))
+    elif found and value in fixed:
+        # The 3 visits a year the question writes twice, and the $3 a step gave: the constant
+        # reading stands only where the result stays 3.
+        found.append(_Source("constant", value))
     if found:
         return tuple(found)
     if percents.get(value) in fixed:

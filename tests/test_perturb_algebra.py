@@ -63,3 +63,22 @@ def test_an_algebra_solution_whose_equation_combines_question_numbers_is_refused
         "Stan:4(40)-13=147 Pokemon\n#### 147",
     )
     assert new_numbers(pokemon, random.Random(0)) is None
+
+
+def test_a_value_stated_after_prose_arithmetic_takes_the_equations_template() -> None:
+    books = Sample(
+        "x",
+        "Together, Sofie, Anne, and Fawn have 85 books. If Sofie has 25 more books than Anne, and "
+        "Anne has 12 fewer books than Fawn does, how many books does Fawn have?",
+        "Let x = the number of books Anne has.\nThen x + 25 + x + 12 + x = 85\n3x + 37 = 85\n"
+        "3x = 48\nx = 48 / 3 = <<48/3=16>>16 books\nFawn has 16 + 12 = <<16+12=28>>28 books.\n"
+        "#### 28",
+    )
+    assert "x = 48 / 3 = <<((85)-((25)+(12)))/(((1)+(1))+(1))=16>>16 books" in solved(
+        books.answer or "", {Fraction(n) for n in (85, 25, 12)}
+    )
+    variant = new_numbers(books, random.Random(0))
+    assert variant is not None
+    total, more, fewer = (int(n) for n in re.findall(r"\d+", variant.question))
+    assert (total, more, fewer) != (85, 25, 12)
+    assert Fraction(gold_answer(variant.answer) or "") == Fraction(total - more - fewer, 3) + fewer

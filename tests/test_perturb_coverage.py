@@ -63,6 +63,6 @@ def test_gsm8k_gets_a_variant_of_each_kind_for_most_problems() -> None:
     ]
     numbers, names, distractor = coverage(perturbed(samples, kinds, seed=0), kinds)
     assert numbers.originals == 1319
-    assert numbers.share >= 0.87, numbers
+    assert numbers.share >= 0.85, numbers
     assert names.share >= 0.39, names
     assert distractor.share == 1.0, distractor

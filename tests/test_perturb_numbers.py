@@ -173,7 +173,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_180, reasons.most_common(5)
+    assert recomputed >= 1_124, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -404,3 +404,124 @@ def test_a_knowledge_constant_a_word_cues_stays_and_the_rest_varies() -> None:
     assert weekend == 5 and weekday != 4
     assert gold_answer(variant.answer) == str(weekday * 5 + weekend * 2)
     check_variant(carrots, variant.question, variant.answer)
+
+
+def test_a_number_no_round_neighbour_fits_is_drawn_with_any_digits() -> None:
+    # $30 to $90 in tens: none is whole both in quarters and in thirds; $36, $48, $72 ... are.
+    money = Sample(
+        "x",
+        "Maggie spent a quarter of her money, while Riza spent one-third of her money. They each "
+        "had $60. How much money do the two of them have left?",
+        "Maggie spent $60/4 = $<<60/4=15>>15.\nSo, Maggie is left with $60 - $15 = $<<60-15=45>>45."
+        "\nRiza spent $60/3 = $<<60/3=20>>20.\nSo, Riza is left with $60 - $20 = $<<60-20=40>>40.\n"
+        "Thus, they have a total of $45 + $40 = $<<45+40=85>>85 left.\n#### 85",
+    )
+    variant = new_numbers(money, random.Random(0))
+    assert variant is not None
+    (each,) = (int(n) for n in re.findall(r"\$(\d+)", variant.question))
+    assert each != 60 and each % 12 == 0 and 30 <= each <= 99
+    assert gold_answer(variant.answer) == str(each - each // 4 + each - each // 3)
+    check_variant(money, variant.question, variant.answer)
+
+
+def test_a_constant_one_off_an_earlier_result_is_refused() -> None:
+    # 8 bottles leave 7 gaps: 7 stayed 7 when 24 / 4 gave 6 bottles, a wrong gold.
+    bottles = Sample(
+        "x",
+        "Richard's driveway is 24 feet wide and he puts a bottle of soda every 3 feet. It takes "
+        "him 5 seconds to go from one bottle to the next. How many seconds does it take?",
+        "There are 24 / 3 feet between each bottle = <<24/3=8>>8 bottles.\n"
+        "It will take him 5 seconds x 7 bottles = 35 seconds total.\n#### 35",
+    )
+    assert new_numbers(bottles, random.Random(0)) is None
+
+
+def test_a_constant_the_prose_works_out_is_refused() -> None:
+    # 8 is 2/3 of 12 worked out in words: it would stay 8 when the 12 slices change.
+    pizza = Sample(
+        "x",
+        "Bryce and four of his friends each ordered a pizza. Each pizza had 12 slices. Bryce and "
+        "two friends ate 2/3 of their pizzas. How many slices were left?",
+        "There were 5 pizzas x 12 slices per pizza = <<5*12=60>>60 slices.\n"
+        "2/3 of a pizza with 12 slices is 8/12 because 2/3 x 4/4 = 8/12.\n"
+        "So 3 friends x 8 slices = <<3*8=24>>24 slices.\n60 - 24 = <<60-24=36>>36 left.\n#### 36",
+    )
+    # 1 is $1.17 rounded in words: 117 cents = $1.
+    lollipops = Sample(
+        "y",
+        "Marisa gets $5 every day. She buys 4 lollipops worth 25 cents each every day and saves "
+        "the change. How much does she save in 5 days?",
+        "4 lollipops cost 4 * 25 cents = <<4*25=100>>100 cents\nSince 100 cents = $1 she spends "
+        "$1 everyday.\nShe saves $5 - $1 = $<<5-1=4>>4\nIn 5 days: $4 * 5 = $<<4*5=20>>20\n#### 20",
+    )
+    for sample in (pizza, lollipops):
+        assert new_numbers(sample, random.Random(0)) is None, sample.id
+
+
+def test_a_small_count_written_twice_stays() -> None:
+    # The guests' 2 bottles are worked as 70+70: varying both 2s alike gave 50+50 for 3 each.
+    water = Sample(
+        "x",
+        "Bill started out with 2 cases of water which have 24 bottles each. He has 70 guests, "
+        "and he wants to have 2 bottles of water for each guest. How many more bottles does he "
+        "need?",
+        "Bill has 24 * 2 = <<2*24=48>>48 bottles of water\nHe needs 70+70 = <<70+70=140>>140 "
+        "bottles of water.\nHe needs to buy 140- 48 = <<140-48=92>>92 bottles of water.\n#### 92",
+    )
+    variant = new_numbers(water, random.Random(0))
+    assert variant is not None
+    cases, bottles, guests, each = (int(n) for n in re.findall(r"\d+", variant.question))
+    assert (cases, each) == (2, 2) and (bottles, guests) != (24, 70)
+    assert gold_answer(variant.answer) == str(guests * 2 - cases * bottles)
+    check_variant(water, variant.question, variant.answer)
+
+
+def test_shares_of_a_whole_and_a_count_an_ordinal_names_stay() -> None:
+    # 50% boys and 50% girls: new percents would not add up to the school.
+    school = Sample(
+        "x",
+        "Each class in a school has 20 students. There are 3 classes. The school as a whole is "
+        "50% boys and 50% girls. The first class has 15 girls. The second class has 12 girls. "
+        "How many boys are in the third class?",
+        "The school has 60 students because 3 x 20 = <<3*20=60>>60\n"
+        "The school has 30 girls because 60 x .5 = <<60*.5=30>>30\n"
+        "The third class has 3 girls because 30 - 15 - 12 = <<30-15-12=3>>3\n"
+        "The third class has 17 boys because 20 - 3 = <<20-3=17>>17\n#### 17",
+    )
+    variant = new_numbers(school, random.Random(0))
+    assert variant is not None
+    assert "50% boys and 50% girls" in variant.question
+    size, classes, first, second = (
+        int(n) for n in re.findall(r"\d+", variant.question.replace("50%", ""))
+    )
+    assert classes == 3  # the "third class" counts them too
+    assert gold_answer(variant.answer) == str(size - (size * classes // 2 - first - second))
+    check_variant(school, variant.question, variant.answer)
+
+
+def test_a_count_written_twice_with_two_meanings_keeps_both() -> None:
+    # 4 dogs and the second's 4 miles: 7 dogs of which the last walks 21 - 11 was a wrong gold.
+    dogs = Sample(
+        "x",
+        "Bernie has 4 dogs. The first needs to walk 1 mile. The second needs to walk 4 miles. The "
+        "third needs to walk 3 miles. On average, they need to walk 3 miles per day. How many "
+        "miles does the last dog need?",
+        "The total walk distance must be 12 miles because 4 x 3 = <<4*3=12>>12\n"
+        "The first three walk a total of 8 miles because 1 + 4 + 3 = <<1+4+3=8>>8\n"
+        "The last one needs 4 miles because 12 - 8 = <<12-8=4>>4\n#### 4",
+    )
+    assert new_numbers(dogs, random.Random(0)) is None
+
+
+def test_a_value_that_stays_and_is_also_a_result_must_keep_both_readings() -> None:
+    # James's "four times" is the 4 that 12 / 3 also gives: it became 8 * 8 when 12 became 16.
+    friends = Sample(
+        "x",
+        "Charlie has three times as many Facebook friends as Dorothy. James has four times as "
+        "many friends on Facebook as Dorothy. If Charlie has 12 friends on Facebook, how many "
+        "Facebook friends does James have?",
+        "Dorothy has 12 / 3 = <<12/3=4>>4 Facebook friends.\n"
+        "James has 4 * 4 = <<4*4=16>>16 Facebook friends.\n#### 16",
+    )
+    # Only a draw that keeps 12 / 3 at 4 may stand, and one number alone cannot.
+    assert all(new_numbers(friends, random.Random(seed)) is None for seed in range(5))

@@ -152,7 +152,12 @@ def _joined(left: str, sign: str, right: str) -> str:
 def _stated(answer: str, after: int, letter: str, template: str, value: Fraction) -> str:
     """`answer` with the first statement of `value` after `after` annotated by `template`."""
     number = re.escape(plain(value))
-    said = re.compile(rf"\b{letter}\s*=\s*\$?(?:<<{number}={number}>>|(?={number}(?![\d.])))")
+    # `x = 40`, `x = <<40=40>>40`, or `x = 48 / 3 = <<48/3=16>>16`, the arithmetic the prose
+    # did on the equation's numbers then given the equation's own.
+    said = re.compile(
+        rf"\b{letter}\s*=\s*(?:[^=<>\n]{{0,40}}=\s*)?\$?"
+        rf"(?:<<[^<>=]*={number}>>|(?={number}(?![\d.])))"
+    )
     found = said.search(answer, after)
     if found is None:
         return answer

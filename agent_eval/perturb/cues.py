@@ -30,6 +30,7 @@ CUES: dict[str, tuple[int, ...]] = {
     r"miles?": (5280,),
     r"pounds?|ounces?|oz|lbs?": (16,),
     r"gallons?|quarts?": (4,),
+    r"pints?": (2, 8),
     r"dimes?": (10, 100),
     r"nickels?": (5, 100),
     r"thousand|kilo\w*|grams?|meters?|liters?|millimeters?": (1000, 100),
@@ -45,3 +46,15 @@ def cued_by(question: str) -> set[int]:
 
 def _cues(pattern: str, question: str) -> bool:
     return re.search(rf"(?<![a-z])(?:{pattern})(?![a-z])", question, re.IGNORECASE) is not None
+
+
+_ORDINALS = ["second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+_ORDINAL = re.compile(rf"\b(?:(?P<word>{'|'.join(_ORDINALS)})|(?P<digits>\d+)(?:nd|rd|th))\b", re.I)
+
+
+def ordinals(question: str) -> set[int]:
+    """The values of the ordinals a question writes ("her third eight days" 3, "the 5th" 5)."""
+    return {
+        _ORDINALS.index(m["word"].lower()) + 2 if m["word"] else int(m["digits"])
+        for m in _ORDINAL.finditer(question)
+    }

@@ -27,6 +27,19 @@ def every_nearby(mention: Mention, rng: random.Random) -> list[Fraction]:
     return values
 
 
+def every_similar(mention: Mention, rng: random.Random, count: int) -> list[Fraction]:
+    """Up to `count` values from half to twice `mention`'s, with as many digits before and
+    after the point, in a random order: for a number no round neighbour fits (the $60 that a
+    quarter and a third of must both be whole)."""
+    scale = Fraction(1, 10**mention.places)
+    scaled = int(mention.value / scale)
+    whole = len(str(int(mention.value))) if mention.value >= 1 else 0
+    low = max(math.ceil(scaled / 2), 10 ** (whole - 1) * 10**mention.places if whole else 1)
+    high = min(2 * scaled, 10**whole * 10**mention.places - 1)
+    drawn = rng.sample(range(low, high + 1), min(count + 2, max(high - low + 1, 0)))
+    return [n * scale for n in drawn if n != scaled and n * scale != 1][:count]
+
+
 def _neighbourhood(mention: Mention) -> tuple[int, int, set[int], Fraction]:
     """The new value's significant digits (low to high, none excluded) and their scale."""
     scaled = int(mention.value * 10**mention.places)

@@ -13,7 +13,7 @@ import logging
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -21,8 +21,8 @@ from typing import Literal
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
-from agent_eval.perturb.cues import cued_by
-from agent_eval.perturb.draws import every_nearby, nearby
+from agent_eval.perturb.cues import cued_by, ordinals
+from agent_eval.perturb.draws import every_nearby, every_similar, nearby
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -40,12 +40,18 @@ logger = logging.getLogger(__name__)
 
 _ANNOTATION = re.compile(r"<<(?P<expression>[^<>=]*)=(?P<result>[^<>=]*)>>")
 _OPERAND = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+# A number after an equals sign that nothing further computes with, or a fraction there:
+# `= 8/12` works out 8 and 12, `48 = 100% + 20%` nothing.
+_WORKED_OUT = re.compile(
+    r"=\s?\$?(?:(\d+(?:\.\d+)?)|(\d+)/(\d+))(?!\d|\.\d|>>|\s?<<|%?\s?[-+*x/()\u2013])"
+)
 _DRAWS = 200
 """Draws tried before giving up on a problem whose results keep coming out unreasonable."""
 _RECONCILED = 4
 """Rounds of giving a question number the value of the earlier result it is read as."""
 _TRIES = 400
-"""Values tried for one number alone: every one near it, for all but the largest."""
+"""Values tried for one number alone: every round one near it, for all but the largest, then
+as many of any digits."""
 
 
 class _NotRecomputable(Exception):
@@ -107,7 +113,11 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
-    found = _all_at_once(plan, rng) or _one_at_a_time(plan, rng)
+    found = (
+        _all_at_once(plan, rng)
+        or _one_at_a_time(plan, rng, lambda mention: every_nearby(mention, rng)[:_TRIES])
+        or _one_at_a_time(plan, rng, lambda mention: every_similar(mention, rng, _TRIES))
+    )
     if found is None:
         logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
         return None
@@ -128,17 +138,19 @@ def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:
     return None
 
 
-def _one_at_a_time(plan: _Plan, rng: random.Random) -> _Draw | None:
-    """New values for the numbers one by one, each kept where it recomputes reasonably: for
-    problems whose numbers rarely fit together at random (the price that 60% of stays whole).
-    Their order may change here, as a box's sides may; a value the question writes is not
-    taken twice."""
+def _one_at_a_time(
+    plan: _Plan, rng: random.Random, candidates: Callable[[Mention], list[Fraction]]
+) -> _Draw | None:
+    """New values for the numbers one by one, each the first of its `candidates` that
+    recomputes reasonably: for problems whose numbers rarely fit together at random (the price
+    that 60% of stays whole). Their order may change here, as a box's sides may; a value the
+    question writes is not taken twice."""
     values = {mention.value: mention.value for mention in plan.question}
     found = None
     varied = list({mention.value: mention for mention in plan.question}.values())
     rng.shuffle(varied)
     for mention in varied:
-        for new in every_nearby(mention, rng)[:_TRIES]:
+        for new in candidates(mention):
             if new in plan.ordered or new in values.values():
                 continue
             trial = _recomputed(plan, {**values, mention.value: new})
@@ -159,7 +171,8 @@ def _plan(question: str, answer: str) -> _Plan:
     written_in_question = mentions(question)
     variables = _variables(question, written_in_question, annotations)
     fixed = (written_values(question) | set(map(Fraction, cued_by(question)))) - variables
-    sources = _sources(annotations, variables, written_in_question, fixed)
+    derived = _in_prose(answer, fixed)
+    sources = _sources(annotations, variables, written_in_question, fixed, derived)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
     }
@@ -205,11 +218,13 @@ def _variables(
     question: str, written_in_question: list[Mention], annotations: list[_Annotation]
 ) -> set[Fraction]:
     """The question's values that may vary: not 0 or 1, not a value a cue word of the question
-    may bring, not naming a group ("the three"), used, and, if a small count, not used more
-    often in one annotation than the question writes it (each mention may then be a use: "3
-    sprints 3 times" for 3*3; a larger one is the question's each time: 20*20 for a square's
-    side). Its mentions all take one new value, so each use follows."""
-    cued = cued_by(question)
+    may bring or an ordinal names, not naming a group ("the three"), not a share of a whole,
+    used, and, if a small count, written once and used once a step (written twice, as 4 dogs
+    of which the second walks 4 miles, or used twice, as 3*3, one new value for every
+    mention or use may change what the problem is; a larger one is the question's each time:
+    20*20 for a square's side). Its mentions all take one new value, so each use follows."""
+    # "The next three days" after "her third eight days": the solution's 3 may count either.
+    cued = cued_by(question) | ordinals(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
@@ -225,10 +240,27 @@ def _variables(
         for value, count in counts.items()
         if value > 1
         and uses[value] >= 1
-        and (uses[value] <= count or not _small(value))
+        and (not _small(value) or count == uses[value] == 1)
+        and value not in _shares(written_in_question)
         and stray[value] <= 0
         and value not in cued | referring
     }
+
+
+def _shares(written_in_question: list[Mention]) -> set[Fraction]:
+    """Percents that make up a whole (50% boys and 50% girls): they stay, as new ones would
+    not add up."""
+    percents = [m.value for m in written_in_question if m.percent]
+    return set(percents) if sum(percents) == 100 else set()
+
+
+def _in_prose(answer: str, fixed: set[Fraction]) -> set[Fraction]:
+    """Values the solution's prose works out with no annotation (`2/3 x 4/4 = 8/12`): such a
+    value is derived, never a constant, even one the question also writes; a fraction's
+    terms the question writes or cues (`1 - 3/4 = 1/4`) are its own."""
+    found = _WORKED_OUT.findall(answer)
+    fractions = {Fraction(n) for _, *terms in found for n in terms if n} - fixed
+    return {Fraction(number) for number, *_ in found if number} | fractions
 
 
 def _values(operands: list[re.Match[str]]) -> list[Fraction]:
@@ -240,16 +272,20 @@ def _sources(
     variables: set[Fraction],
     written_in_question: list[Mention],
     fixed: set[Fraction],
+    derived: set[Fraction],
 ) -> list[list[tuple[_Source, ...]]]:
     """Each operand's possible sources. A value that stays (`fixed`: one the question writes
-    and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is."""
+    and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is;
+    one the prose works out (`derived`) is none."""
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[_Source, ...]]] = []
     for index, annotation in enumerate(annotations):
         earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
-        row = [
-            _source(v, variables, percents, earlier, fixed) for v in _values(annotation.operands)
-        ]
+        values = _values(annotation.operands)
+        row = [_source(v, variables, percents, earlier, fixed | derived) for v in values]
+        if any(r[0].kind == "constant" and v in derived for r, v in zip(row, values, strict=True)):
+            # `2/3 x 4/4 = 8/12` in words, then 3 x 8: the 8 would stay when the 12 changes.
+            raise _NotRecomputable("a constant is worked out in the solution's prose")
         if _stated(annotation) and row[0][0].kind == "constant" and annotation.result not in fixed:
             # `Jerry's Age = <<10=10>>10` after algebra: a value no arithmetic gives stays put.
             raise _NotRecomputable(f"{annotation.result} is stated, not computed")
@@ -280,17 +316,27 @@ def _source(
         found.append(_Source("question", value))
     elif percents.get(value) in variables:
         found.append(_Source("percent", percents[value]))
+    elif found and value in fixed:
+        # The 3 visits a year the question writes twice, and the $3 a step gave: the constant
+        # reading stands only where the result stays 3.
+        found.append(_Source("constant", value))
     if found:
         return tuple(found)
     if percents.get(value) in fixed:
         return (_Source("constant", value),)
     if value not in fixed and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
-    if value not in fixed and value - 1 in variables:
-        # "4 times as much" splits 100 in 5, "3 friends and him" are 4: one more than a varied
-        # number may be that number plus one, and would not follow it.
-        raise _NotRecomputable(f"{value} may be a varied question number plus 1")
+    if value not in fixed and (value - 1 in variables or _one_off(value, variables, earlier)):
+        # "4 times as much" splits 100 in 5, "3 friends and him" are 4, 8 bottles leave 7 gaps
+        # between them: one off a varied number or a result may be it plus or minus one.
+        raise _NotRecomputable(f"{value} may be a varied number or a result plus or minus 1")
     return (_Source("constant", value),)
+
+
+def _one_off(value: Fraction, variables: set[Fraction], earlier: dict[Fraction, Fraction]) -> bool:
+    """Whether a count above 2 is one off a varied number or an earlier result (1 and 2 are
+    the solution's own too often: one each, a round trip)."""
+    return value > 2 and bool({value - 1, value + 1} & (variables | set(earlier)))
 
 
 def _small(value: Fraction) -> bool:

@@ -14,13 +14,16 @@ from fractions import Fraction
 
 from agent_eval.perturb.algebra import solved
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
+from agent_eval.perturb.conversions import converted, in_cents
 from agent_eval.perturb.cues import cued_by
 from agent_eval.perturb.number_text import plain, written_values
 
 _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
-# A unit word after a number, per unit or not ("12 miles", "$20/hour", "35 hours/week"); never
-# one letter, so that "20 x 3" stays a product.
-_UNIT = r"\s?/?[A-Za-z]{2,12}(?:/[A-Za-z]{2,12})?"
+# Up to three unit words after a number, per unit or not ("12 miles", "$20/hour", "35
+# hours/week", "8 slices of pizza", "9% per hour"); never one letter, so that "20 x 3" stays a
+# product, nor an operator's word.
+_WORD = r"(?!(?:plus|minus|times|divided|by|equals)\b)[A-Za-z]{2,12}"
+_UNIT = rf"(?:\s?/?{_WORD}(?:/{_WORD})?){{1,3}}"
 _WORDS = {" plus ": "+", " minus ": "-", " times ": "*", " divided by ": "/"}
 _OPERATOR = (
     rf"\s?[-+*/x\u00d7\u00f7\u2013\u2212]\s?|{'|'.join(_WORDS)}"
@@ -44,14 +47,17 @@ _ARITHMETIC = str.maketrans({"x": "*", "\u00d7": "*", "\u00f7": "/", "\u2013": "
 
 def annotated(answer: str, question: str | None = None) -> str:
     """`answer` with an annotation before the result of each prose equation that computes,
-    and, given its `question`, before each unknown's value its equation solves for."""
+    and, given its `question`, before each unknown's value its equation solves for, each unit
+    its factors convert and the cents it asks for."""
     if question is not None:
-        answer = solved(answer, written_values(question) | set(map(Fraction, cued_by(question))))
+        known = written_values(question) | set(map(Fraction, cued_by(question)))
+        answer = converted(solved(answer, known), known)
     pieces = _ANNOTATION.split(_BARE.sub(_completed, answer))
-    return "".join(
+    recovered = "".join(
         piece if _ANNOTATION.fullmatch(piece) else _EQUATION.sub(_annotate, piece)
         for piece in pieces
     )
+    return recovered if question is None else in_cents(recovered, question)
 
 
 def _annotate(match: re.Match[str]) -> str:
@@ -86,7 +92,7 @@ def arithmetic(prose: str, percent: bool = False) -> str | None:
     where the result is a percent too (`12/20 x 100% = 60%` is `12/20*100=60`)."""
     for word, sign in _WORDS.items():
         prose = prose.replace(word, sign)
-    calculator = re.sub(rf"(?<=\d){_UNIT}", "", prose).replace("$", "").replace(",", "")
+    calculator = re.sub(rf"(?<=[\d%]){_UNIT}", "", prose).replace("$", "").replace(",", "")
     calculator = calculator.replace("%", "" if percent else "/100")
     calculator = re.sub(r"\s+", "", calculator.translate(_ARITHMETIC))
     calculator = re.sub(r"(?<=[\d)])(?=\()|(?<=\))(?=[\d(])", "*", calculator)

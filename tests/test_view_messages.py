@@ -83,7 +83,8 @@ def test_a_record_keeps_everything_but_its_messages_shape() -> None:
         {"role": "tool", "content": "48.0", "tool_calls": [], "call_id": "c1", "reasoning": None}
     ]
     assert record["trajectory"]["messages"][0]["tool_call_id"] == "c1"  # the record is untouched
-    assert drawable({"sample_id": "q2"})["trajectory"] == {"messages": [], "program": None}
+    empty = {"messages": [], "program": None, "model_calls": []}
+    assert drawable({"sample_id": "q2"})["trajectory"] == empty
 
 
 def test_a_program_comes_in_the_page_s_shape_whatever_its_record_holds() -> None:

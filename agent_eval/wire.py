@@ -11,6 +11,7 @@ RETRIES_HEADER = "X-Agent-Eval-Retries"
 """How many workers failed the request before the one that answered (or the last one)."""
 SHOULD_RETRY_HEADER = "x-should-retry"
 """Whether the client should retry the request: the OpenAI and Anthropic SDKs honour it."""
-TokenFields = Literal["vllm", "sglang"]
-"""Whose request fields ask a server for token ids: vLLM's (`return_token_ids`, which the
-embedded llama.cpp server takes too) or SGLang's (`return_*_ids_in_sglext` on chat)."""
+TokenFields = Literal["vllm", "sglang", "llamacpp"]
+"""Whose request fields ask a server for token ids: vLLM's (`return_token_ids`), SGLang's
+(`return_*_ids_in_sglext` on chat) or our llama.cpp server's (vLLM's fields, whose members it
+leaves out when not asked for, where vLLM writes them null)."""

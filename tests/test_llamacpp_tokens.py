@@ -9,19 +9,26 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import aiohttp
 import pytest
 from llama_cpp import Llama
 
 from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.backends.llamacpp_chat import render
-from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION, embedded_worker
+from agent_eval.backends.llamacpp_fields import CHAT_PATH, COMPLETIONS_PATH
+from tests.helpers.llamacpp import (
+    MODEL,
+    MULTIPLY,
+    QUESTION,
+    comparable,
+    completion_of,
+    embedded_worker,
+    post,
+)
 
 COLOURS = [{"role": "user", "content": "Name three colours."}]
 CHAT = {"model": MODEL, "messages": COLOURS, "max_tokens": 24, "temperature": 0}
 TOOL_CALL = {**CHAT, "messages": QUESTION, "tools": [MULTIPLY], "tool_choice": "required"}
 IDS = {"return_token_ids": True}
-CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
 
 
 @pytest.fixture(scope="module")
@@ -34,24 +41,6 @@ def worker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def vocab() -> Llama:
     """The embedded model's tokenizer, without its weights."""
     return Llama(model_path=str(embedded_model()), vocab_only=True, verbose=False)
-
-
-def completion_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The completions request for the prompt the chat handler renders."""
-    return {"model": MODEL, "prompt": render(messages, tools), "max_tokens": 24, "temperature": 0}
-
-
-async def post(url: str, path: str, body: dict[str, Any]) -> bytes:
-    """The answer's bytes. An unrelated prompt goes first, so every request reads its prompt
-    from the same cache state: a prompt the worker holds whole has its last token read alone,
-    and logits summed unlike a batch's differ in their last bits."""
-    async with aiohttp.ClientSession() as http:
-        forget = {"model": MODEL, "prompt": "Hello", "max_tokens": 1}
-        async with http.post(url + COMPLETIONS_PATH, json=forget) as answer:
-            assert answer.status == 200, await answer.text()
-        async with http.post(url + path, json=body) as answer:
-            assert answer.status == 200, await answer.text()
-            return await answer.read()
 
 
 async def chunks(url: str, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,12 +67,9 @@ def streamed_logprobs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def without_ids(answer: bytes) -> str:
-    """An answer with the token fields and what differs between any two answers (ids, times,
-    a stream's pings) taken out."""
-    text = re.sub(r"^: ping.*\n\n", "", answer.decode(), flags=re.MULTILINE)
-    text = re.sub(r'"(?:prompt_)?token_ids": ?\[[\d, ]*\](?:, ?)?', "", text)
-    text = re.sub(r", ?\}", "}", text)
-    return re.sub(r'"(id|created)": ?("[^"]*"|\d+)', r'"\1": _', text)
+    """An answer with the token fields and what differs between any two answers taken out."""
+    text = re.sub(r'"(?:prompt_)?token_ids": ?\[[\d, ]*\](?:, ?)?', "", comparable(answer))
+    return re.sub(r", ?\}", "}", text)
 
 
 async def test_chat_ids_are_the_rendered_prompt_and_the_answers_text(

@@ -75,7 +75,7 @@ async def _play(
         return read, record, worker.requests_to(route)[0]
 
 
-FIELDS = ["vllm", "sglang"]
+FIELDS = ["vllm", "sglang", "llamacpp"]
 ROUTES = [CHAT, COMPLETIONS]
 
 
@@ -309,7 +309,9 @@ def test_ids_the_client_asked_for_itself_stay_in_its_answer() -> None:
     assert tokens == {"prompt_ids": [3], "completion_ids": [1, 2], "logprobs": []}
 
 
-@pytest.mark.parametrize(("backend", "fields"), [("sglang", "sglang"), ("vllm", "vllm")])
+@pytest.mark.parametrize(
+    ("backend", "fields"), [("sglang", "sglang"), ("vllm", "vllm"), ("llamacpp", "llamacpp")]
+)
 def test_the_proxy_asks_in_the_fields_of_the_backends_server(backend: str, fields: str) -> None:
     run = RunConfig.model_validate(
         {"rollout": {"backend": f"{backend}:d1"}, "eval": {"tokens": True}}

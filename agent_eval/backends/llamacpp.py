@@ -40,6 +40,7 @@ def embedded_model() -> Path:
 class LlamaCpp(Backend):
     name = "llamacpp"
     needs_gpus = False
+    token_fields = "llamacpp"
 
     def validate(self, config: WorkerConfig, allocation: Allocation) -> None:
         if allocation.gpus_per_worker != 1:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import asdict
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 from aiohttp import web
@@ -525,8 +525,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--api-key", help="require `Authorization: Bearer KEY`, as SGLang does")
     parser.add_argument(
         "--token-fields",
-        choices=["vllm", "sglang"],
-        help="answer token ids and logprobs in vLLM's or SGLang's fields",
+        choices=get_args(TokenFields),
+        help="answer token ids and logprobs in vLLM's, SGLang's or our llama.cpp server's fields",
     )
     parser.add_argument(
         "--drift", action="store_true", help="render a re-sent assistant turn differently"

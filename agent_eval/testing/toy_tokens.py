@@ -116,7 +116,7 @@ class ReplyTokens:
             fields["token_ids"] = ids if self.ids else None
         elif self.ids:
             fields["token_ids"] = ids
-            if first:
+            if first and not self.chat:
                 fields["prompt_token_ids"] = self.prompt_ids
         return fields
 
@@ -124,6 +124,8 @@ class ReplyTokens:
         """The token members at an answer's (or its first chunk's) top level."""
         if self.fields == "vllm" and self.chat and first:
             return {"prompt_token_ids": self.prompt_ids if self.ids else None}
+        if self.fields == "llamacpp" and self.chat and first and self.ids:
+            return {"prompt_token_ids": self.prompt_ids}
         if self.prompt_in_sglext and self.ids and completion:
             return {"sglext": {"input_ids": self.prompt_ids, "output_ids": [completion]}}
         return {}

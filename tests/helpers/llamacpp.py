@@ -4,14 +4,20 @@ their processes. A test that uses a name from here is marked llamacpp (and slow)
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.backends.llamacpp_chat import render
+from agent_eval.backends.llamacpp_fields import COMPLETIONS_PATH
 from agent_eval.testing.ports import free_port
 from tests.helpers.cli_runs import agent_eval, finish
 
@@ -48,6 +54,32 @@ def servers_on(ports: set[int]) -> list[int]:
 
 
 MODEL = "smollm2-135m-instruct"
+
+
+def completion_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The completions request for the prompt the chat handler renders."""
+    return {"model": MODEL, "prompt": render(messages, tools), "max_tokens": 24, "temperature": 0}
+
+
+async def post(url: str, path: str, body: dict[str, Any], via: str | None = None) -> bytes:
+    """The answer's bytes from the worker at `url` (or from `via`, a proxy's base before /v1).
+    An unrelated prompt goes first, so every request reads its prompt from the same cache
+    state: a prompt the worker holds whole has its last token read alone, and logits summed
+    unlike a batch's differ in their last bits."""
+    async with aiohttp.ClientSession() as http:
+        forget = {"model": MODEL, "prompt": "Hello", "max_tokens": 1}
+        async with http.post(url + COMPLETIONS_PATH, json=forget) as answer:
+            assert answer.status == 200, await answer.text()
+        async with http.post((via or url) + path, json=body) as answer:
+            assert answer.status == 200, await answer.text()
+            return await answer.read()
+
+
+def comparable(answer: bytes) -> str:
+    """An answer with what differs between any two answers (ids, times, a stream's pings)
+    made alike."""
+    text = re.sub(r"^: ping.*\n\n", "", answer.decode(), flags=re.MULTILINE)
+    return re.sub(r'"(id|created)": ?("[^"]*"|\d+)', r'"\1": _', text)
 
 
 async def run_embedded(*args: str, cwd: Path) -> tuple[int, str, str]:

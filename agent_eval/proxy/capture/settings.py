@@ -51,6 +51,7 @@ class CaptureConfig(BaseModel):
     token_fields: TokenFields = Field(
         "vllm",
         description="Whose request fields ask the workers for token ids: `vllm` "
-        "(return_token_ids; vLLM and the embedded llama.cpp server) or `sglang` "
-        "(return_input_ids_in_sglext, return_output_ids_in_sglext).",
+        "(return_token_ids), `sglang` (return_input_ids_in_sglext, "
+        "return_output_ids_in_sglext) or `llamacpp` (the embedded llama.cpp server: vLLM's "
+        "fields, the members not asked for left out).",
     )

@@ -8,9 +8,11 @@ choice (a stream's delta ids); both are null when not asked for. SGLang
 `return_input_ids_in_sglext` and `return_output_ids_in_sglext` add `sglext.input_ids` and
 `sglext.output_ids` (one list per choice), in the body or in a last `choices: []` chunk
 (its `return_token_ids` is refused on streamed chat); on completions `return_token_ids` adds
-each choice's `token_ids` and `prompt_token_ids`; members not asked for are left out. Both take
-chat `logprobs: true` (choice `logprobs.content[].logprob`) and completions `logprobs: N`
-(choice `logprobs.token_logprobs`), null when not asked for.
+each choice's `token_ids` and `prompt_token_ids`; members not asked for are left out. Our
+llama.cpp server (`backends/llamacpp_fields.py`) takes vLLM's fields and places its members as
+vLLM does, but leaves out those not asked for, as SGLang does. All take chat `logprobs: true`
+(choice `logprobs.content[].logprob`) and completions `logprobs: N` (choice
+`logprobs.token_logprobs`), null when not asked for.
 """
 
 from __future__ import annotations
@@ -50,11 +52,16 @@ class TokenAsk:
     fields: TokenFields
     token_ids: bool
     """The proxy added `return_token_ids`: the ids' members are null again (vLLM's) or gone
-    (SGLang's) in the client's answer."""
+    (SGLang's, llama.cpp's) in the client's answer."""
     logprobs: bool
     """The proxy asked for logprobs: each choice's `logprobs` is null again for the client."""
     sglext: frozenset[str] = frozenset()
     """The `sglext` members the proxy asked for."""
+
+    @property
+    def nulls(self) -> bool:
+        """Whether the worker writes the ids' members it was not asked for as null (vLLM)."""
+        return self.fields == "vllm"
 
 
 def token_ask(
@@ -107,20 +114,24 @@ def answer_edits(
     known = parsed or {}
     top = members(data, at, known)
     edits: list[Edit] = []
+    cut: list[str] = []
     for member in top:
         if member.key == "choices":
             edits += _choices_edits(data, member, ask, known.get("choices"))
-        elif ask.token_ids and member.key == "prompt_token_ids" and ask.fields == "vllm":
-            edits += _null(data, member)
+        elif ask.token_ids and member.key == "prompt_token_ids":
+            if ask.nulls:
+                edits += _null(data, member)
+            else:
+                cut.append(member.key)
         elif member.key == "sglext" and ask.sglext and data[member.value] == ord("{"):
             ext = members(data, member.value, known.get("sglext"))
             if {m.key for m in ext} <= ask.sglext:
                 if _empty_choices(data, top):
                     return None
-                edits += removals(data, top, ["sglext"])
+                cut.append(member.key)
             else:
                 edits += removals(data, ext, ask.sglext)
-    return edits
+    return edits + removals(data, top, cut)
 
 
 def _choices_edits(data: bytes, choices: Member, ask: TokenAsk, parsed: Any) -> list[Edit]:
@@ -134,9 +145,9 @@ def _choices_edits(data: bytes, choices: Member, ask: TokenAsk, parsed: Any) -> 
 
 
 def _choice_edits(data: bytes, found: list[Member], ask: TokenAsk) -> list[Edit]:
-    """SGLang's ids leave the choice; vLLM's, and the logprobs, are null again."""
-    ids = ask.token_ids and ask.fields == "vllm"
-    edits = removals(data, found, _CHOICE_IDS) if ask.token_ids and ask.fields == "sglang" else []
+    """vLLM's ids, and the logprobs, are null again; other workers' ids leave the choice."""
+    ids = ask.token_ids and ask.nulls
+    edits = removals(data, found, _CHOICE_IDS) if ask.token_ids and not ask.nulls else []
     for member in found:
         if (ids and member.key in _CHOICE_IDS) or (ask.logprobs and member.key == "logprobs"):
             edits += _null(data, member)
@@ -145,9 +156,12 @@ def _choice_edits(data: bytes, found: list[Member], ask: TokenAsk) -> list[Edit]
 
 def forget(answer: dict[str, Any], ask: TokenAsk) -> None:
     """Take out of the parsed `answer` what `answer_edits` takes out of its bytes."""
-    null = ask.fields == "vllm"
-    if ask.token_ids and null and "prompt_token_ids" in answer:
-        answer["prompt_token_ids"] = None
+    null = ask.nulls
+    if ask.token_ids and "prompt_token_ids" in answer:
+        if null:
+            answer["prompt_token_ids"] = None
+        else:
+            del answer["prompt_token_ids"]
     ext = answer.get("sglext")
     if ask.sglext and isinstance(ext, dict):
         for key in ask.sglext:

@@ -25,6 +25,7 @@ from tests.helpers.proxy import (
     proxy_starter,
     worker_starter,
 )
+from tests.helpers.slurm import require_slurm
 from tests.helpers.terminal import OnTerminal, terminal
 
 
@@ -60,6 +61,12 @@ async def on_terminal(tmp_path: Path) -> AsyncIterator[OnTerminal]:
     """Commands on a real terminal, tmux (helpers/terminal.py); skipped without tmux."""
     async with terminal(f"agent-eval-test-{os.getpid()}-{id(tmp_path)}") as run:
         yield run
+
+
+@pytest.fixture
+def slurm_here() -> None:
+    """Skips a test without a Slurm cluster here (helpers/slurm.py `needs_slurm`)."""
+    require_slurm()
 
 
 @pytest.fixture

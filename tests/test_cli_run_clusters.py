@@ -11,7 +11,7 @@ import pytest
 from agent_eval.schedulers.slurm import JOB_NAME
 from tests.helpers.cli_runs import lines, summary
 from tests.helpers.llamacpp import run_embedded, servers_on
-from tests.helpers.slurm import needs_slurm
+from tests.helpers.slurm import require_slurm
 
 SETTINGS = {
     "ray": ["scheduler.ray.cpus_per_worker=1"],
@@ -31,12 +31,12 @@ def slurm_jobs() -> list[str]:
     return out.split()
 
 
-@pytest.mark.parametrize(
-    "scheduler", ["ray", pytest.param("slurm", marks=needs_slurm)], ids=["ray", "slurm"]
-)
+@pytest.mark.parametrize("scheduler", ["ray", "slurm"])
 async def test_a_whole_run_on_the_scheduler_leaves_nothing_behind(
     tmp_path: Path, scheduler: str
 ) -> None:
+    if scheduler == "slurm":
+        require_slurm()
     run_dir = tmp_path / "run"
     args = ["run", "--agent", "math_calculator", "--limit", "1", "-o", str(run_dir)]
     args += ["--scheduler", scheduler, "--backend", "llamacpp:d1", "-n", "1"]

@@ -3,6 +3,7 @@ the golden shapes."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -23,8 +24,10 @@ from agent_eval.schedulers.slurm_script import (
 )
 
 
+@functools.cache
 def _slurm_ready() -> bool:
-    """Whether a Slurm cluster here has a node ready to take jobs."""
+    """Whether a Slurm cluster here has a node ready to take jobs (`sinfo` can take seconds
+    to give up on a controller that is not running: asked once, and only by a Slurm test)."""
     if shutil.which("sinfo") is None:
         return False
     result = subprocess.run(
@@ -33,11 +36,15 @@ def _slurm_ready() -> bool:
     return result.returncode == 0 and bool({"idle", "mix"} & set(result.stdout.split()))
 
 
-# CI starts Slurm and sets AGENT_EVAL_REQUIRE_SLURM, so there a missing cluster fails loudly.
-needs_slurm = pytest.mark.skipif(
-    not os.environ.get("AGENT_EVAL_REQUIRE_SLURM") and not _slurm_ready(),
-    reason="no Slurm here: run scripts/slurm/start-local-slurm.sh",
-)
+def require_slurm() -> None:
+    """Skip the test without a Slurm cluster here; CI starts Slurm and sets
+    AGENT_EVAL_REQUIRE_SLURM, so there a missing cluster fails loudly instead."""
+    if not os.environ.get("AGENT_EVAL_REQUIRE_SLURM") and not _slurm_ready():
+        pytest.skip("no Slurm here: run scripts/slurm/start-local-slurm.sh")
+
+
+needs_slurm = pytest.mark.usefixtures("slurm_here")
+"""Marks a test that needs a Slurm cluster (conftest's `slurm_here` fixture)."""
 
 
 RUN = Path("/shared/runs/r1/workers")

@@ -17,9 +17,9 @@ from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_fields import CHAT_PATH, COMPLETIONS_PATH
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.llamacpp import (
-    MODEL,
-    MULTIPLY,
-    QUESTION,
+    CHAT,
+    COLOURS,
+    TOOL_CALL,
     comparable,
     completion_of,
     embedded_worker,
@@ -27,9 +27,6 @@ from tests.helpers.llamacpp import (
 )
 from tests.helpers.proxy import proxy_starter
 
-COLOURS = [{"role": "user", "content": "Name three colours."}]
-CHAT = {"model": MODEL, "messages": COLOURS, "max_tokens": 24, "temperature": 0}
-TOOL_CALL = {**CHAT, "messages": QUESTION, "tools": [MULTIPLY], "tool_choice": "required"}
 COMPLETION = completion_of(COLOURS, [])
 STREAMS = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 

@@ -16,18 +16,17 @@ from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_fields import CHAT_PATH, COMPLETIONS_PATH
 from tests.helpers.llamacpp import (
-    MODEL,
+    CHAT,
+    COLOURS,
     MULTIPLY,
     QUESTION,
+    TOOL_CALL,
     comparable,
     completion_of,
     embedded_worker,
     post,
 )
 
-COLOURS = [{"role": "user", "content": "Name three colours."}]
-CHAT = {"model": MODEL, "messages": COLOURS, "max_tokens": 24, "temperature": 0}
-TOOL_CALL = {**CHAT, "messages": QUESTION, "tools": [MULTIPLY], "tool_choice": "required"}
 IDS = {"return_token_ids": True}
 
 

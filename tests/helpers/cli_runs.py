@@ -46,6 +46,7 @@ async def agent_eval(*args: str, cwd: Path) -> asyncio.subprocess.Process:
 async def finish(process: asyncio.subprocess.Process, timeout: float = 120) -> tuple[int, str, str]:
     """Wait for a started command: its exit code, stdout and stderr."""
     out, err = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode is not None  # communicate() returns once the process has ended
     return process.returncode, out.decode(), err.decode()
 
 

@@ -54,6 +54,10 @@ def servers_on(ports: set[int]) -> list[int]:
 
 
 MODEL = "smollm2-135m-instruct"
+COLOURS = [{"role": "user", "content": "Name three colours."}]
+CHAT = {"model": MODEL, "messages": COLOURS, "max_tokens": 24, "temperature": 0}
+"""A short chat request answered the same way every time (temperature 0)."""
+TOOL_CALL = {**CHAT, "messages": QUESTION, "tools": [MULTIPLY], "tool_choice": "required"}
 
 
 def completion_of(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:

@@ -397,8 +397,15 @@ async def _start_proxy(
         endpoints=[broken.url, good.url],
         port=0,
         record_dir=None if native else run_dir / "sessions",
-        # The broken worker stays in the pool, so that every case reaches it.
-        health={**FAST_HEALTH, "interval": 0.2, "breaker_failures": 10**9},
+        # The broken worker stays in the pool, so that every case reaches it; the good one too,
+        # through a probe slowed by a loaded machine (one late probe marked it down: a 503).
+        health={
+            **FAST_HEALTH,
+            "interval": 0.2,
+            "timeout": 5.0,
+            "failure_threshold": 3,
+            "breaker_failures": 10**9,
+        },
         retry={"backoff_base": 0.001, "backoff_max": 0.01},
         timeouts={"total": TIMEOUT},
     )

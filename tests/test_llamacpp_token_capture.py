@@ -1,6 +1,7 @@
 """Token capture through the proxy over the embedded llama.cpp worker: an attempt's record holds
-ids that detokenize to exactly the prompt and the text, with the server's own logprobs, and a
-client that did not ask for them reads the bytes it reads with capture off."""
+ids that detokenize to exactly the prompt and the text, the end-of-turn token that ended it last,
+with the server's own logprobs, and a client that did not ask for them reads the bytes it reads
+with capture off."""
 
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ async def test_chat_tokens_are_the_prompt_the_text_and_the_servers_logprobs(
     assert text_of(vocab, tokens["completion_ids"]) == choice["message"]["content"]
     assert choice["message"]["content"] and _words(answer) == choice["message"]["content"]
     assert tokens["logprobs"] == [e["logprob"] for e in choice["logprobs"]["content"]]
+    # The answer ended on `<|im_end|>`: the record keeps it and its logprob, as vLLM gives them.
+    assert tokens["completion_ids"][-1] == vocab.token_eos()
+    assert len(tokens["logprobs"]) == len(tokens["completion_ids"])
 
 
 @STREAMS
@@ -100,6 +104,8 @@ async def test_completion_tokens_are_the_prompt_the_text_and_the_servers_logprob
     assert tokens["completion_ids"] == own["token_ids"]
     assert text_of(vocab, tokens["completion_ids"]) == own["text"] != ""
     assert tokens["logprobs"] == own["logprobs"]["token_logprobs"]
+    assert tokens["completion_ids"][-1] == vocab.token_eos()
+    assert len(tokens["logprobs"]) == len(tokens["completion_ids"])
 
 
 @STREAMS

@@ -1,6 +1,7 @@
 """The embedded llama.cpp worker answers vLLM's `return_token_ids` and chat `logprobs` exactly:
-the ids are the prompt it read and the text it wrote, the logprobs llama-cpp-python's own,
-streamed as whole, and a request without them is answered as before."""
+the ids are the prompt it read and the text it wrote, ending with the end-of-turn token when that
+ended it, as vLLM's do; the logprobs llama-cpp-python's own, streamed as whole, and a request
+without them is answered as before."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any
 import pytest
 from llama_cpp import Llama
 
+from agent_eval.agents.trajectory import CallTokens
 from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_fields import CHAT_PATH, COMPLETIONS_PATH
+from agent_eval.metrics.continuity import continues
 from tests.helpers.llamacpp import (
     CHAT,
     COLOURS,
@@ -28,6 +31,8 @@ from tests.helpers.llamacpp import (
 )
 
 IDS = {"return_token_ids": True}
+END = "<|im_end|>"
+CUT_SHORT = {**CHAT, "max_tokens": 5}
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +85,18 @@ async def test_chat_ids_are_the_rendered_prompt_and_the_answers_text(
     assert prompt == vocab.tokenize(rendered.encode(), add_bos=False, special=True)
     assert text_of(vocab, prompt, special=True) == rendered
     assert text_of(vocab, choice["token_ids"]) == choice["message"]["content"]
-    assert len(choice["token_ids"]) == answer["usage"]["completion_tokens"]
+    assert choice["token_ids"][-1] == vocab.token_eos()
+    # llama-cpp-python counts the text's tokens; vLLM would count the end-of-turn token too.
+    assert len(choice["token_ids"]) == answer["usage"]["completion_tokens"] + 1
 
 
-async def test_chat_logprobs_are_the_servers_own(worker_url: str, vocab: Llama) -> None:
-    chat = json.loads(await post(worker_url, CHAT_PATH, {**CHAT, **IDS, "logprobs": True}))
-    completion = {**completion_of(COLOURS, []), **IDS, "logprobs": 0}
+@pytest.mark.parametrize("body", [CHAT, CUT_SHORT], ids=["stopped", "cut short"])
+async def test_chat_logprobs_are_the_servers_own(
+    worker_url: str, vocab: Llama, body: dict[str, Any]
+) -> None:
+    chat = json.loads(await post(worker_url, CHAT_PATH, {**body, **IDS, "logprobs": True}))
+    limit = {"max_tokens": body["max_tokens"]}
+    completion = {**completion_of(COLOURS, []), **IDS, "logprobs": 0, **limit}
     (own,) = json.loads(await post(worker_url, COMPLETIONS_PATH, completion))["choices"]
     (choice,) = chat["choices"]
     assert chat["prompt_token_ids"] == own["prompt_token_ids"]
@@ -94,8 +105,81 @@ async def test_chat_logprobs_are_the_servers_own(worker_url: str, vocab: Llama) 
     assert [e["logprob"] for e in entries] == own["logprobs"]["token_logprobs"]
     assert [e["token"] for e in entries] == own["logprobs"]["tokens"]
     assert [bytes(e["bytes"]) for e in entries] == [
-        vocab.detokenize([i]) for i in choice["token_ids"]
+        vocab.detokenize([i], special=True) for i in choice["token_ids"]
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_chat_answer_ends_with_the_token_that_ended_it(
+    worker_url: str, vocab: Llama, stream: bool
+) -> None:
+    asked = {**CHAT, **IDS, "logprobs": True}
+    if stream:
+        parts = await chunks(worker_url, CHAT_PATH, asked)
+        ids, entries = streamed_ids(parts), streamed_logprobs(parts)
+        words = "".join(part["choices"][0]["delta"].get("content") or "" for part in parts)
+        finish, usage = parts[-1]["choices"][0]["finish_reason"], parts[-1]["usage"]
+        assert parts[-1]["choices"][0]["token_ids"] == [vocab.token_eos()]
+    else:
+        answer = json.loads(await post(worker_url, CHAT_PATH, asked))
+        (choice,) = answer["choices"]
+        ids, entries = choice["token_ids"], choice["logprobs"]["content"]
+        words, finish, usage = (
+            choice["message"]["content"],
+            choice["finish_reason"],
+            answer["usage"],
+        )
+    assert finish == "stop" and ids[-1] == vocab.token_eos()
+    assert text_of(vocab, ids) == words != ""  # the token has no text
+    assert [e["token"] for e in entries][-1] == END and len(entries) == len(ids)
+    assert all(e["logprob"] <= 0 for e in entries)
+    # llama-cpp-python counts the text's tokens; vLLM would count this one too.
+    assert usage["completion_tokens"] == len(ids) - 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_completion_lists_the_token_that_ended_it(
+    worker_url: str, vocab: Llama, stream: bool
+) -> None:
+    body = {**completion_of(COLOURS, []), **IDS, "logprobs": 2}
+    own = json.loads(await post(worker_url, CHAT_PATH, {**CHAT, **IDS, "logprobs": True}))
+    if stream:
+        parts = await chunks(worker_url, COMPLETIONS_PATH, body)
+        (last,) = [part["choices"][0] for part in parts if part["choices"][0]["finish_reason"]]
+        assert last["token_ids"] == [vocab.token_eos()] and last["logprobs"]["tokens"] == [END]
+        ids = streamed_ids(parts)
+        logprobs = [p["choices"][0]["logprobs"] for p in parts if p["choices"][0]["logprobs"]]
+        text = "".join(part["choices"][0]["text"] for part in parts)
+    else:
+        (choice,) = json.loads(await post(worker_url, COMPLETIONS_PATH, body))["choices"]
+        ids, logprobs, text = choice["token_ids"], [choice["logprobs"]], choice["text"]
+    listed = {key: [v for entry in logprobs for v in entry[key]] for key in logprobs[0]}
+    assert ids == own["choices"][0]["token_ids"] and ids[-1] == vocab.token_eos()
+    assert listed["token_logprobs"] == [
+        e["logprob"] for e in own["choices"][0]["logprobs"]["content"]
+    ]
+    assert listed["tokens"][-1] == END and len(listed["tokens"]) == len(ids)
+    assert listed["text_offset"][-1] == len(body["prompt"]) + len(text)
+    assert END in listed["top_logprobs"][-1] and len(listed["top_logprobs"][-1]) <= 2
+
+
+async def test_the_next_turns_prompt_continues_the_stopped_turn(
+    worker_url: str, vocab: Llama
+) -> None:
+    """The template writes `<|im_end|>` after an assistant's message: the next prompt begins
+    with the last prompt, its answer and the token that ended it."""
+    first = json.loads(await post(worker_url, CHAT_PATH, {**CHAT, **IDS}))
+    said = {"role": "assistant", "content": first["choices"][0]["message"]["content"]}
+    again = [*COLOURS, said, {"role": "user", "content": "And two more?"}]
+    second = json.loads(await post(worker_url, CHAT_PATH, {**CHAT, **IDS, "messages": again}))
+    turns = [
+        CallTokens(answer["prompt_token_ids"], answer["choices"][0]["token_ids"])
+        for answer in (first, second)
+    ]
+    assert turns[0].completion_ids[-1] == vocab.token_eos()
+    assert continues(*turns)
+    given = turns[1].prompt_ids[len(turns[0].prompt_ids) + len(turns[0].completion_ids) :]
+    assert text_of(vocab, given, special=True).startswith("\n<|im_start|>user\nAnd two more?")
 
 
 async def test_chat_alternatives_are_the_likeliest_tokens(worker_url: str) -> None:
@@ -150,10 +234,11 @@ async def test_a_completion_stream_carries_the_whole_answers_tokens(worker_url: 
     assert parts[0]["choices"][0]["prompt_token_ids"] == whole["prompt_token_ids"]
     assert streamed_ids(parts) == whole["token_ids"]
     # llama-cpp-python streams one token a chunk with logprobs: each chunk's id is its token.
-    for part in parts[:-1]:
+    for part in parts:
         choice = part["choices"][0]
-        assert len(choice["token_ids"]) == len(choice["logprobs"]["tokens"]) == 1
-    values = [v for part in parts[:-1] for v in part["choices"][0]["logprobs"]["token_logprobs"]]
+        assert len(choice["token_ids"]) == len((choice["logprobs"] or {}).get("tokens", []))
+    listed = [p["choices"][0]["logprobs"] for p in parts if p["choices"][0]["logprobs"]]
+    values = [v for logprobs in listed for v in logprobs["token_logprobs"]]
     assert values == whole["logprobs"]["token_logprobs"]
 
 

@@ -26,8 +26,7 @@ IDS_FIELD = b"return_token_ids"
 
 def wanted(body: bytes, path: str) -> Wanted | None:
     """What a request asks for of its tokens; None for nothing (most requests: not parsed)."""
-    chat = path == CHAT_PATH
-    if IDS_FIELD not in body and not (chat and b"logprobs" in body):
+    if IDS_FIELD not in body and b"logprobs" not in body:
         return None
     try:
         request = orjson.loads(body)
@@ -36,11 +35,18 @@ def wanted(body: bytes, path: str) -> Wanted | None:
     if not isinstance(request, dict):
         return None
     ids = request.get("return_token_ids") is True
-    # Completions' logprobs are llama-cpp-python's own; chat's are our handler's.
-    logprobs = chat and request.get("logprobs") is True
+    asked = Wanted(ids, *_logprobs(request, path == CHAT_PATH))
+    return asked if ids or asked.logprobs else None
+
+
+def _logprobs(request: dict[str, Any], chat: bool) -> tuple[bool, int]:
+    """Whether a request asked for logprobs, and how many alternatives a token."""
+    value = request.get("logprobs")
+    if not chat:
+        # llama-cpp-python writes completions' logprobs; only their stop token's are ours.
+        return type(value) is int, value if type(value) is int else 0
     top = request.get("top_logprobs")
-    asked = Wanted(ids, logprobs, top if logprobs and isinstance(top, int) else 0)
-    return asked if ids or logprobs else None
+    return value is True, top if value is True and type(top) is int else 0
 
 
 class TokenFields:

@@ -25,8 +25,8 @@ from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 from agent_eval.backends.llamacpp import FRESH_PROMPTS
 from agent_eval.backends.llamacpp_chat import FORMAT_NAME, chatml_tools
 from agent_eval.backends.llamacpp_fields import CHAT_PATH, COMPLETIONS_PATH, TokenFields, wanted
-from agent_eval.backends.llamacpp_tokens import recording, watch
-from agent_eval.shims.llama_generations import watch_generations
+from agent_eval.backends.llamacpp_tokens import recording, stop_logprobs, watch
+from agent_eval.shims.llama_generations import edit_completions, watch_generations
 from agent_eval.system.credentials import WORKER_API_KEY
 
 Scope = MutableMapping[str, Any]
@@ -151,6 +151,7 @@ def main() -> None:
         FORMAT_NAME, handler, overwrite=True
     )
     watch_generations(watch)
+    edit_completions(stop_logprobs)
     app = OpenAIMessages(create_app(server_settings=server, model_settings=[model]))
     uvicorn.run(app, host=server.host, port=server.port)
 

@@ -1,10 +1,18 @@
 """The tokens one request to the llama.cpp worker was given and produced, recorded as it runs.
 
-A request that asks for them (`return_token_ids`, vLLM's field, or chat `logprobs`) gets a
+A request that asks for them (`return_token_ids`, vLLM's field, or `logprobs`) gets a
 `Tokens` for its whole run; every generation it starts reports to it through
 `shims.llama_generations`. A chat turn may take several generations (choosing a tool, then its
 arguments): its prompt is the first generation's, its completion everything after that prompt
-in the last generation's context, so prompt + completion is what the model last read.
+in the last generation's context, so prompt + completion is what the model last read and wrote.
+
+A generation that ends on an end-of-generation token (SmolLM2's `<|im_end|>`) keeps it last in
+the completion, with its logprob: llama-cpp-python leaves it out of the text and its counts, but
+vLLM's `token_ids` end with it (its detokenizer skips the stop token for the text only, vllm/v1/
+engine/detokenizer.py) and so do SGLang's `output_ids` (detokenizer_manager.py trims its copy for
+the text), so a trainer's loss mask covers the token that ended the turn. A stop string keeps
+every token sampled up to the one that completed it, as vLLM's ids do. Completions' logprobs are
+llama-cpp-python's own: `stop_logprobs` adds that token's entry, as vLLM's list it.
 """
 
 from __future__ import annotations
@@ -13,11 +21,18 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from llama_cpp import Llama
 
-from agent_eval.shims.llama_generations import OnToken, ends_generation, logprobs_after
+from agent_eval.shims.llama_generations import (
+    Answer,
+    OnAnswer,
+    OnToken,
+    ends_generation,
+    logprobs_after,
+)
 
 Alternatives = list[tuple[int, float]]
 
@@ -69,8 +84,7 @@ class Tokens:
                 for offset, given in enumerate(pending):
                     self._add(llama, start - 1 + offset, given)
                 pending.clear()
-            if not ends_generation(llama, token):
-                self._add(llama, position, token)
+            self._add(llama, position, token)
             position += 1
 
         return on_token
@@ -87,6 +101,26 @@ class Tokens:
         self.completion.logprobs.append(None if row is None else float(row[token]))
         self.completion.alternatives.append(_top(row, self.wanted.top))
 
+    def stop_entry(self, llama: Llama, offset: int) -> dict[str, Any] | None:
+        """The completions logprobs entry of the token that ended the generation, at text
+        offset `offset`; None when no end-of-generation token ended it, or no logprob."""
+        done = self.completion
+        if not done.ids or not ends_generation(llama, done.ids[-1]) or done.logprobs[-1] is None:
+            return None
+        text, value = token_text(llama, done.ids[-1]), done.logprobs[-1]
+        top = {token_text(llama, other): lp for other, lp in done.alternatives[-1]}
+        return {
+            "tokens": [text],
+            "text_offset": [offset],
+            "token_logprobs": [value],
+            "top_logprobs": [{**top, text: value}],
+        }
+
+
+def token_text(llama: Llama, token: int) -> str:
+    """A token's text, a control token's (`<|im_end|>`) written out as vLLM's logprobs write it."""
+    return llama.detokenize([token], special=True).decode(errors="ignore")
+
 
 def _top(row: np.ndarray | None, count: int) -> Alternatives:
     if row is None or count <= 0:
@@ -102,6 +136,34 @@ def watch(llama: Llama, prompt: list[int]) -> OnToken | None:
     """The current request's recorder for a generation it starts; None when nothing was asked."""
     tokens = CURRENT.get()
     return None if tokens is None else tokens.generation(llama, prompt)
+
+
+def stop_logprobs(llama: Llama, options: dict[str, Any]) -> OnAnswer | None:
+    """For a completions request of the current request that asked for logprobs: what adds the
+    entry of the token that ended its generation to its answer, whole or on a stream's last
+    chunk (llama-cpp-python lists none for it); None otherwise."""
+    tokens = CURRENT.get()
+    if tokens is None or not tokens.wanted.logprobs or options.get("logprobs") is None:
+        return None
+    prompt = options.get("prompt")
+    # llama-cpp-python's text offsets count characters from the prompt's start.
+    written = len(prompt) if isinstance(prompt, str) and not options.get("echo") else 0
+
+    def on_answer(answer: Answer) -> None:
+        nonlocal written
+        choice = answer["choices"][0]
+        written += len(choice["text"])
+        entry = tokens.stop_entry(llama, written) if choice["finish_reason"] else None
+        if entry is None:
+            return
+        listed = choice.get("logprobs")
+        if listed is None:
+            choice["logprobs"] = entry
+        else:
+            for key, values in entry.items():
+                listed[key] += values
+
+    return on_answer
 
 
 @contextlib.contextmanager

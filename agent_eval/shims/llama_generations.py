@@ -1,5 +1,6 @@
 """Each generation of llama-cpp-python's `Llama`, seen as it runs: its prompt tokens, each token it
-samples, and the logits it sampled from.
+samples, and the logits it sampled from; and each answer `Llama.__call__` gives (the server's
+completions route calls it, never its chat handlers), whole or chunk by chunk.
 
 Relies on `Llama._create_completion` passing the whole prompt's tokens to `self.generate` and
 appending every token `generate` yields to the completion except an end-of-generation token
@@ -11,7 +12,7 @@ against llama-cpp-python 0.3.36.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import llama_cpp
@@ -19,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp import Llama
 
+Answer = dict[str, Any]
 OnToken = Callable[[int], None]
 Watch = Callable[[Llama, list[int]], OnToken | None]
 """Called as a generation starts with its prompt tokens; what it returns sees each token."""
@@ -46,6 +48,41 @@ def watch_generations(watch: Watch) -> None:
 
     watched_generate.watched = watch  # type: ignore[attr-defined]
     Llama.generate = watched_generate  # type: ignore[method-assign,assignment]
+
+
+OnAnswer = Callable[[Answer], None]
+EditAnswers = Callable[[Llama, dict[str, Any]], OnAnswer | None]
+"""Called as `Llama.__call__` starts with its keyword arguments; what it returns may change each
+answer or stream chunk in place before the caller sees it."""
+
+
+def edit_completions(edit: EditAnswers) -> None:
+    """Have `edit` see every answer `Llama.__call__` gives in this process; a later call
+    replaces the edit, never wraps `__call__` twice."""
+    call = Llama.__call__
+    if getattr(call, "edit", None) is not None:
+        call.edit = edit  # type: ignore[attr-defined]
+        return
+
+    @functools.wraps(call)
+    def edited_call(llama: Llama, *args: Any, **kwargs: Any) -> Any:
+        on_answer = edited_call.edit(llama, kwargs)  # type: ignore[attr-defined]
+        answer = call(llama, *args, **kwargs)
+        if on_answer is None:
+            return answer
+        if isinstance(answer, dict):
+            on_answer(answer)
+            return answer
+        return _edited(answer, on_answer)
+
+    edited_call.edit = edit  # type: ignore[attr-defined]
+    Llama.__call__ = edited_call  # type: ignore[method-assign]
+
+
+def _edited(chunks: Iterator[Answer], on_answer: OnAnswer) -> Iterator[Answer]:
+    for chunk in chunks:
+        on_answer(chunk)
+        yield chunk
 
 
 def ends_generation(llama: Llama, token: int) -> bool:

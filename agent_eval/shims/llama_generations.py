@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import llama_cpp
 import numpy as np
@@ -73,10 +73,10 @@ def edit_completions(edit: EditAnswers) -> None:
         if isinstance(answer, dict):
             on_answer(answer)
             return answer
-        return _edited(answer, on_answer)
+        return _edited(cast(Iterator[Answer], answer), on_answer)
 
     edited_call.edit = edit  # type: ignore[attr-defined]
-    Llama.__call__ = edited_call  # type: ignore[method-assign]
+    Llama.__call__ = edited_call  # type: ignore[method-assign,assignment]
 
 
 def _edited(chunks: Iterator[Answer], on_answer: OnAnswer) -> Iterator[Answer]:

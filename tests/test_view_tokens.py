@@ -1,5 +1,6 @@
 """The view's model calls: the sample endpoint marks each call's continuity without sending its
-tokens, and one call's tokens and logprobs come on their own request."""
+tokens, and one call's tokens and logprobs come on their own request, with their text where the
+run's model is a GGUF file here (the embedded model's, by default), ids alone where not."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
+from llama_cpp import Llama
 
+from agent_eval.agents.trajectory import CallTokens
+from agent_eval.backends.llamacpp import embedded_model
+from agent_eval.view.server import create_app
 from tests.helpers.token_calls import RENDERED_ANEW, conversation, drift_index, line_with_tokens
 from tests.helpers.view_runs import get_json, record, write_run
 
 CALLS = conversation(3, drift_at=2)
 SAMPLE = "/api/runs/runs/tokens/samples/q"
+ON_VLLM = {"rollout.backend": "vllm:d1", "model.path": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 
 
 @pytest.fixture
@@ -81,3 +87,31 @@ async def test_a_call_without_tokens_is_a_404_that_says_why(
 ) -> None:
     body = await get_json(client, f"/api/runs/runs/tokens/{path}", status=404)
     assert says in body["error"]
+
+
+async def test_a_calls_tokens_come_with_their_text_by_the_runs_tokenizer(
+    client: TestClient[Any, Any],
+) -> None:
+    vocab = Llama(model_path=str(embedded_model()), vocab_only=True, verbose=False)
+    body = await get_json(client, "/api/runs/runs/tokens/records/1/calls/2/tokens")
+    text = body["text"]
+    assert text["tokenizer"] == embedded_model().name and body["text_note"] is None
+    for ids, texts in (
+        (CALLS[2].prompt_ids, text["prompt"]),
+        (CALLS[2].completion_ids, text["completion"]),
+    ):
+        assert texts == [
+            vocab.detokenize([i], special=True).decode(errors="backslashreplace") for i in ids
+        ]
+
+
+async def test_ids_the_tokenizer_lacks_and_models_not_here_have_no_text(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    beyond = CallTokens([1, 2, 10**6], [2, -1], [-0.1, -0.2])
+    write_run(runs / "gguf", [line_with_tokens("q", 0, [beyond])])
+    write_run(runs / "vllm", [line_with_tokens("q", 0, [beyond])], settings=ON_VLLM)
+    async with TestClient(TestServer(create_app([runs]))) as client:
+        here = await get_json(client, "/api/runs/runs/gguf/records/0/calls/0/tokens")
+        away = await get_json(client, "/api/runs/runs/vllm/records/0/calls/0/tokens")
+    assert here["text"]["prompt"][2] is None and here["text"]["completion"] == ["<|im_end|>", None]
+    assert away["text"] is None and "is not a GGUF file on this machine" in away["text_note"]

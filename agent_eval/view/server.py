@@ -36,6 +36,7 @@ from agent_eval.view.runs import RunDir, written_summary
 from agent_eval.view.samples import sample_body
 from agent_eval.view.sessions import sessions_page
 from agent_eval.view.tokens import call_tokens
+from agent_eval.view.vocab import call_texts
 from agent_eval.view.watch import watch_body
 
 STATIC = Path(__file__).parent / "static"
@@ -228,13 +229,16 @@ def _record_index(request: web.Request, index: RunIndex) -> int:
 
 
 async def _call_tokens(request: web.Request) -> web.Response:
-    """One model call's tokens and logprobs, asked for when the page shows them."""
-    _run, index = await _found(request)
+    """One model call's tokens and logprobs, asked for when the page shows them, with their
+    text where the run's tokenizer can be loaded here."""
+    run, index = await _found(request)
     record = await asyncio.to_thread(index.record, _record_index(request, index))
     call = request.match_info["k"]
     if not call.isdigit():
         raise _not_found(f"model call {call!r}; give its index, from 0")
-    return _json(call_tokens(record, int(call)))
+    tokens = call_tokens(record, int(call))
+    prompt, completion = tokens["prompt_ids"], tokens["completion_ids"]
+    return _json({**tokens, **await asyncio.to_thread(call_texts, run.path, prompt, completion)})
 
 
 async def _sessions(request: web.Request) -> web.Response:

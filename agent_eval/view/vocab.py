@@ -9,13 +9,14 @@ import functools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from llama_cpp import Llama
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.errors import AgentEvalError
 from agent_eval.run.config import CONFIG_FILE, load_run_config
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 KEPT = 4
 """Vocabularies (and runs' model files) kept in memory at once: those being looked at."""
@@ -28,6 +29,7 @@ class Vocabulary:
 
     name: str
     llama: Llama
+    """Its vocabulary alone, no weights."""
     texts: dict[int, str | None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -98,5 +100,8 @@ def _model_file(path: Path, stamp: int) -> Path | str:
 
 @functools.lru_cache(maxsize=KEPT)
 def _load(file: Path, stamp: int) -> Vocabulary:
-    # `stamp` is part of the cache key: a replaced file is loaded again.
+    # `stamp` is part of the cache key: a replaced file is loaded again. Imported here: loading
+    # llama.cpp's library would slow every command that imports the view's server.
+    from llama_cpp import Llama
+
     return Vocabulary(file.name, Llama(model_path=str(file), vocab_only=True, verbose=False))

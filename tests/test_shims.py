@@ -25,7 +25,13 @@ from agent_eval.shims import bfcl_official
 from agent_eval.shims.aiohttp_expect import send_continue
 from agent_eval.shims.aiohttp_server import ErrorAnsweringRunner
 from agent_eval.shims.bfcl_checker import MODEL_NAME, bfcl_module
-from agent_eval.shims.llama_generations import ends_generation, logprobs_after, watch_generations
+from agent_eval.shims.llama_generations import (
+    Answer,
+    edit_completions,
+    ends_generation,
+    logprobs_after,
+    watch_generations,
+)
 from agent_eval.shims.openai_hooks import add_response_hook
 from agent_eval.shims.ray_logs import SIGTERM_NOTE, hide_sigterm_note
 from agent_eval.shims.typer_help import show_flags_without_a_value
@@ -291,3 +297,25 @@ def test_llama_generations_are_seen_as_completions_count_them_and_score_them() -
         float(row[token]) for row, token in zip(rows, written, strict=True) if row is not None
     ]
     assert scored == choice["logprobs"]["token_logprobs"]
+
+
+def test_completions_answers_are_edited_whole_and_chunk_by_chunk() -> None:
+    llama = Llama(model_path=str(embedded_model()), n_ctx=256, n_threads=1, verbose=False)
+    asked: list[str] = []
+
+    def edit(model: Llama, options: dict[str, Any]) -> Callable[[Answer], None]:
+        asked.append(options["prompt"])
+        return lambda answer: answer.update(edited=len(asked))
+
+    edit_completions(lambda model, options: None)
+    edit_completions(edit)  # replaces the edit, wraps nothing twice
+    try:
+        whole = cast(dict[str, Any], llama(prompt=SAY_HI, max_tokens=3, temperature=0))
+        chunks = list(llama(prompt=SAY_HI, max_tokens=3, temperature=0, stream=True))
+        created = cast(dict[str, Any], llama.create_completion(SAY_HI, max_tokens=3))
+    finally:
+        edit_completions(lambda model, options: None)
+    assert not hasattr(Llama.__call__.__wrapped__, "edit")  # type: ignore[attr-defined]
+    assert asked == [SAY_HI, SAY_HI]  # chat handlers call create_completion: not edited
+    assert whole["edited"] == 1 and "edited" not in created
+    assert len(chunks) > 1 and all(chunk["edited"] == 2 for chunk in chunks)  # type: ignore[index]

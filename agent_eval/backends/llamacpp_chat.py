@@ -19,7 +19,7 @@ from typing import Any
 from llama_cpp import Llama, llama_grammar
 from llama_cpp.llama_types import ChatCompletionRequestResponseFormat
 
-from agent_eval.backends.llamacpp_tokens import CURRENT, Piece, Tokens, token_text
+from agent_eval.backends.llamacpp_tokens import CURRENT, Piece, Tokens, token_bytes
 
 FORMAT_NAME = "chatml-tools"
 END = "<|im_end|>"
@@ -333,5 +333,5 @@ def chat_logprobs(llama: Llama, piece: Piece) -> dict[str, Any] | None:
 
 
 def _logprob(llama: Llama, token: int, logprob: float | None) -> dict[str, Any]:
-    text = token_text(llama, token)
-    return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+    text = token_bytes(llama, token)
+    return {"token": text.decode(errors="ignore"), "logprob": logprob, "bytes": list(text)}

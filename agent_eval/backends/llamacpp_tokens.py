@@ -117,9 +117,14 @@ class Tokens:
         }
 
 
+def token_bytes(llama: Llama, token: int) -> bytes:
+    """A token's bytes, a control token's (`<|im_end|>`) written out as vLLM's logprobs write it."""
+    return llama.detokenize([token], special=True)
+
+
 def token_text(llama: Llama, token: int) -> str:
-    """A token's text, a control token's (`<|im_end|>`) written out as vLLM's logprobs write it."""
-    return llama.detokenize([token], special=True).decode(errors="ignore")
+    """A token's text: its bytes, less a character they hold only part of."""
+    return token_bytes(llama, token).decode(errors="ignore")
 
 
 def _top(row: np.ndarray | None, count: int) -> Alternatives:

@@ -1,6 +1,6 @@
 """The text of a run's token ids, from its model's own tokenizer where this machine holds it as
-a GGUF file: its vocabulary is loaded alone (llama-cpp-python's `vocab_only`), in a fraction of a
-second, once per file, and kept for the runs that use it. Call these in a thread: they read
+a GGUF file: its vocabulary is loaded alone (llama-cpp-python's `vocab_only`), in under a second,
+once per file, and kept for the runs that use it. Call these in a thread: they read
 files and decode."""
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Serves the runs under ROOT as `agent-eval view ROOT` does, opens each page (runs; a run, all
 attempts then the wrong ones; a sample; two runs compared; a multi-turn run's heatmap and one
-session; a watch directory) and saves each as a PNG.
+session; a model call's tokens, of a run with tokens recorded; a watch directory) and saves
+each as a PNG.
 Needs playwright and a system Chromium (Debian: apt-get install chromium; AGENT_EVAL_CHROMIUM
 names another). Run: `python scripts/view_screenshots.py ROOT [--out docs/screenshots]`.
 """
@@ -65,8 +66,29 @@ async def tour(page: Page, base: str, out: Path) -> None:
         await page.wait_for_selector(".turn.focused")
         await page.screenshot(path=str(out / "session.png"))
         print(f"wrote {out / 'session.png'}")
+    tokened = [r["id"] for r in runs if r["kind"] == "run" and await _has_tokens(page, base, r)]
+    if tokened:
+        await tokens(page, base, tokened[0], out / "tokens.png")
     if watches:
         await shoot(page, base + route("watch", watches[0]), "#curve a.point", out / "watch.png")
+
+
+async def _has_tokens(page: Page, base: str, run: dict[str, str]) -> bool:
+    summary = await (await page.request.get(base + f"api/runs/{run['id']}/summary")).json()
+    continuity = (summary.get("summary") or {}).get("continuity") or {}
+    return bool((continuity.get("drift_rate") or {}).get("n"))
+
+
+async def tokens(page: Page, base: str, run_id: str, path: Path) -> None:
+    """The first sample of `run_id`, its last model call's tokens unfolded, as `path`."""
+    rows = (await (await page.request.get(base + f"api/runs/{run_id}/rows")).json())["rows"]
+    await page.goto(base + route("run", run_id) + "/sample/" + quote(rows[0]["sample_id"]))
+    await page.locator("#attempt-0 td.continuity summary").last.click()
+    await page.wait_for_selector(".call-tokens .token.completion")
+    shown = page.locator("#attempt-0 .call-tokens[open]").last
+    await shown.scroll_into_view_if_needed()
+    await shown.screenshot(path=str(path))
+    print(f"wrote {path}")
 
 
 async def main(root: Path, out: Path) -> None:

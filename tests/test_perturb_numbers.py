@@ -12,6 +12,8 @@ from fractions import Fraction
 import pytest
 
 from agent_eval.data import Sample
+from agent_eval.perturb.draws import multiples
+from agent_eval.perturb.number_text import mentions
 from agent_eval.perturb.numbers import new_numbers
 from agent_eval.perturb.prose import annotated
 from agent_eval.perturb.readings import Source, plausible
@@ -174,7 +176,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_153, reasons.most_common(5)
+    assert recomputed >= 1_162, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -516,6 +518,7 @@ def test_a_count_written_twice_with_two_meanings_keeps_both() -> None:
 
 def test_a_value_that_stays_and_is_also_a_result_must_keep_both_readings() -> None:
     # James's "four times" is the 4 that 12 / 3 also gives: it became 8 * 8 when 12 became 16.
+    # Read whole, 4 * 4 is Dorothy's friends times the question's four, in either order.
     friends = Sample(
         "x",
         "Charlie has three times as many Facebook friends as Dorothy. James has four times as "
@@ -524,8 +527,14 @@ def test_a_value_that_stays_and_is_also_a_result_must_keep_both_readings() -> No
         "Dorothy has 12 / 3 = <<12/3=4>>4 Facebook friends.\n"
         "James has 4 * 4 = <<4*4=16>>16 Facebook friends.\n#### 16",
     )
-    # Only a draw that keeps 12 / 3 at 4 may stand, and one number alone cannot.
-    assert all(new_numbers(friends, random.Random(seed)) is None for seed in range(5))
+    for seed in range(5):
+        variant = new_numbers(friends, random.Random(seed))
+        assert variant is not None
+        found = re.search(r"has (\w+) times.*four times.*has (\d+) friends", variant.question)
+        assert found is not None, variant.question
+        times, charlie = WORDS.index(found[1].lower()), int(found[2])
+        assert gold_answer(variant.answer) == str(4 * charlie // times)
+        check_variant(friends, variant.question, variant.answer)
 
 
 def test_a_reading_that_leaves_a_result_unused_is_dropped() -> None:
@@ -567,7 +576,7 @@ def test_a_reading_that_leaves_a_result_unused_is_dropped() -> None:
         check_variant(sleep, slept.question, slept.answer)
 
 
-def test_whole_readings_keep_each_result_used_and_each_varied_number_read() -> None:
+def test_whole_readings_keep_each_result_used_and_each_question_number_read() -> None:
     question, result = Source("question", Fraction(6)), Source("result", Fraction(0))
     constant = Source("constant", Fraction(6))
     # Step 0 gives 6; steps 1 and 2 read a 6 as that result or the question's, step 2 step 1's.
@@ -577,16 +586,27 @@ def test_whole_readings_keep_each_result_used_and_each_varied_number_read() -> N
         [(result, question)],
         [(result, question), first],
     ]
-    found = plausible(sources, 2, {Fraction(6)})
+    found = plausible(sources, 2, {Fraction(6)}, set())
     assert sorted([r[1][0][0].kind, r[2][0][0].kind] for r in found) == [
         ["question", "result"],
         ["result", "question"],
     ]
-    assert plausible([[(constant,)], [(result, constant)]], 1, set()) == [
+    assert plausible([[(constant,)], [(result, constant)]], 1, set(), set()) == [
         [[(constant,)], [(result,)]]
     ]
     # A result that no reading can use: the rule does not describe this solution.
-    assert plausible([[(constant,)], [(constant,)], [(result,)]], 2, set()) == []
+    assert plausible([[(constant,)], [(constant,)], [(result,)]], 2, set(), set()) == []
+    # 12 / 3 then 4 * 4: the question's four is read once, the result once, in either order.
+    four = Source("constant", Fraction(4))
+    times: list[list[tuple[Source, ...]]] = [
+        [(Source("question", Fraction(12)),), (Source("question", Fraction(3)),)]
+    ]
+    sources = [*times, [(result, four), (result, four)]]
+    assert len(plausible(sources, 1, {Fraction(12), Fraction(3)}, set())) == 3
+    assert plausible(sources, 1, {Fraction(12), Fraction(3)}, {Fraction(4)}) == [
+        [*times, [(result,), (four,)]],
+        [*times, [(four,), (result,)]],
+    ]
 
 
 def test_an_operand_that_several_earlier_results_give_reads_as_any_of_them() -> None:
@@ -616,3 +636,27 @@ def test_an_operand_that_several_earlier_results_give_reads_as_any_of_them() -> 
     )
     for sample in (almonds, bagels):
         assert all(new_numbers(sample, random.Random(seed)) is None for seed in range(5))
+
+
+def test_a_number_steps_must_divide_exactly_takes_a_multiple() -> None:
+    # 2/5 of 80, half the rest, 5/8 of what is left: only a multiple of 80 keeps all whole.
+    cards = Sample(
+        "x",
+        "Carly had 80 cards, 2/5 of the cards had the letter A on them, 1/2 of the remaining had "
+        "the letter B, 5/8 of the rest had the letter C on them, and the others had the letter "
+        "D. How many of the cards had the letter D on them?",
+        "The number of cards with the letter A on them is 2/5*80 = <<2/5*80=32>>32 cards.\n"
+        "There were 80-32 = <<80-32=48>>48 cards with no letter on them.\n"
+        "Half of the remaining cards had the letter B on them, 1/2*48 = <<1/2*48=24>>24 cards.\n"
+        "The rest is 48-24 = <<48-24=24>>24\n"
+        "5/8 of them had the letter C on them, 5/8*24 = <<5/8*24=15>>15 cards.\n"
+        "The number that had the letter D on them is 24-15 = <<24-15=9>>9\n#### 9",
+    )
+    variant = new_numbers(cards, random.Random(0))
+    assert variant is not None
+    had = int(re.findall(r"had (\d+) cards", variant.question)[0])
+    assert had % 80 == 0 and had != 80
+    assert gold_answer(variant.answer) == str(had * 3 // 5 // 2 * 3 // 8)
+    check_variant(cards, variant.question, variant.answer)
+    (eighty,) = mentions("80 cards")
+    assert multiples(eighty) == [160, 240, 40]

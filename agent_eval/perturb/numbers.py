@@ -21,7 +21,7 @@ from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
 from agent_eval.perturb.cues import cued_by, ordinals
-from agent_eval.perturb.draws import every_nearby, every_similar, nearby
+from agent_eval.perturb.draws import every_nearby, every_similar, multiples, nearby
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -106,9 +106,7 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
-    found = _drawn(plan, rng, lambda values: _recomputed(plan, values))
-    if found is None:
-        found = _drawn(plan, rng, _in_every_reading(plan))
+    found = _drawn(plan, rng, lambda values: _recomputed(plan, values)) or _read_whole(plan, rng)
     if found is None:
         logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
         return None
@@ -124,6 +122,13 @@ def _drawn(plan: _Plan, rng: random.Random, recompute: _Recompute) -> _Draw | No
         or _one_at_a_time(plan, recompute, lambda mention: every_nearby(mention, rng)[:_TRIES], rng)
         or _one_at_a_time(plan, recompute, lambda mention: every_similar(mention, rng, _TRIES), rng)
     )
+
+
+def _read_whole(plan: _Plan, rng: random.Random) -> _Draw | None:
+    """New values that every whole reading of the solution recomputes alike, drawn as above,
+    else one number at a time among its multiples (a number steps must divide exactly)."""
+    recompute = _in_every_reading(plan)
+    return _drawn(plan, rng, recompute) or _one_at_a_time(plan, recompute, multiples, rng)
 
 
 def _all_at_once(plan: _Plan, rng: random.Random, recompute: _Recompute) -> _Draw | None:
@@ -373,9 +378,11 @@ def _in_every_reading(plan: _Plan) -> _Recompute:
     """Recomputes the solution in every plausible whole reading of its operands, and takes a
     draw only where all give every step the same result: where readings disagree (the 6 of
     `6+4` both the 6 tickets a ride costs and the 2+4 rides), the draw must not tell them
-    apart, but a reading in which a step's result goes unused is no reading at all."""
+    apart, but a reading in which a step's result or a question number goes unused is none."""
     varied = {mention.value for mention in plan.question}
-    plans = [replace(plan, sources=r) for r in plausible(plan.sources, plan.final, varied)]
+    kept = set(plan.ordered) - varied
+    readings = plausible(plan.sources, plan.final, varied, kept)
+    plans = [replace(plan, sources=r) for r in readings]
 
     def recompute(values: dict[Fraction, Fraction]) -> _Draw | None:
         first = _steps(plans[0], values) if plans else None

@@ -1,5 +1,5 @@
 """Whole readings of a solution: one source for every operand at once, kept only where the
-solution hangs together (each step before the answer used later, each varied number used)."""
+solution hangs together (each step before the answer used later, each question number read)."""
 
 from __future__ import annotations
 
@@ -28,16 +28,25 @@ Reading = list[list[tuple[Source, ...]]]
 
 
 def plausible(
-    sources: Sequence[Sequence[tuple[Source, ...]]], final: int, varied: set[Fraction]
+    sources: Sequence[Sequence[tuple[Source, ...]]],
+    final: int,
+    varied: set[Fraction],
+    kept: set[Fraction],
 ) -> list[Reading]:
-    """The whole readings in which every step before the `final` one is used by a later step
-    and every `varied` question number by some step: a result no later step reads, or a
-    number the question gives and no step uses, would be a reading the solution did not mean.
-    Empty where none is, or where there are too many to look at."""
+    """The whole readings in which every step before the `final` one is used by a later step,
+    every `varied` question number by some step, and every `kept` one (a number the question
+    writes and that stays) by some step where one may read it: a result no later step reads, or
+    a number the question gives and no step uses, would be a reading the solution did not
+    mean. Empty where none is, or where there are too many to look at."""
     open_ = [(s, o) for s, row in enumerate(sources) for o, each in enumerate(row) if len(each) > 1]
     if math.prod(len(sources[s][o]) for s, o in open_) > _MAX_READINGS:
         return []
-    return [reading for reading in _readings(sources, open_) if _whole(reading, final, varied)]
+    readable = {s.key for row in sources for each in row for s in each if s.kind == "constant"}
+    return [
+        reading
+        for reading in _readings(sources, open_)
+        if _whole(reading, final, varied, kept & readable)
+    ]
 
 
 def _readings(
@@ -51,11 +60,12 @@ def _readings(
         ]
 
 
-def _whole(reading: Reading, final: int, varied: set[Fraction]) -> bool:
+def _whole(reading: Reading, final: int, varied: set[Fraction], kept: set[Fraction]) -> bool:
     used_results = {
         int(source.key) for row in reading for (source,) in row if source.kind == "result"
     }
     used_numbers = {
         source.key for row in reading for (source,) in row if source.kind in ("question", "percent")
     }
-    return set(range(final)) <= used_results and varied <= used_numbers
+    constants = {source.key for row in reading for (source,) in row if source.kind == "constant"}
+    return set(range(final)) <= used_results and varied <= used_numbers and kept <= constants

@@ -12,8 +12,11 @@ from fractions import Fraction
 import pytest
 
 from agent_eval.data import Sample
+from agent_eval.perturb.draws import multiples
+from agent_eval.perturb.number_text import mentions
 from agent_eval.perturb.numbers import new_numbers
 from agent_eval.perturb.prose import annotated
+from agent_eval.perturb.readings import Source, plausible
 from agent_eval.run.scoring import gold_answer
 from tests.helpers.shared_data import gsm8k_path
 
@@ -173,7 +176,7 @@ def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixtur
         "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
     )
     assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_124, reasons.most_common(5)
+    assert recomputed >= 1_162, reasons.most_common(5)
 
 
 def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
@@ -515,6 +518,7 @@ def test_a_count_written_twice_with_two_meanings_keeps_both() -> None:
 
 def test_a_value_that_stays_and_is_also_a_result_must_keep_both_readings() -> None:
     # James's "four times" is the 4 that 12 / 3 also gives: it became 8 * 8 when 12 became 16.
+    # Read whole, 4 * 4 is Dorothy's friends times the question's four, in either order.
     friends = Sample(
         "x",
         "Charlie has three times as many Facebook friends as Dorothy. James has four times as "
@@ -523,5 +527,136 @@ def test_a_value_that_stays_and_is_also_a_result_must_keep_both_readings() -> No
         "Dorothy has 12 / 3 = <<12/3=4>>4 Facebook friends.\n"
         "James has 4 * 4 = <<4*4=16>>16 Facebook friends.\n#### 16",
     )
-    # Only a draw that keeps 12 / 3 at 4 may stand, and one number alone cannot.
-    assert all(new_numbers(friends, random.Random(seed)) is None for seed in range(5))
+    for seed in range(5):
+        variant = new_numbers(friends, random.Random(seed))
+        assert variant is not None
+        found = re.search(r"has (\w+) times.*four times.*has (\d+) friends", variant.question)
+        assert found is not None, variant.question
+        times, charlie = WORDS.index(found[1].lower()), int(found[2])
+        assert gold_answer(variant.answer) == str(4 * charlie // times)
+        check_variant(friends, variant.question, variant.answer)
+
+
+def test_a_reading_that_leaves_a_result_unused_is_dropped() -> None:
+    # 6+4 reads the 2+4 rides and the 2+2 luge rides, never the 6 tickets: in any other
+    # reading a result goes unused, so the tickets vary apart from the rides.
+    carnival = Sample(
+        "x",
+        "Pam and Fred went to a carnival. Pam rode the roller coaster 2 times while Fred rode it "
+        "4 times. After that, each of them decided to ride the luge 2 times. If each ride cost 6 "
+        "tickets, how many tickets did they use that day?",
+        "The total times that they ride the roller coaster is 2+4=<<2+4=6>>6 times.\n"
+        "The total times that they ride the luge is 2+2=<<2+2=4>>4 times.\n"
+        "The total times they ride that day is 6+4=<<6+4=10>>10 times.\n"
+        "So, Pam and Fred used 10x6=<<10*6=60>>60 tickets that day.\n#### 60",
+    )
+    # 4*7 reads the 6+1 hours, not a week's 7 days, which would leave 6+1 unused.
+    sleep = Sample(
+        "y",
+        "Sadie slept 8 hours on Monday. For the next two days, she slept 2 hours less, each. If "
+        "the rest of the week she slept 1 hour more than those two days, how many hours did she "
+        "sleep in total throughout the week?",
+        "She slept 8-2 = <<8-2=6>>6 hours on each of the next two days.\n"
+        "The two days make 6*2 = <<6*2=12>>12 hours.\nEach day after she slept 6+1 = <<6+1=7>>7 "
+        "hours.\nThe rest of the week makes 4*7 = <<4*7=28>>28 hours.\n"
+        "In all 8+12+28 = <<8+12+28=48>>48 hours.\n#### 48",
+    )
+    for seed in range(3):
+        rides = new_numbers(carnival, random.Random(seed))
+        assert rides is not None
+        pam, fred, luge, tickets = (int(n) for n in re.findall(r"\d+", rides.question))
+        assert (pam, luge) == (2, 2) and (fred, tickets) != (4, 6)
+        assert gold_answer(rides.answer) == str((pam + fred + 2 * luge) * tickets)
+        check_variant(carnival, rides.question, rides.answer)
+        slept = new_numbers(sleep, random.Random(seed))
+        assert slept is not None
+        monday = int(re.findall(r"\d+", slept.question)[0])
+        assert monday != 8
+        assert gold_answer(slept.answer) == str(monday + 2 * (monday - 2) + 4 * (monday - 1))
+        check_variant(sleep, slept.question, slept.answer)
+
+
+def test_whole_readings_keep_each_result_used_and_each_question_number_read() -> None:
+    question, result = Source("question", Fraction(6)), Source("result", Fraction(0))
+    constant = Source("constant", Fraction(6))
+    # Step 0 gives 6; steps 1 and 2 read a 6 as that result or the question's, step 2 step 1's.
+    two, first = (Source("constant", Fraction(2)),), (Source("result", Fraction(1)),)
+    sources: list[list[tuple[Source, ...]]] = [
+        [two],
+        [(result, question)],
+        [(result, question), first],
+    ]
+    found = plausible(sources, 2, {Fraction(6)}, set())
+    assert sorted([r[1][0][0].kind, r[2][0][0].kind] for r in found) == [
+        ["question", "result"],
+        ["result", "question"],
+    ]
+    assert plausible([[(constant,)], [(result, constant)]], 1, set(), set()) == [
+        [[(constant,)], [(result,)]]
+    ]
+    # A result that no reading can use: the rule does not describe this solution.
+    assert plausible([[(constant,)], [(constant,)], [(result,)]], 2, set(), set()) == []
+    # 12 / 3 then 4 * 4: the question's four is read once, the result once, in either order.
+    four = Source("constant", Fraction(4))
+    times: list[list[tuple[Source, ...]]] = [
+        [(Source("question", Fraction(12)),), (Source("question", Fraction(3)),)]
+    ]
+    sources = [*times, [(result, four), (result, four)]]
+    assert len(plausible(sources, 1, {Fraction(12), Fraction(3)}, set())) == 3
+    assert plausible(sources, 1, {Fraction(12), Fraction(3)}, {Fraction(4)}) == [
+        [*times, [(result,), (four,)]],
+        [*times, [(four,), (result,)]],
+    ]
+
+
+def test_an_operand_that_several_earlier_results_give_reads_as_any_of_them() -> None:
+    # $5 is both 10/2 (half a pound of almonds) and 15/3: reading only the later one, 10/5 took
+    # the almonds' 5 for a fifth's and 30/15 became the price of a fifth of a pound: wrong golds.
+    almonds = Sample(
+        "x",
+        "A pound of almonds costs $10 while a pound of walnuts costs $15. How much more does it "
+        "cost for a mixture of 1/2 pound almonds and 1/3 pound walnuts than a mixture of 1/5 "
+        "pound almonds and 1/3 pound walnuts?",
+        "One-half pound of almonds cost $10/2 = $<<10/2=5>>5.\n"
+        "One-fifth pound of almonds cost $10/5 = $<<10/5=2>>2.\n"
+        "A one-third pound of walnuts costs $15/3 = $<<15/3=5>>5.\n"
+        "So, 1/2 pound almonds and 1/3 pound walnuts cost $5 + $5 = $10.\n"
+        "And 1/5 pound almonds and 1/3 pound walnuts cost $2 + $5 = $7.\n"
+        "Therefore, they cost $10 - $7 = $3 more.\n#### 3",
+    )
+    # $36 the order and 36 bagels: 36/36 stayed 1 when 6 bagels a pack made 24 of them.
+    bagels = Sample(
+        "y",
+        "Each pack of bagels costs $10.00 and has 9 bagels in the pack. If he orders 4 packs of "
+        "bagels, he will receive a 10% discount. After ordering 4 bags, how much will each "
+        "single bagel cost?",
+        "4 packs cost 4*10 = $<<4*10=40.00>>40.00\nHis discount is 40*.10 = $4.00\n"
+        "His total is 40-4 = $<<40-4=36.00>>36.00\nHe gets 9*4 = <<9*4=36>>36 bagels\n"
+        "Each bagel costs 36/36 = $<<36/36=1.00>>1.00\n#### 1",
+    )
+    for sample in (almonds, bagels):
+        assert all(new_numbers(sample, random.Random(seed)) is None for seed in range(5))
+
+
+def test_a_number_steps_must_divide_exactly_takes_a_multiple() -> None:
+    # 2/5 of 80, half the rest, 5/8 of what is left: only a multiple of 80 keeps all whole.
+    cards = Sample(
+        "x",
+        "Carly had 80 cards, 2/5 of the cards had the letter A on them, 1/2 of the remaining had "
+        "the letter B, 5/8 of the rest had the letter C on them, and the others had the letter "
+        "D. How many of the cards had the letter D on them?",
+        "The number of cards with the letter A on them is 2/5*80 = <<2/5*80=32>>32 cards.\n"
+        "There were 80-32 = <<80-32=48>>48 cards with no letter on them.\n"
+        "Half of the remaining cards had the letter B on them, 1/2*48 = <<1/2*48=24>>24 cards.\n"
+        "The rest is 48-24 = <<48-24=24>>24\n"
+        "5/8 of them had the letter C on them, 5/8*24 = <<5/8*24=15>>15 cards.\n"
+        "The number that had the letter D on them is 24-15 = <<24-15=9>>9\n#### 9",
+    )
+    variant = new_numbers(cards, random.Random(0))
+    assert variant is not None
+    had = int(re.findall(r"had (\d+) cards", variant.question)[0])
+    assert had % 80 == 0 and had != 80
+    assert gold_answer(variant.answer) == str(had * 3 // 5 // 2 * 3 // 8)
+    check_variant(cards, variant.question, variant.answer)
+    (eighty,) = mentions("80 cards")
+    assert multiples(eighty) == [160, 240, 40]

@@ -40,6 +40,15 @@ def every_similar(mention: Mention, rng: random.Random, count: int) -> list[Frac
     return [n * scale for n in drawn if n != scaled and n * scale != 1][:count]
 
 
+def multiples(mention: Mention) -> list[Fraction]:
+    """Twice and three times `mention`'s value, then its whole half and third: for a number
+    that steps must divide exactly and no value of as many digits fits (80 cards of which 2/5,
+    then half of the rest, then 5/8 of what is left, become 160)."""
+    value = mention.value
+    smaller = [value / k for k in (2, 3) if (value / k).denominator == 1 and value / k > 1]
+    return [value * 2, value * 3, *smaller]
+
+
 def _neighbourhood(mention: Mention) -> tuple[int, int, set[int], Fraction]:
     """The new value's significant digits (low to high, none excluded) and their scale."""
     scaled = int(mention.value * 10**mention.places)

@@ -14,15 +14,14 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Literal
 
 from agent_eval.data import Sample
 from agent_eval.perturb.arithmetic import ArithmeticSyntaxError, evaluate
 from agent_eval.perturb.base import Variant
 from agent_eval.perturb.cues import cued_by, ordinals
-from agent_eval.perturb.draws import every_nearby, every_similar, nearby
+from agent_eval.perturb.draws import every_nearby, every_similar, multiples, nearby
 from agent_eval.perturb.number_text import (
     Mention,
     decimal_places,
@@ -34,6 +33,7 @@ from agent_eval.perturb.number_text import (
     written_values,
 )
 from agent_eval.perturb.prose import annotated
+from agent_eval.perturb.readings import Source, plausible
 from agent_eval.rewards import gsm8k_gold
 
 logger = logging.getLogger(__name__)
@@ -68,15 +68,6 @@ class _Annotation:
 
 
 @dataclass(frozen=True)
-class _Source:
-    """Where an operand's value comes from: a question number (or its percent), an earlier
-    annotation's result (by index), or the solution itself."""
-
-    kind: Literal["question", "percent", "result", "constant"]
-    key: Fraction
-
-
-@dataclass(frozen=True)
 class _Step:
     """An annotation recomputed with new values: its expression, operands and result."""
 
@@ -90,7 +81,7 @@ class _Plan:
     question: list[Mention]
     """The question's numbers to vary, each value once or more."""
     annotations: list[_Annotation]
-    sources: list[list[tuple[_Source, ...]]]
+    sources: list[list[tuple[Source, ...]]]
     """Each operand's possible sources: a draw stands only where they all give one value."""
     final: int
     """The annotation whose result is the gold."""
@@ -101,6 +92,8 @@ class _Plan:
 
 _Draw = tuple[dict[Fraction, Fraction], list[_Step]]
 """New values by old, and the solution's steps recomputed with them."""
+_Recompute = Callable[[dict[Fraction, Fraction]], _Draw | None]
+"""The solution recomputed with new values by old, or None where it would not be reasonable."""
 
 
 def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
@@ -113,11 +106,7 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
-    found = (
-        _all_at_once(plan, rng)
-        or _one_at_a_time(plan, rng, lambda mention: every_nearby(mention, rng)[:_TRIES])
-        or _one_at_a_time(plan, rng, lambda mention: every_similar(mention, rng, _TRIES))
-    )
+    found = _drawn(plan, rng, lambda values: _recomputed(plan, values)) or _read_whole(plan, rng)
     if found is None:
         logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
         return None
@@ -126,20 +115,39 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     return Variant(question, _rewrite_answer(answer, plan, values, recomputed))
 
 
-def _all_at_once(plan: _Plan, rng: random.Random) -> _Draw | None:
+def _drawn(plan: _Plan, rng: random.Random, recompute: _Recompute) -> _Draw | None:
+    """New values for the varied numbers that `recompute` finds reasonable, if any."""
+    return (
+        _all_at_once(plan, rng, recompute)
+        or _one_at_a_time(plan, recompute, lambda mention: every_nearby(mention, rng)[:_TRIES], rng)
+        or _one_at_a_time(plan, recompute, lambda mention: every_similar(mention, rng, _TRIES), rng)
+    )
+
+
+def _read_whole(plan: _Plan, rng: random.Random) -> _Draw | None:
+    """New values that every whole reading of the solution recomputes alike, drawn as above,
+    else one number at a time among its multiples (a number steps must divide exactly)."""
+    recompute = _in_every_reading(plan)
+    return _drawn(plan, rng, recompute) or _one_at_a_time(plan, recompute, multiples, rng)
+
+
+def _all_at_once(plan: _Plan, rng: random.Random, recompute: _Recompute) -> _Draw | None:
     """New values for every varied number at once, if a draw of them recomputes reasonably."""
     for _ in range(_DRAWS):
         values = {mention.value: nearby(mention, rng) for mention in plan.question}
         new = [values.get(value, value) for value in plan.ordered]
         if all(low < high for low, high in itertools.pairwise(new)):
-            found = _recomputed(plan, values)
+            found = recompute(values)
             if found is not None and _changes(found[0]):
                 return found
     return None
 
 
 def _one_at_a_time(
-    plan: _Plan, rng: random.Random, candidates: Callable[[Mention], list[Fraction]]
+    plan: _Plan,
+    recompute: _Recompute,
+    candidates: Callable[[Mention], list[Fraction]],
+    rng: random.Random,
 ) -> _Draw | None:
     """New values for the numbers one by one, each the first of its `candidates` that
     recomputes reasonably: for problems whose numbers rarely fit together at random (the price
@@ -153,7 +161,7 @@ def _one_at_a_time(
         for new in candidates(mention):
             if new in plan.ordered or new in values.values():
                 continue
-            trial = _recomputed(plan, {**values, mention.value: new})
+            trial = recompute({**values, mention.value: new})
             if trial is not None and _changes(trial[0]):
                 values, found = trial[0], trial
                 break
@@ -273,14 +281,16 @@ def _sources(
     written_in_question: list[Mention],
     fixed: set[Fraction],
     derived: set[Fraction],
-) -> list[list[tuple[_Source, ...]]]:
+) -> list[list[tuple[Source, ...]]]:
     """Each operand's possible sources. A value that stays (`fixed`: one the question writes
     and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is;
     one the prose works out (`derived`) is none."""
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
-    sources: list[list[tuple[_Source, ...]]] = []
+    sources: list[list[tuple[Source, ...]]] = []
     for index, annotation in enumerate(annotations):
-        earlier = {a.result: Fraction(i) for i, a in enumerate(annotations[:index])}
+        earlier: dict[Fraction, list[Fraction]] = {}
+        for i, done in reversed(list(enumerate(annotations[:index]))):
+            earlier.setdefault(done.result, []).append(Fraction(i))
         values = _values(annotation.operands)
         row = [_source(v, variables, percents, earlier, fixed | derived) for v in values]
         if any(r[0].kind == "constant" and v in derived for r, v in zip(row, values, strict=True)):
@@ -304,36 +314,37 @@ def _source(
     value: Fraction,
     variables: set[Fraction],
     percents: dict[Fraction, Fraction],
-    earlier: dict[Fraction, Fraction],
+    earlier: dict[Fraction, list[Fraction]],
     fixed: set[Fraction],
-) -> tuple[_Source, ...]:
+) -> tuple[Source, ...]:
     """Where an operand may come from. A question number that is also an earlier result may be
-    either: both are kept, and only draws where the two agree are taken."""
-    found = []
-    if value in earlier:
-        found.append(_Source("result", earlier[value]))
+    either, as may a value several earlier steps gave (the $5 of half a pound of almonds and of
+    a third of one of walnuts): all are kept, and only draws where they agree are taken."""
+    found = [Source("result", index) for index in earlier.get(value, [])]
     if value in variables:
-        found.append(_Source("question", value))
+        found.append(Source("question", value))
     elif percents.get(value) in variables:
-        found.append(_Source("percent", percents[value]))
+        found.append(Source("percent", percents[value]))
     elif found and value in fixed:
         # The 3 visits a year the question writes twice, and the $3 a step gave: the constant
         # reading stands only where the result stays 3.
-        found.append(_Source("constant", value))
+        found.append(Source("constant", value))
     if found:
         return tuple(found)
     if percents.get(value) in fixed:
-        return (_Source("constant", value),)
+        return (Source("constant", value),)
     if value not in fixed and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
     if value not in fixed and (value - 1 in variables or _one_off(value, variables, earlier)):
         # "4 times as much" splits 100 in 5, "3 friends and him" are 4, 8 bottles leave 7 gaps
         # between them: one off a varied number or a result may be it plus or minus one.
         raise _NotRecomputable(f"{value} may be a varied number or a result plus or minus 1")
-    return (_Source("constant", value),)
+    return (Source("constant", value),)
 
 
-def _one_off(value: Fraction, variables: set[Fraction], earlier: dict[Fraction, Fraction]) -> bool:
+def _one_off(
+    value: Fraction, variables: set[Fraction], earlier: dict[Fraction, list[Fraction]]
+) -> bool:
     """Whether a count above 2 is one off a varied number or an earlier result (1 and 2 are
     the solution's own too often: one each, a round trip)."""
     return value > 2 and bool({value - 1, value + 1} & (variables | set(earlier)))
@@ -361,6 +372,30 @@ def _recomputed(plan: _Plan, values: dict[Fraction, Fraction]) -> _Draw | None:
             continue
         return None if steps is None else (values, steps)
     return None
+
+
+def _in_every_reading(plan: _Plan) -> _Recompute:
+    """Recomputes the solution in every plausible whole reading of its operands, and takes a
+    draw only where all give every step the same result: where readings disagree (the 6 of
+    `6+4` both the 6 tickets a ride costs and the 2+4 rides), the draw must not tell them
+    apart, but a reading in which a step's result or a question number goes unused is none."""
+    varied = {mention.value for mention in plan.question}
+    kept = set(plan.ordered) - varied
+    readings = plausible(plan.sources, plan.final, varied, kept)
+    plans = [replace(plan, sources=r) for r in readings]
+
+    def recompute(values: dict[Fraction, Fraction]) -> _Draw | None:
+        first = _steps(plans[0], values) if plans else None
+        if first is None:
+            return None
+        results = [step.result for step in first]
+        for other in plans[1:]:
+            steps = _steps(other, values)
+            if steps is None or [step.result for step in steps] != results:
+                return None
+        return values, first
+
+    return recompute
 
 
 def _may_become(old: Fraction, new: Fraction) -> bool:
@@ -401,7 +436,7 @@ class _Disagreement(Exception):
 
 
 def _agreed(
-    sources: list[tuple[_Source, ...]], values: dict[Fraction, Fraction], recomputed: list[_Step]
+    sources: list[tuple[Source, ...]], values: dict[Fraction, Fraction], recomputed: list[_Step]
 ) -> list[Fraction] | None:
     """Each operand's new value; None if an operand's possible sources now disagree.
 
@@ -420,9 +455,7 @@ def _agreed(
     return operands
 
 
-def _operand(
-    source: _Source, values: dict[Fraction, Fraction], recomputed: list[_Step]
-) -> Fraction:
+def _operand(source: Source, values: dict[Fraction, Fraction], recomputed: list[_Step]) -> Fraction:
     if source.kind == "question":
         return values[source.key]
     if source.kind == "percent":

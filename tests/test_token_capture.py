@@ -29,9 +29,9 @@ from agent_eval.testing.replies import (
     completion_body,
 )
 from agent_eval.testing.toy_tokens import END, ReplyTokens, chat_prompt_text, decode, logprob
-from agent_eval.testing.worker_state import Behavior
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.proxy import MakeClient, proxy_starter
+from tests.helpers.token_plays import play
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
@@ -52,27 +52,11 @@ REPLIES = [
 async def _play(
     fields: str, tokens: bool, route: str, stream: bool, extra: dict[str, Any]
 ) -> tuple[list[bytes], dict[str, Any], dict[str, Any]]:
-    """The bytes a client reads for each reply, through a proxy over a fresh mock worker
-    (its answers numbered from 0, stamped alike); the attempt's record; the first request
-    the worker got."""
-    async with AsyncExitStack() as stack:
-        worker = MockWorker("w", behavior=Behavior(created=1_700_000_000, stream_chunks=3))
-        worker.state.token_fields = fields  # type: ignore[assignment]
-        await stack.enter_async_context(worker)
-        capture = {"tokens": tokens, "token_fields": fields}
-        base_url = await proxy_starter(stack)([worker], admin_token=ADMIN_TOKEN, capture=capture)
-        worker.script(*REPLIES)
-        async with attempt_client(base_url) as attempts, aiohttp.ClientSession() as http:
-            opened = await attempts.open("tokens")
-            body = {**REQUESTS[route], **extra, "stream": stream}
-            read = []
-            for _ in REPLIES:
-                url = opened.attempt_base_url + route.removeprefix("/v1")
-                async with http.post(url, data=orjson.dumps(body)) as response:
-                    assert response.status == 200
-                    read.append(await response.read())
-            record = await attempts.end(opened.key)
-        return read, record, worker.requests_to(route)[0]
+    """The bytes a client reads for each reply; the attempt's record; the first request the
+    worker got."""
+    body = {**REQUESTS[route], **extra, "stream": stream}
+    played = await play(fields, tokens, route, body, REPLIES)  # type: ignore[arg-type]
+    return played.read, played.record, played.worker.requests_to(route)[0]
 
 
 FIELDS = ["vllm", "sglang", "llamacpp"]

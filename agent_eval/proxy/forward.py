@@ -299,9 +299,10 @@ class Forwarder:
                 exchange.call.raw = []
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
-        if isinstance(relay, TokenRelay) and exchange.call is not None:
-            exchange.call.tokens = relay.reader.result()
-        _read_tokens(exchange, translation)
+        if exchange.call is not None:
+            if isinstance(relay, TokenRelay):
+                exchange.call.tokens = relay.reader.result()
+            _read_tokens(exchange, translation)
         answer = relay.answer()
         counted = answer
         if counted is None and isinstance(relay, Passthrough):

@@ -5,13 +5,17 @@ very bytes it reads with the setting off, whole and streamed."""
 from __future__ import annotations
 
 import re
+from contextlib import AsyncExitStack
 from typing import Any
 
+import aiohttp
 import pytest
 
 from agent_eval.agents.captured import calls_of, trajectory_from_calls
+from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from agent_eval.testing.toy_tokens import END, chat_prompt_text, decode, logprob
+from tests.helpers.proxy import proxy_starter
 from tests.helpers.token_plays import play
 
 MESSAGES = "/v1/messages"
@@ -102,3 +106,16 @@ async def test_a_route_the_worker_serves_itself_is_recorded_without_tokens() -> 
     played = await play("vllm", True, RESPONSES, body, REPLIES[:1])
     assert played.worker.requests_to(RESPONSES) == [body]
     assert [call.get("tokens") for call in played.record["calls"]] == [None]
+
+
+async def test_a_call_without_an_attempt_key_is_sent_as_with_capture_off() -> None:
+    async with AsyncExitStack() as stack:
+        worker = MockWorker("w", token_fields="vllm", responses_api=False)
+        await stack.enter_async_context(worker)
+        base_url = await proxy_starter(stack)([worker], capture={"tokens": True})
+        async with aiohttp.ClientSession() as http:
+            body = {**REQUESTS[MESSAGES], "stream": False}
+            async with http.post(base_url + "/messages", json=body) as response:
+                assert response.status == 200, await response.text()
+    (sent,) = worker.requests_to(CHAT)
+    assert sent["messages"] and not {"return_token_ids", "logprobs"} & set(sent)

@@ -20,6 +20,7 @@ from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.llamacpp import (
     CHAT,
     COLOURS,
+    MODEL,
     TOOL_CALL,
     comparable,
     completion_of,
@@ -29,6 +30,7 @@ from tests.helpers.llamacpp import (
 from tests.helpers.proxy import proxy_starter
 
 COMPLETION = completion_of(COLOURS, [])
+MESSAGES_PATH = "/v1/messages"
 STREAMS = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 
 
@@ -134,3 +136,29 @@ def _words(answer: bytes) -> str:
     events = text.split("\n\n")
     chunks = [json.loads(e.removeprefix("data: ")) for e in events if e.startswith("data: {")]
     return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+
+
+@STREAMS
+async def test_a_messages_call_translated_to_chat_keeps_its_tokens_and_its_bytes(
+    worker_url: str, proxies: dict[bool, str], vocab: Llama, stream: bool
+) -> None:
+    # The server has no /v1/messages: the proxy translates the call to chat.
+    sent = {"model": MODEL, "max_tokens": 24, "temperature": 0, "messages": COLOURS}
+    sent["stream"] = stream
+    on, tokens = await keyed(worker_url, proxies[True], MESSAGES_PATH, sent)
+    off, untaken = await keyed(worker_url, proxies[False], MESSAGES_PATH, sent)
+    assert untaken is None
+    assert comparable(on) == comparable(off)
+    assert text_of(vocab, tokens["prompt_ids"], special=True) == render(COLOURS, [])
+    assert text_of(vocab, tokens["completion_ids"]) == _message_text(on) != ""
+    assert len(tokens["logprobs"]) == len(tokens["completion_ids"])
+
+
+def _message_text(answer: bytes) -> str:
+    """The text of a Messages answer, whole or streamed."""
+    text = answer.decode()
+    if text.startswith("{"):
+        return "".join(block["text"] for block in json.loads(text)["content"])
+    lines = [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
+    deltas = [json.loads(line).get("delta") or {} for line in lines]
+    return "".join(delta.get("text", "") for delta in deltas)

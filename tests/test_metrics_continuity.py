@@ -25,6 +25,7 @@ from tests.helpers.token_calls import (
     drift_index,
     line_with_tokens,
     record_with_tokens,
+    sampled_call,
 )
 
 
@@ -60,6 +61,26 @@ def test_calls_without_tokens_are_skipped_and_counted() -> None:
     assert [(turn.call, turn.previous) for turn in found.turns] == [(3, 1)]
     assert found.turns[0].drift is not None
     assert found.counts() == ContinuityCounts(tokenized=2, untokenized=2, checked=1, drifted=1)
+
+
+def test_a_turn_goes_on_from_the_choice_its_agent_took() -> None:
+    first, second, third = conversation(3)
+    for took in (0, 2):
+        found = continuity([sampled_call(first, took), second, third])
+        assert found.turns == (TurnCheck(1, 0, None), TurnCheck(2, 1, None))
+        assert found.counts() == ContinuityCounts(tokenized=3, untokenized=0, checked=2)
+    # A turn that goes on from none of the choices drifts from the closest.
+    other = CallTokens(first.prompt_ids, [5, 5, 5], None)
+    assert continuity([sampled_call(other, 0), second]).turns[0].drift is not None
+
+
+def test_choices_read_back_from_a_line_and_an_older_line_reads_without() -> None:
+    first, second = conversation(2)
+    calls = [sampled_call(first, 1), second]
+    line = line_with_tokens("q", 0, list(calls))
+    assert [recorded_tokens(c) for c in line["trajectory"]["model_calls"]] == calls
+    older = {"tokens": {"prompt_ids": [1], "completion_ids": [2], "logprobs": None}}
+    assert recorded_tokens(older) == CallTokens([1], [2], None, None)
 
 
 def test_a_conversation_sent_back_shorter_is_a_branch_not_drift() -> None:

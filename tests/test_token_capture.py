@@ -27,11 +27,12 @@ from agent_eval.testing.replies import (
     chat_body,
     chat_stream,
     completion_body,
+    sampled,
 )
 from agent_eval.testing.toy_tokens import END, ReplyTokens, chat_prompt_text, decode, logprob
-from agent_eval.testing.worker_state import Behavior
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.proxy import MakeClient, proxy_starter
+from tests.helpers.token_plays import play
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
@@ -52,27 +53,11 @@ REPLIES = [
 async def _play(
     fields: str, tokens: bool, route: str, stream: bool, extra: dict[str, Any]
 ) -> tuple[list[bytes], dict[str, Any], dict[str, Any]]:
-    """The bytes a client reads for each reply, through a proxy over a fresh mock worker
-    (its answers numbered from 0, stamped alike); the attempt's record; the first request
-    the worker got."""
-    async with AsyncExitStack() as stack:
-        worker = MockWorker("w", behavior=Behavior(created=1_700_000_000, stream_chunks=3))
-        worker.state.token_fields = fields  # type: ignore[assignment]
-        await stack.enter_async_context(worker)
-        capture = {"tokens": tokens, "token_fields": fields}
-        base_url = await proxy_starter(stack)([worker], admin_token=ADMIN_TOKEN, capture=capture)
-        worker.script(*REPLIES)
-        async with attempt_client(base_url) as attempts, aiohttp.ClientSession() as http:
-            opened = await attempts.open("tokens")
-            body = {**REQUESTS[route], **extra, "stream": stream}
-            read = []
-            for _ in REPLIES:
-                url = opened.attempt_base_url + route.removeprefix("/v1")
-                async with http.post(url, data=orjson.dumps(body)) as response:
-                    assert response.status == 200
-                    read.append(await response.read())
-            record = await attempts.end(opened.key)
-        return read, record, worker.requests_to(route)[0]
+    """The bytes a client reads for each reply; the attempt's record; the first request the
+    worker got."""
+    body = {**REQUESTS[route], **extra, "stream": stream}
+    played = await play(fields, tokens, route, body, REPLIES)  # type: ignore[arg-type]
+    return played.read, played.record, played.worker.requests_to(route)[0]
 
 
 FIELDS = ["vllm", "sglang", "llamacpp"]
@@ -144,7 +129,9 @@ async def test_the_trajectory_carries_each_calls_tokens() -> None:
     assert all(isinstance(t, CallTokens) for t in tokens)
     assert tokens[0] is not None and decode(tokens[0].completion_ids).startswith("Let me")
     line = orjson.loads(orjson.dumps(trajectory.to_dict()))
-    assert set(line["model_calls"][0]["tokens"]) == {"prompt_ids", "completion_ids", "logprobs"}
+    kept = line["model_calls"][0]["tokens"]
+    assert set(kept) == {"prompt_ids", "completion_ids", "logprobs", "choices"}
+    assert kept["choices"] is None  # one choice sampled
 
 
 async def test_without_the_setting_nothing_is_asked_or_recorded() -> None:
@@ -345,3 +332,48 @@ def test_the_answer_kept_parsed_is_the_one_the_client_reads(fields: str, route: 
     cut, answer, kept = whole_answer(data, orjson.loads(data), ask)
     assert answer == orjson.loads(cut) and len(cut) < len(data)
     assert kept is not None and kept["prompt_ids"] == tokens.prompt_ids
+
+
+N_CHOICES = 3
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("route", ROUTES, ids=["chat", "completions"])
+@pytest.mark.parametrize("fields", FIELDS)
+async def test_every_choice_of_n_is_recorded_and_read_as_without_capture(
+    fields: str, route: str, stream: bool
+) -> None:
+    off, _, _ = await _play(fields, False, route, stream, {"n": N_CHOICES})
+    on, record, asked = await _play(fields, True, route, stream, {"n": N_CHOICES})
+    assert on == off
+    assert b'"index":2' in on[0]
+    chat = route == CHAT
+    for call, reply in zip(record["calls"], REPLIES, strict=True):
+        tokens = call["tokens"]
+        choices = tokens["choices"]
+        assert [choice["index"] for choice in choices] == list(range(N_CHOICES))
+        for choice, sample in zip(choices, sampled(reply, N_CHOICES), strict=True):
+            calls = "".join(f"<|call|>{c.name} {c.arguments}" for c in sample.tool_calls)
+            text = sample.content + calls + END if chat else sample.content
+            assert decode(choice["completion_ids"]) == text
+            ids = choice["completion_ids"]
+            assert choice["logprobs"] == [logprob(t, i) for i, t in enumerate(ids)]
+        # The first choice is the one a chat agent goes on with: the record's own.
+        first = {k: choices[0][k] for k in ("completion_ids", "logprobs")}
+        assert {k: tokens[k] for k in first} == first
+        prompt = chat_prompt_text(asked) if chat else REQUESTS[COMPLETIONS]["prompt"]
+        assert decode(tokens["prompt_ids"]) == prompt
+
+
+async def test_the_trajectory_keeps_every_choice() -> None:
+    _, record, _ = await _play("sglang", True, CHAT, True, {"n": N_CHOICES})
+    recorded = trajectory_from_calls(calls_of(record)).model_calls[0].tokens
+    assert recorded is not None and recorded.choices is not None
+    kept = [c["completion_ids"] for c in record["calls"][0]["tokens"]["choices"]]
+    assert [c.completion_ids for c in recorded.choices] == kept
+    assert [a.completion_ids for a in recorded.answers()] == kept
+
+
+async def test_a_call_of_one_choice_records_no_choices() -> None:
+    _, record, _ = await _play("vllm", True, CHAT, True, {"n": 1})
+    assert all("choices" not in call["tokens"] for call in record["calls"])

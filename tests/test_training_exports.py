@@ -16,6 +16,7 @@ from agent_eval.results.exports.rl import NO_TOKENS, PARTLY, SPLIT
 from agent_eval.results.exports.sft import NO_ANSWER, sft_line
 from agent_eval.results.record import AttemptRecord
 from tests.helpers.program_records import THOUGHT, program_record
+from tests.helpers.token_calls import sampled_call
 from tests.helpers.token_records import (
     ARGUMENTS,
     MULTIPLY,
@@ -151,6 +152,27 @@ def test_an_rl_line_is_the_calls_concatenated_with_the_model_s_tokens_masked_in(
         "q1", 0, "q1-0", 0,
     )  # fmt: skip
     assert (line["reward_score"], line["correct"], line["turn_rewards"]) == (1.0, True, None)
+
+
+def test_a_call_of_several_choices_is_exported_with_the_one_the_next_call_goes_on_from(
+    tmp_path: Path,
+) -> None:
+    first, second = calls()
+    took_second = sampled_call(first, took=1)
+    run = write_run(tmp_path / "run", [calculator_attempt("q1", 0, [took_second, second])])
+    result = export(str(run), "-f", "rl")
+    assert result.exit_code == 0, result.output
+    assert SPLIT not in result.output
+    (line,) = lines(run / "rl.jsonl")
+    assert line["prompt_ids"] + line["response_ids"] == second.prompt_ids + second.completion_ids
+    assert line["response_logprobs"][:4] == logprobs(ANSWERS[0])
+    # The last call's own choices are not gone on from: its first is the one exported.
+    last = sampled_call(second, took=0)
+    assert export(str(write_run(tmp_path / "last", [
+        calculator_attempt("q1", 0, [took_second, last])
+    ])), "-f", "rl").exit_code == 0  # fmt: skip
+    (again,) = lines(tmp_path / "last" / "rl.jsonl")
+    assert again["response_ids"] == line["response_ids"]
 
 
 def test_a_call_that_does_not_continue_the_one_before_starts_a_line_of_its_own(

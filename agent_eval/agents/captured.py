@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_eval.agents.call_shapes import SHAPES, CallShape, Json
 from agent_eval.agents.trajectory import (
     CallTokens,
+    ChoiceTokens,
     ModelCallRecord,
     ToolCallRecord,
     Trajectory,
@@ -28,6 +29,16 @@ class CallError(BaseModel):
     fault: Literal["worker", "proxy", "client"]
 
 
+class CapturedChoice(BaseModel):
+    """One choice's completion ids and logprobs, of a call that sampled several."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    index: int
+    completion_ids: list[int]
+    logprobs: list[float] | None = None
+
+
 class CapturedTokens(BaseModel):
     """A call's token ids and logprobs, as the proxy read them from its worker's answer."""
 
@@ -36,9 +47,14 @@ class CapturedTokens(BaseModel):
     prompt_ids: list[int]
     completion_ids: list[int]
     logprobs: list[float] | None = None
+    choices: list[CapturedChoice] | None = None
+    """Every choice's, when the call sampled several (n > 1); absent in older records."""
 
     def record(self) -> CallTokens:
-        return CallTokens(self.prompt_ids, self.completion_ids, self.logprobs)
+        choices = None
+        if self.choices is not None:
+            choices = [ChoiceTokens(c.index, c.completion_ids, c.logprobs) for c in self.choices]
+        return CallTokens(self.prompt_ids, self.completion_ids, self.logprobs, choices)
 
 
 class CapturedCall(BaseModel):

@@ -36,8 +36,18 @@ class ModelSetup:
 
 
 @dataclass
+class ChoiceTokens:
+    """One of the choices a model call sampled against its one prompt (n > 1)."""
+
+    index: int
+    completion_ids: list[int]
+    logprobs: list[float] | None = None
+
+
+@dataclass
 class CallTokens:
-    """The tokens of one model call as its worker gave them (for n > 1: the first choice's)."""
+    """The tokens of one model call as its worker gave them: for n > 1, the first choice's
+    (the one a chat agent goes on with), and every choice's in `choices`."""
 
     prompt_ids: list[int]
     """Every token the model was given, in order."""
@@ -45,6 +55,14 @@ class CallTokens:
     """Every token it produced."""
     logprobs: list[float] | None = None
     """One per completion id, as the worker gave it; None: the worker gave none."""
+    choices: list[ChoiceTokens] | None = None
+    """Each choice, in index order, when the call sampled several; None: it sampled one."""
+
+    def answers(self) -> list[CallTokens]:
+        """The call as each of its choices answered it: itself, for a call of one choice."""
+        if not self.choices:
+            return [self]
+        return [CallTokens(self.prompt_ids, c.completion_ids, c.logprobs) for c in self.choices]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from agent_eval.agents.trajectory import CallTokens
+from agent_eval.agents.trajectory import CallTokens, ChoiceTokens
 
 SAME_CONVERSATION = 0.5
 """The share of an earlier call's prompt a call must begin with to be of its conversation."""
@@ -97,9 +97,13 @@ def continuity(calls: Sequence[CallTokens | None]) -> Continuity:
         turn = _check(index, tokens.prompt_ids, earlier)
         if turn is not None:
             turns.append(turn)
-        seen = tokens.prompt_ids + tokens.completion_ids
-        earlier.append(_Seen(index, seen, len(tokens.prompt_ids)))
-    return Continuity(tuple(turns), len(earlier) - len(turns), untokenized)
+        # A call of several choices is gone on from with the one its agent took: any of them.
+        earlier += [
+            _Seen(index, answer.prompt_ids + answer.completion_ids, len(answer.prompt_ids))
+            for answer in tokens.answers()
+        ]
+    tokenized = len(calls) - untokenized
+    return Continuity(tuple(turns), tokenized - len(turns), untokenized)
 
 
 @dataclass(frozen=True)
@@ -131,10 +135,21 @@ def _check(index: int, prompt: list[int], earlier: list[_Seen]) -> TurnCheck | N
 
 
 def continues(earlier: CallTokens, later: CallTokens) -> bool:
-    """Whether `later`'s prompt begins with all `earlier` was given and produced: what a trainer
-    that joins an attempt's calls into one sequence takes for granted."""
-    seen = earlier.prompt_ids + earlier.completion_ids
-    return len(later.prompt_ids) >= len(seen) and shared_prefix(later.prompt_ids, seen) == len(seen)
+    """Whether `later`'s prompt begins with all `earlier` was given and produced (with one of
+    its choices): what a trainer that joins an attempt's calls into one sequence takes for
+    granted."""
+    return followed(earlier, later) is not None
+
+
+def followed(earlier: CallTokens, later: CallTokens) -> CallTokens | None:
+    """`earlier` as answered by the choice `later` goes on from: the first whose prompt and
+    completion begin `later`'s prompt; None when none does."""
+    prompt = later.prompt_ids
+    for answer in earlier.answers():
+        seen = answer.prompt_ids + answer.completion_ids
+        if len(prompt) >= len(seen) and shared_prefix(prompt, seen) == len(seen):
+            return answer
+    return None
 
 
 def shared_prefix(a: list[int], b: list[int]) -> int:
@@ -163,7 +178,24 @@ def recorded_tokens(call: dict[str, Any]) -> CallTokens | None:
     if not _ids(prompt) or not _ids(completion):
         return None
     logprobs = tokens.get("logprobs")
-    return CallTokens(prompt, completion, logprobs if isinstance(logprobs, list) else None)
+    choices = _recorded_choices(tokens.get("choices"))
+    return CallTokens(prompt, completion, _list_or_none(logprobs), choices)
+
+
+def _recorded_choices(choices: Any) -> list[ChoiceTokens] | None:
+    """A call's choices (n > 1) as recorded; None when it has none (older lines, one choice)."""
+    if not isinstance(choices, list):
+        return None
+    read = [
+        ChoiceTokens(c.get("index", 0), c["completion_ids"], _list_or_none(c.get("logprobs")))
+        for c in choices
+        if isinstance(c, dict) and _ids(c.get("completion_ids"))
+    ]
+    return read or None
+
+
+def _list_or_none(value: Any) -> list[Any] | None:
+    return value if isinstance(value, list) else None
 
 
 def _ids(value: Any) -> TypeGuard[list[int]]:

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from agent_eval.proxy.capture.token_fields import token_ask
 from agent_eval.proxy.capture.token_stream import TokenRelay, whole_answer
+from agent_eval.proxy.capture.token_translation import TokenTranslation
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.dialects import (
     Translation,
@@ -57,6 +58,7 @@ from agent_eval.proxy.upstream.headers import (
 )
 from agent_eval.proxy.upstream.http1 import ProxyOutOfResources, UpstreamResponse
 from agent_eval.proxy.upstream.streaming import Passthrough, Relay, pipe_stream
+from agent_eval.proxy.upstream.translated import ChatTranslation
 from agent_eval.wire import RETRIES_HEADER, SHOULD_RETRY_HEADER, WORKER_HEADER
 
 log = logging.getLogger(__name__)
@@ -194,12 +196,12 @@ class Forwarder:
         if auth := worker_auth(self._worker_key, worker):
             headers = [*headers, *auth.items()]
         try:
-            translation = translation_for(exchange, worker)
+            translation = self._translation(exchange, worker)
             upstream = await self._send(exchange, worker, translation, deadline, headers)
             limit = self._config.max_response_bytes
             if lacks_route(exchange, worker, translation, upstream.status):
                 await upstream.read_start(ERROR_BODY_BYTES)
-                translation = translation_for(exchange, worker)
+                translation = self._translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
                 body = await upstream.read_start(ERROR_BODY_BYTES)
@@ -234,6 +236,17 @@ class Forwarder:
                 upstream.close()
             if trial and worker.breaker.trial_in_flight:
                 worker.breaker.end_trial()
+
+    def _translation(self, exchange: Exchange, worker: Worker) -> Translation | None:
+        """What `worker` is sent instead of the request, if anything: an attempt call's chat
+        translation asks for its tokens when the proxy captures them."""
+        translation = translation_for(exchange, worker)
+        capture = self._config.capture
+        if exchange.call is None or not capture.tokens:
+            return translation
+        if isinstance(translation, ChatTranslation):
+            return TokenTranslation.of(translation, capture.token_fields)
+        return translation
 
     async def _send(
         self,
@@ -286,8 +299,10 @@ class Forwarder:
                 exchange.call.raw = []
         metrics = self._metrics
         response = await pipe_stream(exchange, upstream, first, worker, metrics, relay, retries)
-        if isinstance(relay, TokenRelay) and exchange.call is not None:
-            exchange.call.tokens = relay.reader.result()
+        if exchange.call is not None:
+            if isinstance(relay, TokenRelay):
+                exchange.call.tokens = relay.reader.result()
+            _read_tokens(exchange, translation)
         answer = relay.answer()
         counted = answer
         if counted is None and isinstance(relay, Passthrough):
@@ -317,6 +332,7 @@ class Forwarder:
                 message = f"worker {worker.url} sent a malformed answer: {exc}"
                 return self._finish(exchange, error_response(502, "upstream_error", message), None)
             body = orjson.dumps(answer)
+            _read_tokens(exchange, translation)
         elif status == 200 or self._recorder is not None or exchange.call is not None:
             answer = _json_or_none(body)  # an answer's usage is counted, its worker's cache hits
             if status == 200 and exchange.tokens is not None and exchange.call is not None:
@@ -427,6 +443,12 @@ class Forwarder:
                 "usage": (answer or {}).get("usage"),
             },
         )
+
+
+def _read_tokens(exchange: Exchange, translation: Translation | None) -> None:
+    """Give a translated attempt call the tokens read from its worker's chat answer."""
+    if isinstance(translation, TokenTranslation) and exchange.call is not None:
+        exchange.call.tokens = translation.tokens()
 
 
 def _poisoned(failure: Failure, attempts: int) -> web.Response:

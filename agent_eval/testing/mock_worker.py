@@ -48,6 +48,8 @@ _MAX_BODY = 64 * 1024**2  # long agent trajectories outgrow aiohttp's 1 MiB defa
 _SHUTDOWN_TIMEOUT = 1.0  # a fixture should stop fast; stragglers are cancelled
 _KEYLESS = ("/health", "/metrics", "/mock/")
 _REPLIES = TypeAdapter(list[Reply])
+MAX_CHOICES = 16
+"""The most choices the mock samples for one request (`n`)."""
 
 
 def _json(payload: object, status: int = 200) -> web.Response:
@@ -225,7 +227,14 @@ def _meta(
         include_usage=bool(options.get("include_usage")),
         cached_tokens=None if lookup is None else lookup.cached_tokens,
         tokens=_tokens(state, path, body),
+        n=_choices(body),
     )
+
+
+def _choices(body: JSON) -> int:
+    """The choices a request asks for: its `n`, within what a test needs."""
+    n = body.get("n")
+    return min(n, MAX_CHOICES) if type(n) is int and n > 1 else 1
 
 
 def _tokens(state: WorkerState, path: str, body: JSON) -> ReplyTokens | None:

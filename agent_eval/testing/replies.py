@@ -79,6 +79,7 @@ class ReplyMeta:
     include_usage: bool
     cached_tokens: int | None = None  # prompt tokens the simulated prefix cache held, when on
     tokens: ReplyTokens | None = None  # the token members of a worker that speaks a dialect
+    n: int = 1  # the choices the request asked for
 
 
 def count_tokens(text: str) -> int:
@@ -198,8 +199,8 @@ def _think(text: str, budget: int) -> str:
     return " ".join(["hmm"] * filler) + "\n" + text if filler > 0 else text
 
 
-def _chat_usage(reply: Reply, meta: ReplyMeta) -> JSON:
-    prompt, completion = meta.prompt_tokens, reply.tokens
+def _chat_usage(replies: list[Reply], meta: ReplyMeta) -> JSON:
+    prompt, completion = meta.prompt_tokens, sum(reply.tokens for reply in replies)
     usage: JSON = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -222,22 +223,33 @@ def _envelope(meta: ReplyMeta, obj: str, choices: list[JSON]) -> JSON:
     }
 
 
+def sampled(reply: Reply, n: int) -> list[Reply]:
+    """The `n` choices of an answer of `reply`: the reply itself, then ones that say it
+    otherwise, as samples of one prompt differ."""
+    return [reply] + [Reply(f"{reply.content} (take {k})", reply.tool_calls) for k in range(1, n)]
+
+
 def chat_body(reply: Reply, meta: ReplyMeta) -> JSON:
-    """A `chat.completion` object."""
+    """A `chat.completion` object, with `meta.n` choices."""
+    replies = sampled(reply, meta.n)
+    choices = [_message_choice(choice, index) for index, choice in enumerate(replies)]
+    body = {**_envelope(meta, "chat.completion", choices), "usage": _chat_usage(replies, meta)}
+    return _with_tokens(body, meta, [_answer_ids(choice, meta) for choice in replies])
+
+
+def _message_choice(reply: Reply, index: int) -> JSON:
     message: JSON = {"role": "assistant", "content": reply.content if reply.has_message else None}
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in reply.tool_calls
         ]
-    choice = {
-        "index": 0,
+    return {
+        "index": index,
         "message": message,
         "logprobs": None,
         "finish_reason": reply.finish_reason,
     }
-    body = {**_envelope(meta, "chat.completion", [choice]), "usage": _chat_usage(reply, meta)}
-    return _with_tokens(body, meta, _answer_ids(reply, meta))
 
 
 def _answer_ids(reply: Reply, meta: ReplyMeta) -> list[int]:
@@ -247,11 +259,12 @@ def _answer_ids(reply: Reply, meta: ReplyMeta) -> list[int]:
     return meta.tokens.answer_ids(reply.content, [(c.name, c.arguments) for c in reply.tool_calls])
 
 
-def _with_tokens(body: JSON, meta: ReplyMeta, ids: list[int]) -> JSON:
-    """A whole answer with its dialect's token members for the reply's `ids`."""
+def _with_tokens(body: JSON, meta: ReplyMeta, ids: list[list[int]]) -> JSON:
+    """A whole answer with its dialect's token members for each choice's `ids`."""
     if meta.tokens is None:
         return body
-    body["choices"][0].update(meta.tokens.choice_fields(ids, 0, first=True))
+    for choice, produced in zip(body["choices"], ids, strict=True):
+        choice.update(meta.tokens.choice_fields(produced, 0, first=True))
     return {**body, **meta.tokens.answer_fields(ids, first=True)}
 
 
@@ -269,37 +282,43 @@ def _chat_chunk(
     delta: JSON,
     finish_reason: str | None = None,
     at: tuple[list[int], int, bool] = ([], 0, False),
+    index: int = 0,
 ) -> bytes:
-    """One chunk; `at`: the token ids it streams, the place of the first, whether it is the
-    answer's first chunk."""
-    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    """One chunk of choice `index`; `at`: the token ids it streams, the place of the first,
+    whether it is the choice's first chunk."""
+    choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
     return _sse(_chunk_tokens(_envelope(meta, "chat.completion.chunk", [choice]), meta, *at))
 
 
-def _tool_call_chunks(meta: ReplyMeta, index: int, call: ToolCall, at: int) -> Iterator[bytes]:
+def _tool_call_chunks(
+    meta: ReplyMeta, index: int, call: ToolCall, at: int, choice: int
+) -> Iterator[bytes]:
     """OpenAI-style: id and name in the first delta, then the arguments in pieces."""
     head = {"index": index, "id": call.id, "type": "function"}
     yield _chat_chunk(
         meta,
         {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]},
         at=([], at, False),
+        index=choice,
     )
     for piece in split_text(call.arguments, meta.pieces):
         yield _chat_chunk(
             meta,
             {"tool_calls": [{"index": index, "function": {"arguments": piece}}]},
             at=([], at, False),
+            index=choice,
         )
 
 
-def _usage_chunk(meta: ReplyMeta, obj: str, reply: Reply) -> bytes:
-    return _sse({**_envelope(meta, obj, []), "usage": _chat_usage(reply, meta)})
+def _usage_chunk(meta: ReplyMeta, obj: str, replies: list[Reply]) -> bytes:
+    return _sse({**_envelope(meta, obj, []), "usage": _chat_usage(replies, meta)})
 
 
-def _ids_chunk(meta: ReplyMeta, obj: str, reply: Reply) -> Iterator[bytes]:
+def _ids_chunk(meta: ReplyMeta, obj: str, replies: list[Reply]) -> Iterator[bytes]:
     """SGLang's last chunk with the whole answer's ids (`sglext`), when it was asked for."""
     tokens = meta.tokens
-    if tokens is not None and (fields := tokens.answer_fields(_answer_ids(reply, meta), False)):
+    ids = [_answer_ids(reply, meta) for reply in replies]
+    if tokens is not None and (fields := tokens.answer_fields(ids, False)):
         yield _sse({**_envelope(meta, obj, []), **fields})
 
 
@@ -307,49 +326,70 @@ def _piece_ids(meta: ReplyMeta, piece: str) -> list[int]:
     return [] if meta.tokens is None else meta.tokens.answer_ids(piece, [], end=False)
 
 
+def _interleaved(streams: list[Iterator[bytes]]) -> Iterator[bytes]:
+    """The choices' chunks taken in turn, as a server streams the choices it samples at once."""
+    for chunks in itertools.zip_longest(*streams):
+        yield from (chunk for chunk in chunks if chunk is not None)
+
+
 def chat_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
-    """The SSE events of a streamed chat completion, `[DONE]` included."""
+    """The SSE events of a streamed chat completion of `meta.n` choices, `[DONE]` included."""
+    replies = sampled(reply, meta.n)
+    yield from _interleaved([_choice_chunks(r, meta, k) for k, r in enumerate(replies)])
+    yield from _ids_chunk(meta, "chat.completion.chunk", replies)
+    if meta.include_usage:
+        yield _usage_chunk(meta, "chat.completion.chunk", replies)
+    yield SSE_DONE
+
+
+def _choice_chunks(reply: Reply, meta: ReplyMeta, choice: int) -> Iterator[bytes]:
+    """The chunks of one choice of a streamed chat completion."""
     content = "" if reply.has_message else None
-    yield _chat_chunk(meta, {"role": "assistant", "content": content}, at=([], 0, True))
+    delta = {"role": "assistant", "content": content}
+    yield _chat_chunk(meta, delta, at=([], 0, True), index=choice)
     at = 0
     for piece in split_text(reply.content, meta.pieces):
         ids = _piece_ids(meta, piece)
-        yield _chat_chunk(meta, {"content": piece}, at=(ids, at, False))
+        yield _chat_chunk(meta, {"content": piece}, at=(ids, at, False), index=choice)
         at += len(ids)
     for index, call in enumerate(reply.tool_calls):
-        yield from _tool_call_chunks(meta, index, call, at)
+        yield from _tool_call_chunks(meta, index, call, at, choice)
     rest = _answer_ids(reply, meta)[at:]
-    yield _chat_chunk(meta, {}, reply.finish_reason, at=(rest, at, False))
-    yield from _ids_chunk(meta, "chat.completion.chunk", reply)
-    if meta.include_usage:
-        yield _usage_chunk(meta, "chat.completion.chunk", reply)
-    yield SSE_DONE
+    yield _chat_chunk(meta, {}, reply.finish_reason, at=(rest, at, False), index=choice)
 
 
-def _text_choice(text: str, finish_reason: str | None) -> JSON:
-    return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+def _text_choice(text: str, finish_reason: str | None, index: int = 0) -> JSON:
+    return {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason}
 
 
 def completion_body(reply: Reply, meta: ReplyMeta) -> JSON:
-    """A `text_completion` object; scripted tool calls have no place in it and are dropped."""
-    choice = _text_choice(reply.content, "stop")
-    body = {**_envelope(meta, "text_completion", [choice]), "usage": _chat_usage(reply, meta)}
-    return _with_tokens(body, meta, _piece_ids(meta, reply.content))
+    """A `text_completion` object of `meta.n` choices; scripted tool calls have no place in it
+    and are dropped."""
+    replies = sampled(reply, meta.n)
+    choices = [_text_choice(choice.content, "stop", k) for k, choice in enumerate(replies)]
+    body = {**_envelope(meta, "text_completion", choices), "usage": _chat_usage(replies, meta)}
+    return _with_tokens(body, meta, [_piece_ids(meta, choice.content) for choice in replies])
 
 
 def completion_stream(reply: Reply, meta: ReplyMeta) -> Iterator[bytes]:
-    """The SSE events of a streamed text completion, `[DONE]` included."""
+    """The SSE events of a streamed text completion of `meta.n` choices, `[DONE]` included."""
+    replies = sampled(reply, meta.n)
+    yield from _interleaved([_text_chunks(r, meta, k) for k, r in enumerate(replies)])
+    if meta.include_usage:
+        yield _usage_chunk(meta, "text_completion", replies)
+    yield SSE_DONE
+
+
+def _text_chunks(reply: Reply, meta: ReplyMeta, choice: int) -> Iterator[bytes]:
+    """The chunks of one choice of a streamed text completion."""
     at, first = 0, True
     for piece in split_text(reply.content, meta.pieces):
         ids = _piece_ids(meta, piece)
-        chunk = _envelope(meta, "text_completion", [_text_choice(piece, None)])
+        chunk = _envelope(meta, "text_completion", [_text_choice(piece, None, choice)])
         yield _sse(_chunk_tokens(chunk, meta, ids, at, first))
         at, first = at + len(ids), False
-    last = _envelope(meta, "text_completion", [_text_choice("", "stop")])
+    last = _envelope(meta, "text_completion", [_text_choice("", "stop", choice)])
     yield _sse(_chunk_tokens(last, meta, [], at, first))
-    if meta.include_usage:
-        yield _usage_chunk(meta, "text_completion", reply)
-    yield SSE_DONE
 
 
 def _message_item(meta: ReplyMeta, text: str, status: str) -> JSON:

@@ -120,14 +120,15 @@ class ReplyTokens:
                 fields["prompt_token_ids"] = self.prompt_ids
         return fields
 
-    def answer_fields(self, completion: list[int], first: bool) -> JSON:
-        """The token members at an answer's (or its first chunk's) top level."""
+    def answer_fields(self, completions: list[list[int]], first: bool) -> JSON:
+        """The token members at an answer's (or its first chunk's) top level; `completions`:
+        each choice's ids, where the answer gives them there (SGLang's chat)."""
         if self.fields == "vllm" and self.chat and first:
             return {"prompt_token_ids": self.prompt_ids if self.ids else None}
         if self.fields == "llamacpp" and self.chat and first and self.ids:
             return {"prompt_token_ids": self.prompt_ids}
-        if self.prompt_in_sglext and self.ids and completion:
-            return {"sglext": {"input_ids": self.prompt_ids, "output_ids": [completion]}}
+        if self.prompt_in_sglext and self.ids and any(completions):
+            return {"sglext": {"input_ids": self.prompt_ids, "output_ids": completions}}
         return {}
 
     def _logprobs(self, ids: list[int], start: int) -> JSON:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.agents.trajectory import CallTokens, ModelCallRecord, Trajectory
+from agent_eval.agents.trajectory import CallTokens, ChoiceTokens, ModelCallRecord, Trajectory
 from agent_eval.data import Sample
 from agent_eval.results.record import AttemptRecord
 from agent_eval.run.engine import attempt_record
@@ -31,6 +31,15 @@ def conversation(turns: int, first: int = 100, drift_at: int | None = None) -> l
         sent_back = [*completion[:-1], RENDERED_ANEW] if turn + 1 == drift_at else completion
         prompt = [*prompt, *sent_back, 50 + turn, 51 + turn]
     return calls
+
+
+def sampled_call(call: CallTokens, took: int, n: int = 3) -> CallTokens:
+    """`call` as one of `n` choices (n > 1), the one at `took`; the others, the first among
+    them unless `took` is 0, say something else."""
+    choices = [ChoiceTokens(k, [900 + k] * 3, [-1.0 - k] * 3) for k in range(n)]
+    choices[took] = ChoiceTokens(took, call.completion_ids, call.logprobs)
+    first = choices[0]
+    return CallTokens(call.prompt_ids, first.completion_ids, first.logprobs, choices)
 
 
 def drift_index(calls: list[CallTokens], call: int) -> int:

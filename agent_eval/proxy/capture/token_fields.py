@@ -195,13 +195,12 @@ def _empty_choices(data: bytes, top: list[Member]) -> bool:
 
 
 class TokenReader:
-    """Gathers a call's token ids and logprobs from its answer, whole or chunk by chunk."""
+    """Gathers a call's token ids and logprobs from its answer, whole or chunk by chunk: the
+    prompt's, and each choice's (n > 1 samples several against the one prompt)."""
 
     def __init__(self) -> None:
         self.prompt: list[int] | None = None
-        self.completion: list[int] = []
-        self.logprobs: list[float] = []
-        self.some_logprobs = False
+        self._choices: dict[int, _ChoiceReader] = {}
 
     def take(self, payload: dict[str, Any]) -> None:
         """Take in one answer or one stream chunk."""
@@ -210,29 +209,49 @@ class TokenReader:
         if isinstance(ext, dict):
             self._prompt(ext.get("input_ids"))
             outputs = ext.get("output_ids")
-            if isinstance(outputs, list) and outputs and _ints(outputs[0]):
-                self.completion += outputs[0]
+            for index, ids in enumerate(outputs if isinstance(outputs, list) else ()):
+                if _ints(ids):
+                    self._choice(index).completion += ids
         for choice in payload.get("choices") or ():
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                self._choice(choice)
+            if isinstance(choice, dict):
+                index = choice.get("index", 0)
+                if type(index) is int:
+                    self._prompt(choice.get("prompt_token_ids"))
+                    self._choice(index).take(choice)
 
     def result(self) -> dict[str, Any] | None:
-        """The call's tokens as its record keeps them; None when the worker gave no ids."""
-        if self.prompt is None and not self.completion:
+        """The call's tokens as its record keeps them: the first choice's completion at the top
+        (the one a chat agent goes on with), and every choice's in `choices` when there were
+        several; None when the worker gave no ids."""
+        read = sorted(self._choices.items())
+        if self.prompt is None and not any(choice.completion for _, choice in read):
             return None
-        logprobs = self.logprobs if self.some_logprobs else None
-        return {
-            "prompt_ids": self.prompt or [],
-            "completion_ids": self.completion,
-            "logprobs": logprobs,
-        }
+        first = read[0][1] if read else _ChoiceReader()
+        tokens = {"prompt_ids": self.prompt or [], **first.result()}
+        if len(read) > 1:
+            tokens["choices"] = [{"index": index, **choice.result()} for index, choice in read]
+        return tokens
 
     def _prompt(self, ids: object) -> None:
         if self.prompt is None and _ints(ids):
             self.prompt = ids  # type: ignore[assignment]
 
-    def _choice(self, choice: dict[str, Any]) -> None:
-        self._prompt(choice.get("prompt_token_ids"))
+    def _choice(self, index: int) -> _ChoiceReader:
+        found = self._choices.get(index)
+        if found is None:
+            found = self._choices[index] = _ChoiceReader()
+        return found
+
+
+class _ChoiceReader:
+    """One choice's completion ids and logprobs, as they arrive."""
+
+    def __init__(self) -> None:
+        self.completion: list[int] = []
+        self.logprobs: list[float] = []
+        self.some_logprobs = False
+
+    def take(self, choice: dict[str, Any]) -> None:
         ids = choice.get("token_ids")
         if _ints(ids):
             self.completion += ids  # type: ignore[arg-type]
@@ -240,6 +259,10 @@ class TokenReader:
         if isinstance(logprobs, dict):
             self.some_logprobs = True
             self.logprobs += _values(logprobs)
+
+    def result(self) -> dict[str, Any]:
+        logprobs = self.logprobs if self.some_logprobs else None
+        return {"completion_ids": self.completion, "logprobs": logprobs}
 
 
 def _values(logprobs: dict[str, Any]) -> list[float]:

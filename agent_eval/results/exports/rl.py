@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from agent_eval.agents.trajectory import CallTokens
-from agent_eval.metrics.continuity import continues, recorded_tokens
+from agent_eval.metrics.continuity import continues, followed, recorded_tokens
 from agent_eval.results.exports.atif import record_attempt, to_atif
 from agent_eval.results.exports.lines import Converted
 from agent_eval.results.record import AttemptRecord
@@ -85,11 +85,14 @@ def rl_lines(record: AttemptRecord, runner: str, model: str | None) -> Converted
 
 def _segments(tokens: list[CallTokens | None]) -> list[list[tuple[int, CallTokens]]]:
     """The calls with tokens, by index, in runs where each call continues the one before; a
-    call without tokens ends a run (what it said is in the next call's prompt)."""
+    call without tokens ends a run (what it said is in the next call's prompt). A call of
+    several choices (n > 1) is taken with the one the next call goes on from, or its first."""
     segments: list[list[tuple[int, CallTokens]]] = []
     previous: CallTokens | None = None
     for index, current in enumerate(tokens):
-        if current is not None and previous is not None and continues(previous, current):
+        taken = followed(previous, current) if previous and current else None
+        if current is not None and taken is not None:
+            segments[-1][-1] = (segments[-1][-1][0], taken)
             segments[-1].append((index, current))
         elif current is not None:
             segments.append([(index, current)])

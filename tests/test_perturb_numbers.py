@@ -586,24 +586,24 @@ def test_whole_readings_keep_each_result_used_and_each_question_number_read() ->
         [(result, question)],
         [(result, question), first],
     ]
-    found = plausible(sources, 2, {Fraction(6)}, set())
+    found = plausible(sources, 2, ({Fraction(6)}, set()), set())
     assert sorted([r[1][0][0].kind, r[2][0][0].kind] for r in found) == [
         ["question", "result"],
         ["result", "question"],
     ]
-    assert plausible([[(constant,)], [(result, constant)]], 1, set(), set()) == [
+    assert plausible([[(constant,)], [(result, constant)]], 1, (set(), set()), set()) == [
         [[(constant,)], [(result,)]]
     ]
     # A result that no reading can use: the rule does not describe this solution.
-    assert plausible([[(constant,)], [(constant,)], [(result,)]], 2, set(), set()) == []
+    assert plausible([[(constant,)], [(constant,)], [(result,)]], 2, (set(), set()), set()) == []
     # 12 / 3 then 4 * 4: the question's four is read once, the result once, in either order.
     four = Source("constant", Fraction(4))
     times: list[list[tuple[Source, ...]]] = [
         [(Source("question", Fraction(12)),), (Source("question", Fraction(3)),)]
     ]
     sources = [*times, [(result, four), (result, four)]]
-    assert len(plausible(sources, 1, {Fraction(12), Fraction(3)}, set())) == 3
-    assert plausible(sources, 1, {Fraction(12), Fraction(3)}, {Fraction(4)}) == [
+    assert len(plausible(sources, 1, ({Fraction(12), Fraction(3)}, set()), set())) == 3
+    assert plausible(sources, 1, ({Fraction(12), Fraction(3)}, set()), {Fraction(4)}) == [
         [*times, [(result,), (four,)]],
         [*times, [(four,), (result,)]],
     ]

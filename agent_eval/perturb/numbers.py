@@ -245,8 +245,8 @@ def _variables(
     a larger one is the question's each time: 20*20 for a square's side). Its mentions all take
     one new value, so each use follows. Those a cue word of the question may bring come apart,
     where written once: an operand with their value may be either, as whole readings decide."""
-    # "The next three days" after "her third eight days": the solution's 3 may count either.
     cued = set(map(Fraction, cued_by(question)))
+    # "The next three days" after "her third eight days": the solution's 3 may count either.
     named = ordinals(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}

@@ -88,6 +88,9 @@ class _Plan:
     ordered: list[Fraction]
     """Every value the question writes, smallest first: new ones drawn together keep this
     order, so that "increased from 47 to 52" stays an increase."""
+    once: set[Fraction]
+    """Varied numbers a cue word may bring too: a whole reading reads each once, the cue the
+    rest ("2 inches on Monday" and "twice Monday's" in 2*2)."""
 
 
 _Draw = tuple[dict[Fraction, Fraction], list[_Step]]
@@ -106,7 +109,7 @@ def new_numbers(sample: Sample, rng: random.Random) -> Variant | None:
     except _NotRecomputable as exc:
         logger.debug("%s: no numbers variant: %s", sample.id, exc)
         return None
-    found = _drawn(plan, rng, lambda values: _recomputed(plan, values)) or _read_whole(plan, rng)
+    found = _read_alike(plan, rng) or _read_whole(plan, rng)
     if found is None:
         logger.debug("%s: no numbers variant: no draw keeps every step reasonable", sample.id)
         return None
@@ -122,6 +125,15 @@ def _drawn(plan: _Plan, rng: random.Random, recompute: _Recompute) -> _Draw | No
         or _one_at_a_time(plan, recompute, lambda mention: every_nearby(mention, rng)[:_TRIES], rng)
         or _one_at_a_time(plan, recompute, lambda mention: every_similar(mention, rng, _TRIES), rng)
     )
+
+
+def _read_alike(plan: _Plan, rng: random.Random) -> _Draw | None:
+    """New values where each operand's possible sources agree. A number a cue word may bring
+    too keeps its value here, where its two readings could only disagree: whole readings may
+    vary it."""
+    steady = {value: value for value in plan.once}
+    alike = replace(plan, question=[m for m in plan.question if m.value not in plan.once])
+    return _drawn(alike, rng, lambda values: _recomputed(plan, {**steady, **values}))
 
 
 def _read_whole(plan: _Plan, rng: random.Random) -> _Draw | None:
@@ -177,10 +189,11 @@ def _plan(question: str, answer: str) -> _Plan:
     annotations = _annotations(answer)
     final = _final(annotations, answer)
     written_in_question = mentions(question)
-    variables = _variables(question, written_in_question, annotations)
+    sure, once = _variables(question, written_in_question, annotations)
+    variables = sure | once
     fixed = (written_values(question) | set(map(Fraction, cued_by(question)))) - variables
     derived = _in_prose(answer, fixed)
-    sources = _sources(annotations, variables, written_in_question, fixed, derived)
+    sources = _sources(annotations, variables, once, written_in_question, fixed, derived)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
     }
@@ -188,7 +201,7 @@ def _plan(question: str, answer: str) -> _Plan:
         raise _NotRecomputable("the solution uses none of the question's numbers that may vary")
     varied = [m for m in written_in_question if m.value in used]
     ordered = sorted({m.value for m in written_in_question})
-    return _Plan(varied, annotations, sources, final, ordered)
+    return _Plan(varied, annotations, sources, final, ordered, once)
 
 
 def _annotations(answer: str) -> list[_Annotation]:
@@ -224,15 +237,17 @@ def _final(annotations: list[_Annotation], answer: str) -> int:
 
 def _variables(
     question: str, written_in_question: list[Mention], annotations: list[_Annotation]
-) -> set[Fraction]:
-    """The question's values that may vary: not 0 or 1, not a value a cue word of the question
-    may bring or an ordinal names, not naming a group ("the three"), not a share of a whole,
-    used, and, if a small count, written once and used once a step (written twice, as 4 dogs
-    of which the second walks 4 miles, or used twice, as 3*3, one new value for every
-    mention or use may change what the problem is; a larger one is the question's each time:
-    20*20 for a square's side). Its mentions all take one new value, so each use follows."""
+) -> tuple[set[Fraction], set[Fraction]]:
+    """The question's values that may vary: not 0 or 1, not a value an ordinal names, not
+    naming a group ("the three"), not a share of a whole, used, and, if a small count, written
+    once and used once a step (written twice, as 4 dogs of which the second walks 4 miles, or
+    used twice, as 3*3, one new value for every mention or use may change what the problem is;
+    a larger one is the question's each time: 20*20 for a square's side). Its mentions all take
+    one new value, so each use follows. Those a cue word of the question may bring come apart,
+    where written once: an operand with their value may be either, as whole readings decide."""
+    cued = set(map(Fraction, cued_by(question)))
     # "The next three days" after "her third eight days": the solution's 3 may count either.
-    cued = cued_by(question) | ordinals(question)
+    named = ordinals(question)
     counts = Counter(mention.value for mention in written_in_question)
     referring = {mention.value for mention in written_in_question if mention.referring}
     # Digits a question writes other than as a quantity: the 6 of 1/6, the 3 of 3:30.
@@ -243,16 +258,17 @@ def _variables(
     for annotation in annotations:
         used = Counter(percents.get(v, v) for v in _values(annotation.operands))
         uses |= used
-    return {
+    candidates = {
         value
         for value, count in counts.items()
         if value > 1
         and uses[value] >= 1
-        and (not _small(value) or count == uses[value] == 1)
         and value not in _shares(written_in_question)
         and stray[value] <= 0
-        and value not in cued | referring
+        and value not in named | referring
     }
+    sure = {v for v in candidates - cued if not _small(v) or counts[v] == uses[v] == 1}
+    return sure, {v for v in candidates & cued if counts[v] == 1}
 
 
 def _shares(written_in_question: list[Mention]) -> set[Fraction]:
@@ -278,13 +294,15 @@ def _values(operands: list[re.Match[str]]) -> list[Fraction]:
 def _sources(
     annotations: list[_Annotation],
     variables: set[Fraction],
+    once: set[Fraction],
     written_in_question: list[Mention],
     fixed: set[Fraction],
     derived: set[Fraction],
 ) -> list[list[tuple[Source, ...]]]:
     """Each operand's possible sources. A value that stays (`fixed`: one the question writes
     and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is;
-    one the prose works out (`derived`) is none."""
+    one the prose works out (`derived`) is none; a varied one a cue word may bring (`once`) is
+    either."""
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[Source, ...]]] = []
     for index, annotation in enumerate(annotations):
@@ -292,7 +310,11 @@ def _sources(
         for i, done in reversed(list(enumerate(annotations[:index]))):
             earlier.setdefault(done.result, []).append(Fraction(i))
         values = _values(annotation.operands)
-        row = [_source(v, variables, percents, earlier, fixed | derived) for v in values]
+        row = [
+            _source(v, variables, percents, earlier, fixed | derived)
+            + ((Source("constant", v),) if v in once else ())
+            for v in values
+        ]
         if any(r[0].kind == "constant" and v in derived for r, v in zip(row, values, strict=True)):
             # `2/3 x 4/4 = 8/12` in words, then 3 x 8: the 8 would stay when the 12 changes.
             raise _NotRecomputable("a constant is worked out in the solution's prose")
@@ -381,7 +403,7 @@ def _in_every_reading(plan: _Plan) -> _Recompute:
     apart, but a reading in which a step's result or a question number goes unused is none."""
     varied = {mention.value for mention in plan.question}
     kept = set(plan.ordered) - varied
-    readings = plausible(plan.sources, plan.final, varied, kept)
+    readings = plausible(plan.sources, plan.final, (varied, plan.once), kept)
     plans = [replace(plan, sources=r) for r in readings]
 
     def recompute(values: dict[Fraction, Fraction]) -> _Draw | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -30,14 +31,15 @@ Reading = list[list[tuple[Source, ...]]]
 def plausible(
     sources: Sequence[Sequence[tuple[Source, ...]]],
     final: int,
-    varied: set[Fraction],
+    varied: tuple[set[Fraction], set[Fraction]],
     kept: set[Fraction],
 ) -> list[Reading]:
     """The whole readings in which every step before the `final` one is used by a later step,
-    every `varied` question number by some step, and every `kept` one (a number the question
-    writes and that stays) by some step where one may read it: a result no later step reads, or
-    a number the question gives and no step uses, would be a reading the solution did not
-    mean. Empty where none is, or where there are too many to look at."""
+    every `varied` question number by some step (the second set, numbers a cue word may bring
+    too, by exactly one: the cue brings the others), and every `kept` one (a number the
+    question writes and that stays) by some step where one may read it: a result no later step
+    reads, or a number the question gives and no step uses, would be a reading the solution did
+    not mean. Empty where none is, or where there are too many to look at."""
     open_ = [(s, o) for s, row in enumerate(sources) for o, each in enumerate(row) if len(each) > 1]
     if math.prod(len(sources[s][o]) for s, o in open_) > _MAX_READINGS:
         return []
@@ -60,12 +62,20 @@ def _readings(
         ]
 
 
-def _whole(reading: Reading, final: int, varied: set[Fraction], kept: set[Fraction]) -> bool:
+def _whole(
+    reading: Reading, final: int, varied: tuple[set[Fraction], set[Fraction]], kept: set[Fraction]
+) -> bool:
     used_results = {
         int(source.key) for row in reading for (source,) in row if source.kind == "result"
     }
-    used_numbers = {
+    numbers = Counter(
         source.key for row in reading for (source,) in row if source.kind in ("question", "percent")
-    }
+    )
     constants = {source.key for row in reading for (source,) in row if source.kind == "constant"}
-    return set(range(final)) <= used_results and varied <= used_numbers and kept <= constants
+    everywhere, once = varied
+    return (
+        set(range(final)) <= used_results
+        and everywhere <= set(numbers)
+        and all(numbers[value] == 1 for value in once)
+        and kept <= constants
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,12 @@ class ProxyConfig(BaseModel):
         description="Address to listen on; 0.0.0.0 for every interface (then set an API key).",
     )
     port: int = Field(8000, ge=0, le=65535, description="0 picks a free port.")
+    processes: int | None = Field(
+        None,
+        ge=1,
+        description="Proxy processes accepting on the one port (more than 1 needs Linux's "
+        "SO_REUSEPORT); default one per 8 usable cores, at most 8: 1 below 16 cores.",
+    )
     policy: str = Field(
         "session",
         description=f"Routing policy: {', '.join(POLICIES.built_in)}, an agent_eval.policies "
@@ -204,6 +211,10 @@ class ProxyConfig(BaseModel):
         """The chosen policy, built with its settings."""
         return build_policy(self.policy, self.policies.of(self.policy))
 
+    def process_count(self) -> int:
+        """The proxy processes to run: the setting, else one per 8 usable cores (1 to 8)."""
+        return self.processes or default_processes()
+
     def with_admin_token(self) -> ProxyConfig:
         """This config with an admin token, made now when it has none."""
         if self.admin_token is not None:
@@ -234,3 +245,11 @@ class ProxyConfig(BaseModel):
     def _normalize_endpoints(cls, urls: list[str]) -> list[str]:
         normalized = [normalize_worker_url(url) for url in urls]
         return list(dict.fromkeys(normalized))
+
+
+def default_processes() -> int:
+    """One proxy process per 8 usable cores, from 1 to 8: below 16 cores the single-process
+    path, and on a big host room left for the engine, its scorers and local workers."""
+    if not hasattr(os, "sched_getaffinity"):
+        return 1  # not Linux: no SO_REUSEPORT spreading connections over processes
+    return max(1, min(8, len(os.sched_getaffinity(0)) // 8))

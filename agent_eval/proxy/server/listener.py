@@ -20,8 +20,10 @@ log = logging.getLogger(__name__)
 
 
 @contextlib.asynccontextmanager
-async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
-    """Serve the proxy inside the block; yields its base URL (`http://HOST:PORT/v1`)."""
+async def running_proxy(config: ProxyConfig, reuse_port: bool = False) -> AsyncIterator[str]:
+    """Serve the proxy inside the block; yields its base URL (`http://HOST:PORT/v1`).
+
+    `reuse_port`: share the port with the other processes of a group (SO_REUSEPORT)."""
     raise_open_files_limit()
     app = build_app(config.with_admin_token())
     # Handler cancellation lets a client that disconnects cancel its upstream request. The
@@ -35,7 +37,9 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
     )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, config.host, config.port, backlog=4096)
+        site = web.TCPSite(
+            runner, config.host, config.port, backlog=4096, reuse_port=reuse_port or None
+        )
         try:
             await site.start()
         except OSError as exc:
@@ -49,11 +53,13 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def serve_forever(config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None]) -> None:
+async def serve_forever(
+    config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None], reuse_port: bool = False
+) -> None:
     """Serve until cancelled; `on_ready` gets the base URL and the config (with its admin
     token) once bound."""
     config = config.with_admin_token()
-    async with running_proxy(config) as base_url:
+    async with running_proxy(config, reuse_port) as base_url:
         # Everything built so far lives as long as the process: keep it out of the
         # collector, whose full passes over it otherwise stall the event loop ~50 ms.
         gc.freeze()

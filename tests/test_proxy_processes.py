@@ -1,0 +1,78 @@
+"""The proxy on N processes sharing one port: all serve, one dying ends them, none outlives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from agent_eval.errors import ProxyExitedError, ProxyStartError
+from agent_eval.proxy.config import ProxyConfig, default_processes
+from agent_eval.proxy.server.process import proxy_group, serve_processes
+from tests.helpers.processes import alive, listener_pids
+from tests.helpers.proxy import FAST_HEALTH, StartWorkers
+from tests.helpers.waits import eventually, wait_ready
+
+CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def test_two_processes_listen_on_one_port_and_stop_with_the_block(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    workers = await start_workers(2)
+    config = ProxyConfig(
+        endpoints=[w.url for w in workers], port=0, health=FAST_HEALTH, processes=2
+    )
+    async with proxy_group(config, tmp_path) as group:
+        pids = {process.pid for process in group.processes}
+        assert len(pids) == 2 and listener_pids(group.base_url) == pids
+        for _ in range(2):  # the processes become ready each on its own
+            await wait_ready(group.base_url, 2)
+        for _ in range(20):  # a connection each: the kernel spreads them over the processes
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(group.base_url + "/chat/completions", json=CHAT) as answer,
+            ):
+                assert answer.status == 200
+    assert not any(alive(pid) for pid in pids)
+    assert sum(worker.stats.generation_requests for worker in workers) == 20
+    assert "[proxy 0]" in (tmp_path / "proxy.log").read_text()
+
+
+async def test_a_process_that_exits_stops_the_group_and_says_which(tmp_path: Path) -> None:
+    config = ProxyConfig(port=0, processes=2)
+    ready: asyncio.Queue[str] = asyncio.Queue()
+    serving = asyncio.create_task(
+        serve_processes(config, tmp_path, lambda url, _: ready.put_nowait(url))
+    )
+    base_url = await asyncio.wait_for(ready.get(), 60)
+    pids = listener_pids(base_url)
+    os.kill(min(pids), signal.SIGKILL)
+    with pytest.raises(ProxyExitedError, match=r"proxy process \d exited with code -9"):
+        await asyncio.wait_for(serving, 30)
+    await eventually(lambda: not any(alive(pid) for pid in pids), 10, lambda: "a child lives on")
+
+
+async def test_a_taken_port_says_what_to_do(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ProxyStartError, match=f"cannot listen on 127.0.0.1:{port}.*--port 0"):
+            async with proxy_group(ProxyConfig(port=port, processes=2), tmp_path):
+                pass
+
+
+@pytest.mark.parametrize(("cores", "processes"), [(1, 1), (2, 1), (15, 1), (16, 2), (200, 8)])
+def test_the_default_is_one_process_per_8_cores(
+    cores: int, processes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(cores)))
+    assert default_processes() == processes
+    assert ProxyConfig().process_count() == processes
+    assert ProxyConfig(processes=3).process_count() == 3

@@ -13,7 +13,7 @@ import pytest
 
 from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig, default_processes
-from agent_eval.proxy.server.process import proxy_group, serve_processes
+from agent_eval.proxy.server.process import proxy_group, serve_proxy
 from tests.helpers.processes import alive, listener_pids
 from tests.helpers.proxy import FAST_HEALTH, StartWorkers
 from tests.helpers.waits import eventually, wait_ready
@@ -48,7 +48,7 @@ async def test_a_process_that_exits_stops_the_group_and_says_which(tmp_path: Pat
     config = ProxyConfig(port=0, processes=2)
     ready: asyncio.Queue[str] = asyncio.Queue()
     serving = asyncio.create_task(
-        serve_processes(config, tmp_path, lambda url, _: ready.put_nowait(url))
+        serve_proxy(config, tmp_path, lambda url, _: ready.put_nowait(url))
     )
     base_url = await asyncio.wait_for(ready.get(), 60)
     pids = listener_pids(base_url)
@@ -76,3 +76,30 @@ def test_the_default_is_one_process_per_8_cores(
     assert default_processes() == processes
     assert ProxyConfig().process_count() == processes
     assert ProxyConfig(processes=3).process_count() == 3
+
+
+async def test_a_session_reaches_one_worker_whichever_process_takes_it(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    workers = await start_workers(3)
+    config = ProxyConfig(
+        endpoints=[w.url for w in workers], port=0, health=FAST_HEALTH, processes=2
+    )
+    sessions = [f"session-{i}" for i in range(12)]
+    async with proxy_group(config, tmp_path) as group:
+        for _ in range(2):
+            await wait_ready(group.base_url, 3)
+        for _ in range(4):  # each request on a connection of its own, to either process
+            for session in sessions:
+                async with (
+                    aiohttp.ClientSession(headers={"X-Session-ID": session}) as http,
+                    http.post(group.base_url + "/chat/completions", json=CHAT) as answer,
+                ):
+                    assert answer.status == 200
+    homes: dict[str, set[str]] = {}
+    for worker in workers:
+        for headers in worker.stats.headers:
+            homes.setdefault(headers["x-session-id"], set()).add(worker.url)
+    assert set(homes) == set(sessions)
+    assert all(len(urls) == 1 for urls in homes.values()), homes
+    assert len({url for urls in homes.values() for url in urls}) > 1  # not all on one worker

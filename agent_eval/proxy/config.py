@@ -121,11 +121,24 @@ class PolicySettings(BaseModel):
     session: SessionSettings = Field(default_factory=SessionSettings)
     prefix: PrefixSettings = Field(default_factory=PrefixSettings)
 
+    def in_a_group(self) -> PolicySettings:
+        """These settings for a proxy of several processes: sessions placed by the ring alone
+        (unless a placement is given), so each process places a session as the others do."""
+        ring = {"placement": "ring"}
+        session = _placement_defaulted(self.session, ring)
+        sessions = _placement_defaulted(self.prefix.sessions, ring)
+        prefix = self.prefix.model_copy(update={"sessions": sessions})
+        return self.model_copy(update={"session": session, "prefix": prefix})
+
     def of(self, policy: str) -> object:
         """The settings given for `policy`; None when there are none."""
         if policy in type(self).model_fields:
             return getattr(self, policy)
         return (self.model_extra or {}).get(policy)
+
+
+def _placement_defaulted(settings: SessionSettings, update: dict[str, Any]) -> SessionSettings:
+    return settings if settings.placement is not None else settings.model_copy(update=update)
 
 
 class ResponsesConfig(BaseModel):
@@ -209,7 +222,8 @@ class ProxyConfig(BaseModel):
 
     def routing_policy(self) -> Policy:
         """The chosen policy, built with its settings."""
-        return build_policy(self.policy, self.policies.of(self.policy))
+        policies = self.policies.in_a_group() if self.process_count() > 1 else self.policies
+        return build_policy(self.policy, policies.of(self.policy))
 
     def process_count(self) -> int:
         """The proxy processes to run: the setting, else one per 8 usable cores (1 to 8)."""

@@ -90,7 +90,7 @@ async def proxy_group(
             await stop_groups(processes, STOP_GRACE)
 
 
-async def serve_processes(
+async def serve_proxy(
     config: ProxyConfig, run_dir: Path, on_ready: Callable[[str, ProxyConfig], None]
 ) -> None:
     """Serve in `config.process_count()` processes until cancelled; with one, in this process.

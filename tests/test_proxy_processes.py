@@ -6,10 +6,14 @@ import asyncio
 import os
 import signal
 import socket
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client import multiprocess
+from prometheus_client.parser import text_string_to_metric_families
 
 from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig, default_processes
@@ -103,3 +107,62 @@ async def test_a_session_reaches_one_worker_whichever_process_takes_it(
     assert set(homes) == set(sessions)
     assert all(len(urls) == 1 for urls in homes.values()), homes
     assert len({url for urls in homes.values() for url in urls}) > 1  # not all on one worker
+
+
+async def test_metrics_add_up_every_process(start_workers: StartWorkers, tmp_path: Path) -> None:
+    workers = await start_workers(2)
+    config = ProxyConfig(
+        endpoints=[w.url for w in workers], port=0, health=FAST_HEALTH, processes=2
+    )
+    async with proxy_group(config, tmp_path) as group:
+        for _ in range(2):
+            await wait_ready(group.base_url, 2)
+        for _ in range(40):
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(group.base_url + "/chat/completions", json=CHAT) as answer,
+            ):
+                assert answer.status == 200
+
+        async def all_counted() -> bool:
+            # A request is counted once its answer is sent: the last may trail its answer.
+            return _sum(await _metrics(group.base_url), "agent_eval_proxy_requests") == 40
+
+        await eventually(all_counted, 10, lambda: "the requests never added up to 40")
+        scrapes = [await _metrics(group.base_url) for _ in range(6)]  # either process answers
+
+        async def both_see_both_healthy() -> bool:
+            # Per worker, the least healthy of the processes, each at most a second old.
+            return _sum(await _metrics(group.base_url), "agent_eval_proxy_worker_healthy") == 2
+
+        await eventually(both_see_both_healthy, 10, lambda: "a process saw a worker down")
+        per_process = [
+            _sum(multiprocess.MultiProcessCollector.merge([str(path)]), "agent_eval_proxy_requests")
+            for path in (tmp_path / "proxy-metrics").glob("counter_*.db")
+        ]
+    assert sorted(per_process) == sorted(n for n in per_process if n > 0) and len(per_process) == 2
+    assert sum(per_process) == 40  # both processes took requests, and the files hold them all
+    for families in scrapes:
+        assert _sum(families, "agent_eval_proxy_requests") == 40
+        assert _sum(families, "agent_eval_proxy_request_seconds") == 40  # the histogram's count
+        assert _sum(families, "agent_eval_proxy_prompt_tokens") > 0
+
+
+async def _metrics(base_url: str) -> list[Any]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(base_url.removesuffix("/v1") + "/metrics") as answer,
+    ):
+        return list(text_string_to_metric_families(await answer.text()))
+
+
+def _sum(families: Iterable[Any], name: str) -> float:
+    """The family's samples added up: a counter's total, a histogram's count."""
+    wanted = {name, name + "_total", name + "_count"}
+    return sum(
+        sample.value
+        for family in families
+        if family.name == name
+        for sample in family.samples
+        if sample.name in wanted
+    )

@@ -4,7 +4,7 @@ The parent writes the config (without keys) to RUN_DIR/proxy.json, passes keys t
 environment, and reads one line on each child's stdout that gives the base URL. With more than
 one process (`proxy.processes`) every child listens on the same port with SO_REUSEPORT, and the
 kernel spreads connections over them; the parent holds the port meanwhile (bound, not
-listening, so it takes no connection).
+listening, so it takes no connection), and their metrics files are under RUN_DIR/proxy-metrics.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,6 +23,7 @@ from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.auth import save_admin_token
 from agent_eval.proxy.server.listener import serve_forever
+from agent_eval.proxy.server.metrics_shared import MULTIPROC_DIR
 from agent_eval.system.children import dying_with_parent, stop_groups
 from agent_eval.system.credentials import VARIABLES, child_environment, environment_keys
 from agent_eval.system.diagnostics import log_tail, open_to_append, writing
@@ -73,17 +75,19 @@ async def proxy_group(
     token = config.admin_token
     assert token is not None, "with_admin_token() made one"
     count = config.process_count()
+    env: dict[str, str] = {}
     with contextlib.ExitStack() as held:
         if count > 1:
             port = held.enter_context(held_port(config.host, config.port))
             config = config.model_copy(update={"port": port})
+            env[MULTIPROC_DIR] = str(await asyncio.to_thread(_empty_dir, run_dir / "proxy-metrics"))
         await asyncio.to_thread(_write_config, config, config_path)
         await asyncio.to_thread(save_admin_token, token, run_dir)
         processes: list[asyncio.subprocess.Process] = []
         try:
             for index in range(count):
                 member = index if count > 1 else None
-                processes.append(await _spawn(config, config_path, log_path, member))
+                processes.append(await _spawn(config, config_path, log_path, member, env))
             urls = [await _wait_ready(process, log_path, timeout) for process in processes]
             yield ProxyGroup(urls[0], processes, log_path)
         finally:
@@ -129,6 +133,14 @@ def held_port(host: str, port: int) -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+def _empty_dir(path: Path) -> Path:
+    """`path`, made empty: a group's metrics start from nothing, not an earlier group's files."""
+    with writing(path):
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+    return path
+
+
 def _write_config(config: ProxyConfig, path: Path) -> None:
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,12 +148,15 @@ def _write_config(config: ProxyConfig, path: Path) -> None:
 
 
 async def _spawn(
-    config: ProxyConfig, config_path: Path, log_path: Path, member: int | None
+    config: ProxyConfig,
+    config_path: Path,
+    log_path: Path,
+    member: int | None,
+    extra_env: dict[str, str],
 ) -> asyncio.subprocess.Process:
     secrets = {field: getattr(config, field) for field in VARIABLES}
-    env = child_environment(
-        {field: s.get_secret_value() if s is not None else None for field, s in secrets.items()}
-    )
+    keys = {field: s.get_secret_value() if s is not None else None for field, s in secrets.items()}
+    env = {**child_environment(keys), **extra_env}
     command = [sys.executable, "-m", "agent_eval.proxy.server.process", str(config_path)]
     argv, preexec = dying_with_parent([*command, *([] if member is None else [str(member)])])
     with open_to_append(log_path) as log_file:

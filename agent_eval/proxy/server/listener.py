@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 
 from agent_eval.errors import ProxyStartError
+from agent_eval.proxy.capture.routes import ATTEMPTS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.app import build_app
 from agent_eval.proxy.server.limits import raise_open_files_limit
@@ -48,6 +49,8 @@ async def running_proxy(config: ProxyConfig, reuse_port: bool = False) -> AsyncI
                 "pass another --port, or --port 0 for a free one"
             ) from None
         host, port = runner.addresses[0][:2]
+        if reuse_port:
+            app[ATTEMPTS].origin = await _own_origin(runner, config.host, port)
         yield f"http://{_url_host(host)}:{port}/v1"
     finally:
         await runner.cleanup()
@@ -65,6 +68,14 @@ async def serve_forever(
         gc.freeze()
         on_ready(base_url, config)
         await forever()
+
+
+async def _own_origin(runner: ProxyRunner, host: str, shared_port: int) -> str:
+    """A port of this process alone beside the shared one, for the attempts it holds: the
+    kernel spreads the shared port's connections over the processes by their addresses."""
+    await web.TCPSite(runner, host, 0, backlog=4096).start()
+    own = next(a for a in runner.addresses if a[1] != shared_port)
+    return f"http://{_url_host(own[0])}:{own[1]}"
 
 
 def _url_host(host: str) -> str:

@@ -14,13 +14,14 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, multiprocess
 from prometheus_client.registry import Collector
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 SYNC_INTERVAL = 1.0
-GAUGE_MODES = {
+GAUGE_MODES: dict[str, Literal["livemin", "livemax"]] = {
     "agent_eval_proxy_worker_healthy": "livemin",  # healthy only if every process sees it so
     "agent_eval_proxy_worker_breaker_state": "livemax",  # the most open breaker of any process
 }
@@ -63,9 +64,12 @@ class SharedFigures:
 
     def _gauge(self, name: str, documentation: str, labels: list[str]) -> Gauge:
         if name not in self._gauges:
-            mode = GAUGE_MODES.get(name, "livesum")
             self._gauges[name] = Gauge(
-                name, documentation, labels, registry=None, multiprocess_mode=mode
+                name,
+                documentation,
+                labels,
+                registry=None,
+                multiprocess_mode=GAUGE_MODES.get(name, "livesum"),
             )
         return self._gauges[name]
 

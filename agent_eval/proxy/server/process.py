@@ -43,12 +43,10 @@ class ProxyGroup:
 
     async def first_exit(self) -> str:
         """Wait until one of the processes exits; what to tell the user about it."""
+        # Left running, not cancelled: under uvloop a cancelled wait() cancels the process's
+        # other waits too, stop_groups' among them. They end as the group is stopped.
         waits = {asyncio.ensure_future(p.wait()): i for i, p in enumerate(self.processes)}
-        try:
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         ended = next(iter(done))
         return (
             f"proxy process {waits[ended]} exited with code {ended.result()}; its log "

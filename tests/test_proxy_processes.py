@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig, default_processes
 from agent_eval.proxy.server.process import proxy_group, serve_proxy
+from tests.helpers.cli_runs import agent_eval, served_url_in
 from tests.helpers.processes import alive, listener_pids
 from tests.helpers.proxy import FAST_HEALTH, StartWorkers
 from tests.helpers.waits import eventually, wait_ready
@@ -46,6 +47,29 @@ async def test_two_processes_listen_on_one_port_and_stop_with_the_block(
     assert not any(alive(pid) for pid in pids)
     assert sum(worker.stats.generation_requests for worker in workers) == 20
     assert "[proxy 0]" in (tmp_path / "proxy.log").read_text()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_serve_on_two_processes_prints_one_url_and_leaves_none_behind(
+    start_workers: StartWorkers, tmp_path: Path, signum: signal.Signals
+) -> None:
+    workers = await start_workers(1)
+    serve = await agent_eval(
+        "serve", "--port", "0", "--processes", "2", "--endpoint", workers[0].url,
+        "--run-dir", str(tmp_path / "logs"), cwd=tmp_path,
+    )  # fmt: skip
+    assert serve.stdout is not None
+    first = (await asyncio.wait_for(serve.stdout.readline(), 120)).decode()
+    assert "listening at" in first, first
+    base_url = served_url_in(first)
+    pids = listener_pids(base_url)
+    assert len(pids) == 2 and serve.pid not in pids  # the children listen, the parent holds
+    await wait_ready(base_url, 1)
+    serve.send_signal(signum)
+    out, _ = await asyncio.wait_for(serve.communicate(), 30)
+    assert serve.returncode == 0
+    assert "listening at" not in out.decode()  # one ready line for the group
+    assert not any(alive(pid) for pid in pids)
 
 
 async def test_a_process_that_exits_stops_the_group_and_says_which(tmp_path: Path) -> None:

@@ -21,6 +21,12 @@ class ProxyStartError(AgentEvalError):
     """The proxy could not start (port taken, bad address)."""
 
 
+class ProxyExitedError(AgentEvalError):
+    """A proxy process of several exited while serving; its log says why."""
+
+    exit_code = 1
+
+
 class StorageError(AgentEvalError):
     """A file could not be written: its file system is full, over quota, read-only or failing."""
 

@@ -4,9 +4,10 @@ Two mock workers, our proxy and sglang-router run as processes; a fresh load-gen
 process measures each (mode, target) pair. The same load also goes to the proxy's Anthropic
 Messages route (translated to chat for the workers), shown beside its chat figures. With
 `--tokens` the workers speak vLLM's token fields and a second agent-eval asks for every keyed
-call's token ids and logprobs (`capture.tokens`), beside the keyed one that does not. Run
-from the repository root:
-`python -m bench.proxy [--requests N] [--concurrency C] [--tokens] [--json [PATH]]`.
+call's token ids and logprobs (`capture.tokens`), beside the keyed one that does not. With
+`--processes 1,2` agent-eval also runs as 2 processes on one port, shown beside the single one
+and sglang-router as ratios. Run from the repository root: `python -m bench.proxy
+[--requests N] [--concurrency C] [--tokens] [--processes 1,2] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from bench.parts.fleet import (
     worker_urls,
 )
 from bench.parts.loadgen import LoadResult
+from bench.parts.process_tables import group_name, processes_table
 from bench.parts.results_file import add_json_option, machine, write_results
 from bench.parts.tables import MESSAGES_TARGET, Mode, Run, combine, render, wide_console
 
@@ -78,15 +80,21 @@ def start_workers(fleet: Fleet, tokens: bool) -> list[Proc]:
 
 
 def start_targets(
-    fleet: Fleet, policy: str, keyed: bool, tokens: bool
+    fleet: Fleet, policy: str, keyed: bool, tokens: bool, processes: list[int]
 ) -> tuple[list[Proc], list[Target]]:
     """Start everything and wait until each answers; the workers and the targets (agent-eval
     twice with `keyed`: without and with attempt keys; a third with `tokens`, keyed, asking
-    for every call's tokens)."""
+    for every call's tokens; one more for each count of proxy processes past 1)."""
     workers = start_workers(fleet, tokens)
     urls = worker_urls(workers)
     token = ("--admin-token", BENCH_ADMIN_TOKEN)
-    proxy, proxy_url = start_agent_eval(fleet, urls, policy, token)
+    proxy, proxy_url = start_agent_eval(fleet, urls, policy, (*token, "--processes", "1"))
+    groups = []
+    for count in (n for n in processes if n > 1):
+        logs = f"agent-eval-{count}p"
+        extra = (*token, "--processes", str(count), "--run-dir", str(fleet.log_dir / logs))
+        group, group_url = start_agent_eval(fleet, urls, policy, extra, name=logs)
+        groups.append(Target(group_name(count), [group_url], group))
     router, router_url = start_sglang_router(fleet, urls, PEER_POLICIES[policy])
     keyed_target = [Target("agent-eval keyed", [proxy_url], proxy, keyed=True)] if keyed else []
     if tokens:
@@ -96,6 +104,7 @@ def start_targets(
     return workers, [
         Target("direct", urls, None),
         Target("agent-eval", [proxy_url], proxy),
+        *groups,
         *keyed_target,
         Target("sglang-router", [router_url], router),
         Target(MESSAGES_TARGET, [proxy_url], proxy, messages=True),
@@ -189,8 +198,21 @@ def _parse_args() -> argparse.Namespace:
         help="also measure keyed requests whose token ids and logprobs the proxy captures "
         "(implies --attempt-keys; the workers then speak vLLM's token fields)",
     )
+    parser.add_argument(
+        "--processes",
+        type=_counts,
+        default=[1],
+        help="proxy process counts to measure, as 1,2: each past 1 beside the single process",
+    )
     add_json_option(parser, "proxy")
     return parser.parse_args()
+
+
+def _counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",")]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("give process counts of 1 or more, as 1,2")
+    return counts
 
 
 def _progress(console: Console, round_: int, run: Run) -> None:
@@ -211,7 +233,7 @@ def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
             f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
         )
         keyed = args.attempt_keys or args.tokens
-        workers, targets = start_targets(fleet, args.policy, keyed, args.tokens)
+        workers, targets = start_targets(fleet, args.policy, keyed, args.tokens, args.processes)
         for round_ in range(1, args.rounds + 1):
             rounds.append([])
             for mode in _modes(args):
@@ -235,6 +257,8 @@ def main() -> None:
         sys.exit(130)
     runs = combine([run for round_ in rounds for run in round_])
     render(runs, about, console)
+    if max(args.processes) > 1:
+        console.print(processes_table(runs))
     figures = {
         "median": [asdict(run) for run in runs],
         "rounds": [[asdict(run) for run in round_] for round_ in rounds],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import math
 import random
+from typing import Literal
 
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
@@ -135,3 +136,23 @@ def test_retry_detour_does_not_move_the_session() -> None:
     detour = RequestInfo("/v1/chat/completions", session_key="s", detour_from=frozenset({home.url}))
     assert policy.choose([other], detour) is other
     assert policy.choose(workers, info("s")) is home
+
+
+def test_ring_placement_places_a_session_alike_whatever_the_loads() -> None:
+    # Two proxy processes see different loads; by the ring alone both place each session alike.
+    workers = make_workers(3)
+    keys = [f"s{i}" for i in range(30)]
+
+    def placed(placement: Literal["idlest", "ring"]) -> list[list[Worker | None]]:
+        seen = []
+        for loads in ((0, 5, 9), (9, 0, 5)):
+            policy = SessionAffinity(placement=placement)
+            policy.on_workers_changed([w.url for w in workers])
+            for load, worker in zip(loads, workers, strict=True):
+                worker.in_flight = load
+            seen.append([policy.choose(workers, info(key)) for key in keys])
+        return seen
+
+    by_ring, by_load = placed("ring"), placed("idlest")
+    assert by_ring[0] == by_ring[1]
+    assert by_load[0] != by_load[1]  # the idlest placement follows each process's loads

@@ -64,6 +64,9 @@ FLAGS: dict[str, Flag] = {
     "host": _flag("proxy.host", PROXY, "--host"),
     "port": _flag("proxy.port", PROXY, "--port"),
     "policy": _flag("proxy.policy", PROXY, "--policy"),
+    # `run --processes` is the engine's: a run names the proxy's its own way.
+    "serve_processes": _flag("proxy.processes", PROXY, "--processes"),
+    "proxy_processes": _flag("proxy.processes", PROXY, "--proxy-processes"),
     "session_balance": _flag("proxy.policies.session.balance_factor", PROXY, "--session-balance"),
     "session_ttl": _flag("proxy.policies.session.ttl", PROXY, "--session-ttl"),
     "responses_store_capacity": _flag(

@@ -65,6 +65,7 @@ def run(
     scheduler: Annotated[str | None, option("scheduler")] = None,
     endpoint: Annotated[list[str] | None, option("endpoint")] = None,
     run_dir: Annotated[Path | None, option("run_dir")] = None,
+    proxy_processes: Annotated[int | None, option("proxy_processes")] = None,
     api_key: Annotated[str | None, option("api_key")] = None,
     worker_api_key: Annotated[str | None, option("worker_api_key")] = None,
     resume: Annotated[

@@ -15,7 +15,7 @@ from agent_eval.cli.options import WHERE, default, option, overrides_argument, s
 from agent_eval.cli.serve_screen import ServeScreen
 from agent_eval.launch.config import LaunchConfig, ServeConfig
 from agent_eval.proxy.server.auth import save_admin_token
-from agent_eval.proxy.server.listener import serve_forever
+from agent_eval.proxy.server.process import serve_proxy
 from agent_eval.run.workers import WorkerEndpoint, hold_workers, serve_over_workers
 from agent_eval.settings import load_settings
 from agent_eval.system.lifecycle import run_until_signalled
@@ -39,6 +39,7 @@ def serve(
     log_dir: RunDirOption = None,
     host: Annotated[str, option("host")] = default("host"),
     port: Annotated[int, option("port")] = default("port"),
+    serve_processes: Annotated[int | None, option("serve_processes")] = None,
     policy: Annotated[str, option("policy")] = default("policy"),
     session_balance: Annotated[float, option("session_balance")] = default("session_balance"),
     session_ttl: Annotated[float, option("session_ttl")] = default("session_ttl"),
@@ -88,11 +89,12 @@ def serve(
     config = guarded(ctx, load_settings, ServeConfig, None, flags, overrides or [])
     made_token = config.proxy.admin_token is None
     proxy = guarded(ctx, config.proxy_config).with_admin_token()
+    directory = _run_dir(log_dir)
     if not guarded(ctx, config.launches):
         screen = ServeScreen(show_admin_token=made_token)
-        guarded(ctx, run_until_signalled, _shown(serve_forever(proxy, screen.on_ready), screen))
+        main = serve_proxy(proxy, directory, screen.on_ready)
+        guarded(ctx, run_until_signalled, _shown(main, screen))
         return
-    directory = _run_dir(log_dir)
     if made_token:
         guarded(ctx, save_admin_token, proxy.admin_token, directory)
     screen = ServeScreen(_launched_model(config), show_admin_token=made_token)

@@ -33,6 +33,9 @@ class AttemptClient:
         self._http = http
         self._root = proxy_root(base_url)
         self._headers = {"Authorization": f"Bearer {admin_token}"}
+        self._holders: dict[str, str] = {}
+        """Key -> the root of the proxy process holding its record, when it is not the proxy's
+        own (several processes on one port)."""
 
     async def open(
         self,
@@ -50,22 +53,27 @@ class AttemptClient:
                 body["limits"][name] = value
         opened = await self._call("POST", "/attempts", body)
         key = opened["key"]
+        root = opened.get("origin", self._root)
+        if root != self._root:
+            self._holders[key] = root
         return OpenedAttempt(
-            key, f"{self._root}/v1", f"{self._root}{opened['base_path']}/v1", opened["expires_at"]
+            key, f"{root}/v1", f"{root}{opened['base_path']}/v1", opened["expires_at"]
         )
 
     async def read(self, key: str) -> dict[str, Any]:
         """The attempt's record so far."""
-        return await self._call("GET", f"/attempts/{key}")
+        return await self._call("GET", f"/attempts/{key}", root=self._holders.get(key))
 
     async def end(self, key: str) -> dict[str, Any]:
         """End the attempt and take its whole record (its calls in order)."""
-        return await self._call("DELETE", f"/attempts/{key}")
+        root = self._holders.pop(key, None)
+        return await self._call("DELETE", f"/attempts/{key}", root=root)
 
-    async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        async with self._http.request(
-            method, self._root + path, json=body, headers=self._headers
-        ) as response:
+    async def _call(
+        self, method: str, path: str, body: Any = None, root: str | None = None
+    ) -> dict[str, Any]:
+        url = (root or self._root) + path
+        async with self._http.request(method, url, json=body, headers=self._headers) as response:
             response.raise_for_status()
             answer: dict[str, Any] = await response.json()
             return answer

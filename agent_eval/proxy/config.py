@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +121,24 @@ class PolicySettings(BaseModel):
     session: SessionSettings = Field(default_factory=SessionSettings)
     prefix: PrefixSettings = Field(default_factory=PrefixSettings)
 
+    def in_a_group(self) -> PolicySettings:
+        """These settings for a proxy of several processes: sessions placed by the ring alone
+        (unless a placement is given), so each process places a session as the others do."""
+        ring = {"placement": "ring"}
+        session = _placement_defaulted(self.session, ring)
+        sessions = _placement_defaulted(self.prefix.sessions, ring)
+        prefix = self.prefix.model_copy(update={"sessions": sessions})
+        return self.model_copy(update={"session": session, "prefix": prefix})
+
     def of(self, policy: str) -> object:
         """The settings given for `policy`; None when there are none."""
         if policy in type(self).model_fields:
             return getattr(self, policy)
         return (self.model_extra or {}).get(policy)
+
+
+def _placement_defaulted(settings: SessionSettings, update: dict[str, Any]) -> SessionSettings:
+    return settings if settings.placement is not None else settings.model_copy(update=update)
 
 
 class ResponsesConfig(BaseModel):
@@ -156,6 +170,12 @@ class ProxyConfig(BaseModel):
         description="Address to listen on; 0.0.0.0 for every interface (then set an API key).",
     )
     port: int = Field(8000, ge=0, le=65535, description="0 picks a free port.")
+    processes: int | None = Field(
+        None,
+        ge=1,
+        description="Proxy processes accepting on the one port (more than 1 needs Linux's "
+        "SO_REUSEPORT); default one per 8 usable cores, at most 8: 1 below 16 cores.",
+    )
     policy: str = Field(
         "session",
         description=f"Routing policy: {', '.join(POLICIES.built_in)}, an agent_eval.policies "
@@ -202,7 +222,12 @@ class ProxyConfig(BaseModel):
 
     def routing_policy(self) -> Policy:
         """The chosen policy, built with its settings."""
-        return build_policy(self.policy, self.policies.of(self.policy))
+        policies = self.policies.in_a_group() if self.process_count() > 1 else self.policies
+        return build_policy(self.policy, policies.of(self.policy))
+
+    def process_count(self) -> int:
+        """The proxy processes to run: the setting, else one per 8 usable cores (1 to 8)."""
+        return self.processes or default_processes()
 
     def with_admin_token(self) -> ProxyConfig:
         """This config with an admin token, made now when it has none."""
@@ -234,3 +259,11 @@ class ProxyConfig(BaseModel):
     def _normalize_endpoints(cls, urls: list[str]) -> list[str]:
         normalized = [normalize_worker_url(url) for url in urls]
         return list(dict.fromkeys(normalized))
+
+
+def default_processes() -> int:
+    """One proxy process per 8 usable cores, from 1 to 8: below 16 cores the single-process
+    path, and on a big host room left for the engine, its scorers and local workers."""
+    if not hasattr(os, "sched_getaffinity"):
+        return 1  # not Linux: no SO_REUSEPORT spreading connections over processes
+    return max(1, min(8, len(os.sched_getaffinity(0)) // 8))

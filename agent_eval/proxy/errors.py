@@ -214,6 +214,9 @@ _CLOSED = {
     "ended": "its attempt has ended (DELETE /attempts/KEY took its record)",
     "expired": "its attempt has expired (past the ttl_s it was opened with)",
     "unknown": "no attempt has it (it may have ended or expired long ago)",
+    "elsewhere": "no attempt of this proxy process has it (it may have ended or expired long "
+    "ago); the proxy runs on several processes and an attempt's calls go to the one holding "
+    "its record, at the origin POST /attempts answered",
 }
 
 

@@ -238,7 +238,8 @@ class Engine:
             time_limit=config.attempt_timeout, run_dir=config.run_dir,
         )  # fmt: skip
         if opened is not None:
-            ctx.client = client.with_options(api_key=opened.key)
+            # opened.base_url: with the proxy on several processes, the one holding the record.
+            ctx.client = client.with_options(api_key=opened.key, base_url=opened.base_url)
             ctx.base_url, ctx.api_key = opened.base_url, opened.key
             ctx.attempt_base_url = opened.attempt_base_url
         return ctx

@@ -13,7 +13,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.launch.config import LaunchConfig
 from agent_eval.launch.schedulers import SCHEDULERS
 from agent_eval.proxy.config import ProxyConfig
-from agent_eval.proxy.server.listener import serve_forever
+from agent_eval.proxy.server.process import serve_proxy
 from agent_eval.schedulers.base import Scheduler
 from agent_eval.schedulers.errors import SchedulerUnavailableError
 from agent_eval.system.lifecycle import forever
@@ -83,6 +83,5 @@ async def serve_over_workers(
     async with launched_workers(config, run_dir, on_wait, proxy.worker_api_key) as endpoints:
         health = proxy.health.model_copy(update={"path": endpoints[0].health_path})
         urls = [*proxy.endpoints, *(e.url for e in endpoints)]
-        await serve_forever(
-            proxy.model_copy(update={"endpoints": urls, "health": health}), on_ready
-        )
+        proxy = proxy.model_copy(update={"endpoints": urls, "health": health})
+        await serve_proxy(proxy, run_dir, on_ready)

@@ -65,22 +65,43 @@ class Proc:
             raise FleetError(f"{self.name} exited with code {code}; its log ends:\n{tail}")
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU time so far, all threads (Linux /proc). Raises: FleetError."""
+        """User plus system CPU time so far, all threads, its running children's included (a
+        proxy of several processes), from Linux /proc. Raises: FleetError."""
         self.check_alive()
-        stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return sum(_cpu_ticks(stat) for stat in _family_stats(self.pid)) / _CLOCK_TICKS
+
+
+def _family_stats(pid: int) -> list[list[str]]:
+    """The /proc stat fields (after the name) of a process and its living descendants."""
+    stats: dict[int, list[str]] = {}
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            stats[int(path.parent.name)] = path.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+    family, found = {pid}, True
+    while found:
+        found = False
+        for child, fields in stats.items():
+            if child not in family and int(fields[1]) in family:
+                family.add(child)
+                found = True
+    return [stats[member] for member in family if member in stats]
+
+
+def _cpu_ticks(fields: list[str]) -> int:
+    return int(fields[11]) + int(fields[12])
 
 
 class Fleet:
     """Starts processes and stops every one of them on exit: SIGTERM, then SIGKILL."""
 
     def __init__(self, log_dir: Path) -> None:
-        self._log_dir = log_dir
+        self.log_dir = log_dir
         self._procs: list[Proc] = []
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
-        log = self._log_dir / f"{name}.log"
+        log = self.log_dir / f"{name}.log"
         with log.open("wb") as sink:
             popen = subprocess.Popen(
                 argv,

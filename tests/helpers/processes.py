@@ -28,6 +28,12 @@ async def answers(url: str, path: str = "/health") -> bool:
 
 def listener_pid(base_url: str) -> int | None:
     """The pid of the process listening on the server's port, found through /proc."""
+    return min(listener_pids(base_url), default=None)
+
+
+def listener_pids(base_url: str) -> set[int]:
+    """The pids of every process listening on the server's port (several share it with
+    SO_REUSEPORT), found through /proc."""
     port = int(base_url.rsplit(":", 1)[1].split("/")[0])
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -35,14 +41,15 @@ def listener_pid(base_url: str) -> int | None:
             fields = line.split()
             if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
                 inodes.add(fields[9])
+    pids = set()
     for fd in Path("/proc").glob("[0-9]*/fd/*"):
         try:
             target = fd.readlink().name
         except OSError:
             continue
         if target.startswith("socket:[") and target[8:-1] in inodes:
-            return int(fd.parts[2])
-    return None
+            pids.add(int(fd.parts[2]))
+    return pids
 
 
 def rss_mb(pid: int) -> float:

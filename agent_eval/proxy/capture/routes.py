@@ -52,7 +52,9 @@ async def _count_left_open(app: web.Application) -> None:
 
 
 async def open_attempt(request: web.Request) -> web.Response:
-    """POST /attempts {"attempt", "ttl_s"?, "limits"?}: 201 {"key", "base_path", "expires_at"}."""
+    """POST /attempts {"attempt", "ttl_s"?, "limits"?}: 201 {"key", "base_path", "expires_at"},
+    and "origin" where the attempt's calls and its end go when the proxy runs on several
+    processes."""
     try:
         body = OpenBody.model_validate(orjson.loads(await request.read()))
     except orjson.JSONDecodeError as exc:
@@ -65,6 +67,8 @@ async def open_attempt(request: web.Request) -> web.Response:
     except OverflowError as exc:
         return too_many_attempts(exc.args[0])
     opened = {"key": key, "base_path": f"/a/{key}", "expires_at": attempt.expires_at}
+    if (origin := request.app[ATTEMPTS].origin) is not None:
+        opened["origin"] = origin  # the proxy on several processes: this one holds the record
     return web.Response(status=201, body=orjson.dumps(opened), content_type="application/json")
 
 

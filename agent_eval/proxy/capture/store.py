@@ -40,6 +40,9 @@ class AttemptStore:
         """Keys ended or expired and dropped, and which: a late call is told why (bounded)."""
         self.size = 0
         """Bytes of every open record."""
+        self.origin: str | None = None
+        """Where this process alone answers (`http://HOST:PORT`), when the proxy runs on several:
+        an attempt's calls go there, to the process that holds its record."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -75,7 +78,8 @@ class AttemptStore:
         digest = key_digest(key)
         attempt = self._open.get(digest)
         if attempt is None:
-            return attempt_closed(self._closed.get(digest, "unknown"))
+            unknown = "unknown" if self.origin is None else "elsewhere"
+            return attempt_closed(self._closed.get(digest, unknown))
         state = attempt.state(time.monotonic())
         return attempt if state == "open" else attempt_closed(state)
 

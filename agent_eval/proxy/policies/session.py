@@ -6,7 +6,10 @@ Sessions that ended still count until their TTL, which loosens that bound; a new
 session therefore goes, among the workers under it, to one with the fewest requests in
 flight, and new work fills idle workers first. Ties go to the first clockwise from the key's
 hash on a ring of virtual nodes, so an idle pool places a key the same way in every
-proxy. A session moves only when its worker stops being a candidate or is over the bound.
+proxy. With placement `ring` (the proxy on several processes) the ring alone places a session,
+with no bound: each process counts only the sessions it saw, so bounds drawn from those counts
+would place one session differently in each. A session moves only when its worker stops being a
+candidate or is over the bound.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +50,13 @@ class SessionSettings(BaseModel):
     max_sessions: int = Field(
         100_000, ge=1, description="Sessions remembered at most; the least recently used go first."
     )
+    placement: Literal["idlest", "ring"] | None = Field(
+        None,
+        description="Where a new session goes among the workers under the bound: idlest (fewest "
+        "requests in flight, ties on the hash ring) or ring (first clockwise from the session's "
+        "hash, no bound: the same in every proxy process). Default idlest; ring with "
+        "proxy.processes > 1.",
+    )
 
 
 def ring_hash(text: str) -> int:
@@ -67,7 +78,9 @@ class SessionAffinity(Policy):
         ttl: float = 600.0,
         max_sessions: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
+        placement: Literal["idlest", "ring"] | None = None,
     ) -> None:
+        self._by_ring = placement == "ring"
         self._factor = balance_factor
         self._ttl = ttl
         self._max_sessions = max_sessions
@@ -79,7 +92,12 @@ class SessionAffinity(Policy):
 
     @classmethod
     def from_settings(cls, settings: SessionSettings) -> Self:
-        return cls(settings.balance_factor, settings.ttl, settings.max_sessions)
+        return cls(
+            settings.balance_factor,
+            settings.ttl,
+            settings.max_sessions,
+            placement=settings.placement,
+        )
 
     def on_workers_changed(self, urls: Sequence[str]) -> None:
         self._ring = sorted(
@@ -132,10 +150,14 @@ class SessionAffinity(Policy):
         return worker
 
     def _bound(self, n_workers: int, extra: int) -> int:
+        if self._by_ring:
+            return sys.maxsize
         live = len(self._sessions) + extra
         return max(1, math.ceil(self._factor * live / n_workers))
 
     def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
+        if self._by_ring:
+            return self._first_on_ring(key, by_url)
         # A moving session is already counted among the live ones; a new one is not yet.
         bound = self._bound(len(by_url), extra=0 if moving else 1)
         load = self._load

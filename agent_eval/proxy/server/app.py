@@ -69,6 +69,7 @@ from agent_eval.proxy.server.keys import (
 )
 from agent_eval.proxy.server.limits import in_flight_cap
 from agent_eval.proxy.server.metrics import ProxyMetrics
+from agent_eval.proxy.server.metrics_shared import syncing
 from agent_eval.proxy.server.request_bounds import MAX_NESTING, NestingBound
 from agent_eval.proxy.upstream.connections import ConnectionLimits, UpstreamPool
 from agent_eval.shims.aiohttp_expect import send_continue
@@ -103,6 +104,8 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[RESPONSES] = ResponsesRoute(store)
     app[NESTING] = NestingBound()
     app.cleanup_ctx.append(_upstream)
+    if app[METRICS].shared is not None:
+        app.cleanup_ctx.append(_shared_metrics)
     # Each route again under /a/KEY, for clients that can set a base URL but no key.
     for prefix in ("", ATTEMPT_PREFIX):
         for route in GENERATION_ROUTES:
@@ -115,6 +118,13 @@ def build_app(config: ProxyConfig) -> web.Application:
     capture_routes.add_routes(app)
     response_routes.add_routes(app)
     return app
+
+
+async def _shared_metrics(app: web.Application) -> AsyncIterator[None]:
+    shared = app[METRICS].shared
+    assert shared is not None, "added only for a proxy of several processes"
+    async with syncing(shared):
+        yield
 
 
 async def _upstream(app: web.Application) -> AsyncIterator[None]:
@@ -323,7 +333,9 @@ async def readiness(request: web.Request) -> web.Response:
 
 async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
-    body = request.app[METRICS].render()
+    proxy_metrics = request.app[METRICS]
+    shared = proxy_metrics.shared
+    body = proxy_metrics.render() if shared is None else await proxy_metrics.render_shared(shared)
     return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
 
 

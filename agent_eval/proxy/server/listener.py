@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 
 from agent_eval.errors import ProxyStartError
+from agent_eval.proxy.capture.routes import ATTEMPTS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.app import build_app
 from agent_eval.proxy.server.limits import raise_open_files_limit
@@ -20,8 +21,10 @@ log = logging.getLogger(__name__)
 
 
 @contextlib.asynccontextmanager
-async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
-    """Serve the proxy inside the block; yields its base URL (`http://HOST:PORT/v1`)."""
+async def running_proxy(config: ProxyConfig, reuse_port: bool = False) -> AsyncIterator[str]:
+    """Serve the proxy inside the block; yields its base URL (`http://HOST:PORT/v1`).
+
+    `reuse_port`: share the port with the other processes of a group (SO_REUSEPORT)."""
     raise_open_files_limit()
     app = build_app(config.with_admin_token())
     # Handler cancellation lets a client that disconnects cancel its upstream request. The
@@ -35,7 +38,9 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
     )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, config.host, config.port, backlog=4096)
+        site = web.TCPSite(
+            runner, config.host, config.port, backlog=4096, reuse_port=reuse_port or None
+        )
         try:
             await site.start()
         except OSError as exc:
@@ -44,21 +49,33 @@ async def running_proxy(config: ProxyConfig) -> AsyncIterator[str]:
                 "pass another --port, or --port 0 for a free one"
             ) from None
         host, port = runner.addresses[0][:2]
+        if reuse_port:
+            app[ATTEMPTS].origin = await _own_origin(runner, config.host, port)
         yield f"http://{_url_host(host)}:{port}/v1"
     finally:
         await runner.cleanup()
 
 
-async def serve_forever(config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None]) -> None:
+async def serve_forever(
+    config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None], reuse_port: bool = False
+) -> None:
     """Serve until cancelled; `on_ready` gets the base URL and the config (with its admin
     token) once bound."""
     config = config.with_admin_token()
-    async with running_proxy(config) as base_url:
+    async with running_proxy(config, reuse_port) as base_url:
         # Everything built so far lives as long as the process: keep it out of the
         # collector, whose full passes over it otherwise stall the event loop ~50 ms.
         gc.freeze()
         on_ready(base_url, config)
         await forever()
+
+
+async def _own_origin(runner: ProxyRunner, host: str, shared_port: int) -> str:
+    """A port of this process alone beside the shared one, for the attempts it holds: the
+    kernel spreads the shared port's connections over the processes by their addresses."""
+    await web.TCPSite(runner, host, 0, backlog=4096).start()
+    own = next(a for a in runner.addresses if a[1] != shared_port)
+    return f"http://{_url_host(own[0])}:{own[1]}"
 
 
 def _url_host(host: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator, Sized
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from prometheus_client.registry import Collector
 
 from agent_eval.proxy.fleet.breaker import BreakerState
 from agent_eval.proxy.fleet.pool import WorkerPool
+from agent_eval.proxy.server.metrics_shared import SharedFigures, shared_dir
 from agent_eval.usage import reported_tokens
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -146,9 +148,15 @@ class ProxyMetrics:
         )
         self.cache: dict[str, CacheTally] = {}
         """Per worker URL; plain integers on the request path, counters only when scraped."""
-        self.registry.register(_WorkerCollector(pool))
-        self.registry.register(_CacheCollector(self.cache))
-        self.registry.register(_AttemptsCollector(attempts))
+        collectors: tuple[Collector, ...] = (
+            _WorkerCollector(pool),
+            _CacheCollector(self.cache),
+            _AttemptsCollector(attempts),
+        )
+        for collector in collectors:
+            self.registry.register(collector)
+        self.shared = SharedFigures(collectors) if shared_dir() is not None else None
+        """With the proxy on several processes: what adds up every process's metrics."""
 
     def count_usage(self, worker: str, answer: dict[str, Any] | None) -> None:
         """Add the tokens `answer`'s usage reports to `worker`'s tally."""
@@ -160,4 +168,10 @@ class ProxyMetrics:
         tally.add(*tokens)
 
     def render(self) -> bytes:
+        """This process's metrics: the proxy's own when it runs on one process."""
         return generate_latest(self.registry)
+
+    async def render_shared(self, shared: SharedFigures) -> bytes:
+        """Every process's metrics added up, this one's figures written first."""
+        shared.sync()
+        return await asyncio.to_thread(shared.render)

@@ -315,7 +315,7 @@ def test_completions_answers_are_edited_whole_and_chunk_by_chunk() -> None:
         created = cast(dict[str, Any], llama.create_completion(SAY_HI, max_tokens=3))
     finally:
         edit_completions(lambda model, options: None)
-    assert not hasattr(Llama.__call__.__wrapped__, "edit")  # type: ignore[attr-defined]
+    assert not hasattr(Llama.__call__.__wrapped__, "hook")  # type: ignore[attr-defined]
     assert asked == [SAY_HI, SAY_HI]  # chat handlers call create_completion: not edited
     assert whole["edited"] == 1 and "edited" not in created
     assert len(chunks) > 1 and all(chunk["edited"] == 2 for chunk in chunks)  # type: ignore[index]

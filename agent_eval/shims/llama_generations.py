@@ -29,25 +29,22 @@ Watch = Callable[[Llama, list[int]], OnToken | None]
 def watch_generations(watch: Watch) -> None:
     """Have `watch` see every generation of every `Llama` in this process; a later call
     replaces the watch, never wraps `generate` twice."""
-    generate = Llama.generate
-    if getattr(generate, "watched", None) is not None:
-        generate.watched = watch  # type: ignore[attr-defined]
-        return
 
-    @functools.wraps(generate)
-    def watched_generate(
-        llama: Llama, tokens: Sequence[int], *args: Any, **kwargs: Any
-    ) -> Generator[int, Sequence[int] | None, None]:
-        on_token = watched_generate.watched(llama, list(tokens))  # type: ignore[attr-defined]
-        generation = generate(llama, tokens, *args, **kwargs)
-        if on_token is None:
-            return (yield from generation)
-        for token in generation:
-            on_token(token)
-            yield token
+    def watching(generate: Any, hook: Callable[[], Watch]) -> Callable[..., Any]:
+        def watched_generate(
+            llama: Llama, tokens: Sequence[int], *args: Any, **kwargs: Any
+        ) -> Generator[int, Sequence[int] | None, None]:
+            on_token = hook()(llama, list(tokens))
+            generation = generate(llama, tokens, *args, **kwargs)
+            if on_token is None:
+                return (yield from generation)
+            for token in generation:
+                on_token(token)
+                yield token
 
-    watched_generate.watched = watch  # type: ignore[attr-defined]
-    Llama.generate = watched_generate  # type: ignore[method-assign,assignment]
+        return watched_generate
+
+    _hook_once("generate", watch, watching)
 
 
 OnAnswer = Callable[[Answer], None]
@@ -59,24 +56,33 @@ answer or stream chunk in place before the caller sees it."""
 def edit_completions(edit: EditAnswers) -> None:
     """Have `edit` see every answer `Llama.__call__` gives in this process; a later call
     replaces the edit, never wraps `__call__` twice."""
-    call = Llama.__call__
-    if getattr(call, "edit", None) is not None:
-        call.edit = edit  # type: ignore[attr-defined]
+
+    def editing(call: Any, hook: Callable[[], EditAnswers]) -> Callable[..., Any]:
+        def edited_call(llama: Llama, *args: Any, **kwargs: Any) -> Any:
+            on_answer = hook()(llama, kwargs)
+            answer = call(llama, *args, **kwargs)
+            if on_answer is None:
+                return answer
+            if isinstance(answer, dict):
+                on_answer(answer)
+                return answer
+            return _edited(cast(Iterator[Answer], answer), on_answer)
+
+        return edited_call
+
+    _hook_once("__call__", edit, editing)
+
+
+def _hook_once(name: str, hook: Any, wrapping: Callable[[Any, Callable[[], Any]], Any]) -> None:
+    """Make `hook` the one `Llama.<name>` calls: the method is wrapped (by `wrapping`, given the
+    original and a getter of the current hook) the first time; later calls swap the hook."""
+    method = getattr(Llama, name)
+    if getattr(method, "hook", None) is not None:
+        method.hook = hook
         return
-
-    @functools.wraps(call)
-    def edited_call(llama: Llama, *args: Any, **kwargs: Any) -> Any:
-        on_answer = edited_call.edit(llama, kwargs)  # type: ignore[attr-defined]
-        answer = call(llama, *args, **kwargs)
-        if on_answer is None:
-            return answer
-        if isinstance(answer, dict):
-            on_answer(answer)
-            return answer
-        return _edited(cast(Iterator[Answer], answer), on_answer)
-
-    edited_call.edit = edit  # type: ignore[attr-defined]
-    Llama.__call__ = edited_call  # type: ignore[method-assign,assignment]
+    wrapped: Any = functools.wraps(method)(wrapping(method, lambda: wrapped.hook))
+    wrapped.hook = hook
+    setattr(Llama, name, wrapped)
 
 
 def _edited(chunks: Iterator[Answer], on_answer: OnAnswer) -> Iterator[Answer]:

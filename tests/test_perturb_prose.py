@@ -37,6 +37,14 @@ from agent_eval.run.scoring import gold_answer
         ("2 years * 12 months per year = 24", "2 years * 12 months per year = <<2*12=24>>24"),
         ("65+94+81 = <<240=240>>240", "65+94+81 = <<65+94+81=240>>240"),
         ("5,000 + 1,000 = <<6000=6000>>6,000", "5,000 + 1,000 = <<5000+1000=6000>>6,000"),
+        # A product of percents is a percent of the whole: each a hundredth, and the result too.
+        ("20% * 40% = 8%", "20% * 40% = <<(20/100*40/100)*100=8>>8%"),
+        ("100% - 80% = 20%", "100% - 80% = <<100-80=20>>20%"),
+        (
+            "160 used pieces of straw \u2013 70 pieces of straw for the hamsters and rabbits = 90",
+            "160 used pieces of straw \u2013 70 pieces of straw for the hamsters and rabbits = "
+            "<<160-70=90>>90",
+        ),
     ],
 )
 def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovered: str) -> None:
@@ -50,7 +58,6 @@ def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovere
         "4 + 4 = 8.5",
         "x+x+30=110",  # algebra: an unknown is no number
         "2*x=80",
-        "50% * 50% = 25%",  # percents whose product is no percent of the same hundred
         "3 times a week = 5",
         "5+2(3)=5+6=12",  # a chain whose arithmetic does not give its end
         "60g * 4/5 = 240g/5 = 48 grams",  # a chain through a one-letter unit

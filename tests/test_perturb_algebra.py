@@ -169,3 +169,10 @@ def test_a_two_unknown_solution_gets_numbers_variants_with_their_gold() -> None:
     total, more = (int(n) for n in re.findall(r"\d+", variant.question))
     assert (total, more) != (100, 60)
     assert Fraction(gold_answer(variant.answer) or "") == Fraction(total - more, 2)
+
+
+def test_an_unknown_introduced_in_one_case_and_written_in_the_other_is_solved() -> None:
+    fries = "If we let X be the fries Ginger gave, then 24-5-10-2+x=27\nThus, she gave x=20 fries"
+    assert solved(fries, {Fraction(n) for n in (24, 5, 27)} | {Fraction(10), Fraction(2)}).endswith(
+        "x=<<((27)-((((24)-(5))-(10))-(2)))/(1)=20>>20 fries"
+    )

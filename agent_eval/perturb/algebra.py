@@ -94,7 +94,7 @@ class _NotLinear(Exception):
 def solved(answer: str, known: set[Fraction]) -> str:
     """`answer` with each unknown's stated value annotated as its equations' solution, where
     they write only `known` numbers or earlier steps' results."""
-    letters = set(dict.fromkeys(m["letter"] or m["named"] for m in _INTRODUCED.finditer(answer)))
+    letters = _unknowns(answer)
     while letters:
         found = _first_solved(answer, letters, known)
         if found is None:
@@ -102,6 +102,21 @@ def solved(answer: str, known: set[Fraction]) -> str:
         answer = _all_stated(answer, found)
         letters -= {solution.letter for solution in found.solutions}
     return answer
+
+
+def _unknowns(answer: str) -> set[str]:
+    """The letters the solution introduces, each as it then writes it (`let X be`, `x=27`)."""
+    letters = set()
+    for match in _INTRODUCED.finditer(answer):
+        letter, rest = match["letter"] or match["named"], answer[match.end() :]
+        if not _lone(letter).search(rest) and _lone(letter.swapcase()).search(rest):
+            letter = letter.swapcase()
+        letters.add(letter)
+    return letters
+
+
+def _lone(letter: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w']){letter}(?![\w'])")
 
 
 @dataclass(frozen=True)

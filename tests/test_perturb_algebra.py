@@ -176,3 +176,12 @@ def test_an_unknown_introduced_in_one_case_and_written_in_the_other_is_solved() 
     assert solved(fries, {Fraction(n) for n in (24, 5, 27)} | {Fraction(10), Fraction(2)}).endswith(
         "x=<<((27)-((((24)-(5))-(10))-(2)))/(1)=20>>20 fries"
     )
+
+
+@pytest.mark.parametrize(
+    "tail", ["(x " * 3000, "1 x " * 3000 + "= 3", "x+" * 3000 + "1 = x", "x = 1 = " * 2000]
+)
+def test_a_long_line_that_is_no_equation_stays_prose(tail: str) -> None:
+    # Sides and chains are bounded, so such a line costs time in proportion to its length.
+    answer = "Let x be the number. " + tail
+    assert solved(answer, {Fraction(1), Fraction(3)}) == answer

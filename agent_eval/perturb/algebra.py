@@ -220,7 +220,7 @@ def _side(text: str, letters: set[str]) -> _Linear:
 
 
 def _linear(node: ast.expr, text: str) -> _Linear:
-    if isinstance(node, ast.Name) and node.id.startswith("u_"):
+    if isinstance(node, ast.Name) and re.fullmatch(r"u_[A-Za-z]", node.id):
         return _Linear({node.id[2:]: _ONE}, _ZERO)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         number = ast.get_source_segment(text, node) or str(node.value)

@@ -6,6 +6,8 @@ import random
 import re
 from fractions import Fraction
 
+import pytest
+
 from agent_eval.data import Sample
 from agent_eval.perturb.algebra import solved
 from agent_eval.perturb.numbers import new_numbers
@@ -82,3 +84,104 @@ def test_a_value_stated_after_prose_arithmetic_takes_the_equations_template() ->
     total, more, fewer = (int(n) for n in re.findall(r"\d+", variant.question))
     assert (total, more, fewer) != (85, 25, 12)
     assert Fraction(gold_answer(variant.answer) or "") == Fraction(total - more - fewer, 3) + fewer
+
+
+def test_an_unknown_named_without_let_in_a_chain_is_solved() -> None:
+    # "where X is the number of guests" names it; the equation starts after "equation".
+    venues = "A costs 200 + 5*X, where X is the number of guests.\nWe get the equation "
+    venues += "200 + 5*X = 25*X.\nSo 200 = 20*X.\nThen, X = 200/20 = 10 guests.\n#### 10"
+    assert "X = 200/20 = <<((0)-(200))/(((5)*(1))-((25)*(1)))=10>>10 guests" in solved(
+        venues, {Fraction(200), Fraction(5), Fraction(25)}
+    )
+    # A chain is its first side and its last: the 3 of 3V is the prose's own.
+    votes = "Let V be the votes against.\nSo V + 2V = 3V = 33.\nThus V = 33 / 3 = <<33/3=11>>11"
+    assert solved(votes, {Fraction(2), Fraction(33)}).endswith(
+        "V = 33 / 3 = <<(33)/((1)+((2)*(1)))=11>>11"
+    )
+
+
+def test_a_dollar_and_a_percent_in_an_equation_are_numbers() -> None:
+    book = "Let X be the original price. X - X*25% = $19.50.\nSo .75X = $19.50\nX = $26.\n#### 26"
+    assert "X = $<<(19.50)/((1)-(((25)/(100))*(1)))=26>>26." in solved(
+        book, {Fraction(25), Fraction("19.5"), Fraction(100)}
+    )
+
+
+def test_two_unknowns_are_solved_together_and_the_second_from_the_first() -> None:
+    cubes = (
+        "Let s be the strawberry cubes and b be the blueberry cubes. We know that b = 5s - 4 and "
+        "s + b = 116.\nCombining, 6s - 4 = 116\nSo s = 20\nBack into b = 5s - 4, we get b = 96\n"
+        "#### 96"
+    )
+    answer = solved(cubes, {Fraction(5), Fraction(4), Fraction(116)})
+    p = "(((1)*(116))-((1)*((0)-(4))))/(((1)*(1))-((1)*((0)-((5)*(1)))))"
+    assert f"So s = <<{p}=20>>20" in answer
+    # b follows from the value s was given, as the solution works it out.
+    assert "we get b = <<((116)-((1)*(20)))/(1)=96>>96" in answer
+
+
+def test_a_multiple_of_the_unknown_stated_on_the_way_is_prose() -> None:
+    insects = "Let B = Bodhi's insects\nB + B + 7 = 43\n2B = <<36=36>>36\nB = <<18=18>>18\n#### 18"
+    assert solved(insects, {Fraction(7), Fraction(43)}).endswith(
+        "2B = 36\nB = <<((43)-(7))/((1)+(1))=18>>18\n#### 18"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "known"),
+    [
+        # 2 of x/2 is the question's 50% worked out in prose: it would stay when 50% changes.
+        (
+            "Let's say the dress was x cm.\nwhich is x+x/2 = 120\nThe length is x= 80 cm\n#### 80",
+            (120, 20, 50, 100),
+        ),
+        # Two unknowns in one equation only: nothing to solve them together.
+        ("Let x be Sam's and y be Harry's. We know that y + x = 100.\nSo x=20.\n#### 20", (100,)),
+        # A thousands comma is part of its number: the equation is not m + h = 80.
+        (
+            "Let m be hers and h be his. We know m + h = 80,000 and m = 7h.\nSo h = 10\n#### 10",
+            (80, 80000, 7),
+        ),
+        # The value the solution states is not what its equations give.
+        (
+            "Let c be the cupcakes and b be the brownies. b = 3c - 2, b + c = 10\nSo c = 4\n#### 4",
+            (3, 2, 10),
+        ),
+    ],
+)
+def test_equations_that_do_not_give_the_stated_value_from_known_numbers_stay_prose(
+    answer: str, known: tuple[int, ...]
+) -> None:
+    assert solved(answer, {Fraction(n) for n in known}) == answer
+
+
+def test_a_two_unknown_solution_gets_numbers_variants_with_their_gold() -> None:
+    fence = Sample(
+        "x",
+        "If Sam and Harry have 100 feet of fence between them, and they agree to split it with "
+        "Harry getting 60 feet more than Sam, how much is left over for Sam?",
+        "Let x be the amount of fence Sam gets and y be the amount Harry gets. We know that y = "
+        "x + 60, and y + x = 100.\nSubstituting, we get 2x+60=100\nSo 2x=40\nleaving x=20. This "
+        "means Sam has 20 feet of fence left over.\n#### 20",
+    )
+    variant = new_numbers(fence, random.Random(0))
+    assert variant is not None
+    total, more = (int(n) for n in re.findall(r"\d+", variant.question))
+    assert (total, more) != (100, 60)
+    assert Fraction(gold_answer(variant.answer) or "") == Fraction(total - more, 2)
+
+
+def test_an_unknown_introduced_in_one_case_and_written_in_the_other_is_solved() -> None:
+    fries = "If we let X be the fries Ginger gave, then 24-5-10-2+x=27\nThus, she gave x=20 fries"
+    assert solved(fries, {Fraction(n) for n in (24, 5, 27)} | {Fraction(10), Fraction(2)}).endswith(
+        "x=<<((27)-((((24)-(5))-(10))-(2)))/(1)=20>>20 fries"
+    )
+
+
+@pytest.mark.parametrize(
+    "tail", ["(x " * 3000, "1 x " * 3000 + "= 3", "x+" * 3000 + "1 = x", "x = 1 = " * 2000]
+)
+def test_a_long_line_that_is_no_equation_stays_prose(tail: str) -> None:
+    # Sides and chains are bounded, so such a line costs time in proportion to its length.
+    answer = "Let x be the number. " + tail
+    assert solved(answer, {Fraction(1), Fraction(3)}) == answer

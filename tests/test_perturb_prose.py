@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import re
+from fractions import Fraction
 
 import pytest
 
@@ -37,6 +39,19 @@ from agent_eval.run.scoring import gold_answer
         ("2 years * 12 months per year = 24", "2 years * 12 months per year = <<2*12=24>>24"),
         ("65+94+81 = <<240=240>>240", "65+94+81 = <<65+94+81=240>>240"),
         ("5,000 + 1,000 = <<6000=6000>>6,000", "5,000 + 1,000 = <<5000+1000=6000>>6,000"),
+        # A product of percents is a percent of the whole: each a hundredth, and the result too.
+        ("20% * 40% = 8%", "20% * 40% = <<(20/100*40/100)*100=8>>8%"),
+        ("100% - 80% = 20%", "100% - 80% = <<100-80=20>>20%"),
+        # 120 begins a fraction there, no result: the chain ends at the percent.
+        (
+            "48 = 100% + 20% = 120% of the actual number = 120/100 of it",
+            "48 = 100% + 20% = <<100+20=120>>120% of the actual number = 120/100 of it",
+        ),
+        (
+            "160 used pieces of straw \u2013 70 pieces of straw for the hamsters and rabbits = 90",
+            "160 used pieces of straw \u2013 70 pieces of straw for the hamsters and rabbits = "
+            "<<160-70=90>>90",
+        ),
     ],
 )
 def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovered: str) -> None:
@@ -50,7 +65,6 @@ def test_a_prose_equation_that_computes_gets_its_annotation(prose: str, recovere
         "4 + 4 = 8.5",
         "x+x+30=110",  # algebra: an unknown is no number
         "2*x=80",
-        "50% * 50% = 25%",  # percents whose product is no percent of the same hundred
         "3 times a week = 5",
         "5+2(3)=5+6=12",  # a chain whose arithmetic does not give its end
         "60g * 4/5 = 240g/5 = 48 grams",  # a chain through a one-letter unit
@@ -95,6 +109,25 @@ def test_a_solution_with_a_step_by_algebra_gets_no_variant() -> None:
         "x+x+30=110\n2*x=80\nx=<<40=40>>40\nGretchen has 40+30=<<40+30=70>>70 gold coins\n#### 70",
     )
     assert new_numbers(sample, random.Random(0)) is None
+
+
+def test_a_percent_of_a_percent_is_recomputed_not_read_as_the_questions_hundredth() -> None:
+    # 1% * 5% = 0.05% stayed prose, and 0.05 was read as the 5%'s hundredth: 7% gave 0.07.
+    candles = Sample(
+        "x",
+        "Marcy makes candles that she markets as 99% guaranteed not to explode. 5% of the more "
+        "dangerous candles also smell like wet dog. If she makes 50000 candles, how many of "
+        "them will both smell like wet dog and explode?",
+        "First find what percentage of the candles explode: 100% - 99% = 1%\nThen multiply: "
+        "1% * 5% = 0.05%\nThen 0.05% * 50000 candles = <<0.05*0.01*50000=25>>25 candles\n#### 25",
+    )
+    variant = new_numbers(candles, random.Random(0))
+    assert variant is not None
+    found = re.search(r"as (\d+)% guaranteed.*\. (\d+)% of.*makes (\d+) candles", variant.question)
+    assert found is not None, variant.question
+    safe, smelly, made = (Fraction(n) for n in found.groups())
+    assert (safe, smelly, made) != (99, 5, 50000)
+    assert Fraction(gold_answer(variant.answer) or "") == (100 - safe) / 100 * smelly / 100 * made
 
 
 def _dollars(question: str) -> list[str]:

@@ -19,11 +19,11 @@ from agent_eval.perturb.cues import cued_by
 from agent_eval.perturb.number_text import plain, written_values
 
 _DIGITS = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
-# Up to three unit words after a number, per unit or not ("12 miles", "$20/hour", "35
-# hours/week", "8 slices of pizza", "9% per hour"); never one letter, so that "20 x 3" stays a
-# product, nor an operator's word.
+# Up to eight unit words after a number, per unit or not ("12 miles", "$20/hour", "35
+# hours/week", "9% per hour", "70 pieces of straw for the hamsters and rabbits"); never one
+# letter, so that "20 x 3" stays a product, nor an operator's word.
 _WORD = r"(?!(?:plus|minus|times|divided|by|equals)\b)[A-Za-z]{2,12}"
-_UNIT = rf"(?:\s?/?{_WORD}(?:/{_WORD})?){{1,3}}"
+_UNIT = rf"(?:\s?/?{_WORD}(?:/{_WORD})?){{1,8}}"
 _WORDS = {" plus ": "+", " minus ": "-", " times ": "*", " divided by ": "/"}
 _OPERATOR = (
     rf"\s?[-+*/x\u00d7\u00f7\u2013\u2212]\s?|{'|'.join(_WORDS)}"
@@ -38,7 +38,7 @@ _BETWEEN = rf"(?:{_TERM}(?:(?:{_OPERATOR}){_TERM}){{0,24}}{_EQUALS}){{0,3}}"
 _LEFT = (
     rf"(?<![\w.,$/])(?P<expression>{_TERM}(?:(?:{_OPERATOR}){_TERM}){{1,24}}){_EQUALS}{_BETWEEN}"
 )
-_EQUATION = re.compile(rf"{_LEFT}\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,]\d|\s*<<)")
+_EQUATION = re.compile(rf"{_LEFT}\$?(?P<result>{_DIGITS})(?P<percent>%)?(?!\w|[.,/]\d|\s*<<)")
 _ANNOTATION = re.compile(r"(<<[^<>]*>>)")
 _BARE = re.compile(rf"{_LEFT}\$?<<(?P<result>{_DIGITS})=(?P=result)>>")
 """`60+30=<<90=90>>90`: an annotation that writes its result alone, the prose its arithmetic."""
@@ -61,9 +61,9 @@ def annotated(answer: str, question: str | None = None) -> str:
 
 
 def _annotate(match: re.Match[str]) -> str:
-    expression = arithmetic(match.group("expression"), percent=bool(match.group("percent")))
     result = Fraction(match.group("result").replace(",", ""))
-    if expression is None or not _computes(expression, result):
+    expression = _computing(match.group("expression"), result, bool(match.group("percent")))
+    if expression is None:
         return match.group(0)
     at = match.start("result") - match.start()
     return f"{match.group(0)[:at]}<<{expression}={plain(result)}>>{match.group(0)[at:]}"
@@ -77,6 +77,16 @@ def _completed(match: re.Match[str]) -> str:
     if expression is None or not _computes(expression, result):
         return match.group(0)
     return f"{prose}<<{expression}={plain(result)}>>"
+
+
+def _computing(prose: str, result: Fraction, percent: bool) -> str | None:
+    """The arithmetic of `prose` if it gives `result`. Where the result is a percent, its
+    percents are read as whole numbers (`12/20 x 100% = 60%`), else all as hundredths and the
+    result a hundredth too (`20% * 40% = 8%`)."""
+    readings = [arithmetic(prose, percent)]
+    if percent and "%" in prose and (hundredths := arithmetic(prose)) is not None:
+        readings.append(f"({hundredths})*100")
+    return next((r for r in readings if r is not None and _computes(r, result)), None)
 
 
 def _computes(expression: str, result: Fraction) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig, default_processes
-from agent_eval.proxy.server.process import proxy_group, serve_proxy
+from agent_eval.proxy.server.process import ProxyGroup, proxy_group, serve_proxy
+from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.cli_runs import agent_eval, served_url_in
 from tests.helpers.processes import alive, listener_pids
 from tests.helpers.proxy import FAST_HEALTH, StartWorkers
@@ -26,18 +28,24 @@ from tests.helpers.waits import eventually, wait_ready
 CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}
 
 
+@contextlib.asynccontextmanager
+async def two_ready(workers: list[MockWorker], run_dir: Path) -> AsyncIterator[ProxyGroup]:
+    """Two proxy processes over `workers`, each ready: they become so one by one."""
+    endpoints = [worker.url for worker in workers]
+    config = ProxyConfig(endpoints=endpoints, port=0, health=FAST_HEALTH, processes=2)
+    async with proxy_group(config, run_dir) as group:
+        for _ in range(2):
+            await wait_ready(group.base_url, len(workers))
+        yield group
+
+
 async def test_two_processes_listen_on_one_port_and_stop_with_the_block(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
     workers = await start_workers(2)
-    config = ProxyConfig(
-        endpoints=[w.url for w in workers], port=0, health=FAST_HEALTH, processes=2
-    )
-    async with proxy_group(config, tmp_path) as group:
+    async with two_ready(workers, tmp_path) as group:
         pids = {process.pid for process in group.processes}
         assert len(pids) == 2 and listener_pids(group.base_url) == pids
-        for _ in range(2):  # the processes become ready each on its own
-            await wait_ready(group.base_url, 2)
         for _ in range(20):  # a connection each: the kernel spreads them over the processes
             async with (
                 aiohttp.ClientSession() as http,
@@ -110,13 +118,8 @@ async def test_a_session_reaches_one_worker_whichever_process_takes_it(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
     workers = await start_workers(3)
-    config = ProxyConfig(
-        endpoints=[w.url for w in workers], port=0, health=FAST_HEALTH, processes=2
-    )
     sessions = [f"session-{i}" for i in range(12)]
-    async with proxy_group(config, tmp_path) as group:
-        for _ in range(2):
-            await wait_ready(group.base_url, 3)
+    async with two_ready(workers, tmp_path) as group:
         for _ in range(4):  # each request on a connection of its own, to either process
             for session in sessions:
                 async with (
@@ -135,12 +138,7 @@ async def test_a_session_reaches_one_worker_whichever_process_takes_it(
 
 async def test_metrics_add_up_every_process(start_workers: StartWorkers, tmp_path: Path) -> None:
     workers = await start_workers(2)
-    config = ProxyConfig(
-        endpoints=[w.url for w in workers], port=0, health=FAST_HEALTH, processes=2
-    )
-    async with proxy_group(config, tmp_path) as group:
-        for _ in range(2):
-            await wait_ready(group.base_url, 2)
+    async with two_ready(workers, tmp_path) as group:
         for _ in range(40):
             async with (
                 aiohttp.ClientSession() as http,

@@ -22,9 +22,19 @@ def processes_table(runs: list[Run]) -> Table:
         box=box.SIMPLE_HEAD,
         title="agent-eval on N processes (one port, SO_REUSEPORT)",
         caption="per process: req/s ÷ N ÷ the single process's; per CPU s: req per proxy "
-        "CPU second ÷ the single process's",
+        "CPU second ÷ the single process's; cores busy: load generator, workers and proxy "
+        "together (at the machine's cores, req/s cannot grow with N)",
     )
-    for name in ("mode", "N", "req/s", "÷ 1 process", "÷ sglang", "per process", "per CPU s"):
+    for name in (
+        "mode",
+        "N",
+        "req/s",
+        "÷ 1 process",
+        "÷ sglang",
+        "per process",
+        "per CPU s",
+        "cores busy",
+    ):
         table.add_column(name, justify="left" if name == "mode" else "right")
     for mode in dict.fromkeys(run.mode for run in runs if run.mode.concurrency > 1):
         by_target = {run.target: run for run in runs if run.mode == mode}
@@ -40,6 +50,7 @@ def processes_table(runs: list[Run]) -> Table:
                 ratio(run.load.rps, peer),
                 ratio(run.load.rps / count, single),
                 ratio(_per_cpu(run), single_cpu),
+                number(run.cores_busy()),
             )
         table.rows[-1].end_section = True
     return table

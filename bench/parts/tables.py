@@ -62,6 +62,15 @@ class Run:
         """CPU microseconds per request sent."""
         return None if seconds is None else seconds / self.sent * 1e6
 
+    def spent_us(self) -> list[float | None]:
+        """CPU µs per request of the load generator, the workers and the router."""
+        seconds = (self.load.cpu_seconds, self.worker_cpu, self.router_cpu)
+        return [self.cpu_us(spent) for spent in seconds]
+
+    def cores_busy(self) -> float:
+        """Cores the load generator, workers and router kept busy together."""
+        return sum(us for us in self.spent_us() if us is not None) * self.load.rps / 1e6
+
 
 def _median_load(loads: list[LoadResult]) -> LoadResult:
     """Medians of rates and percentiles; sums of counts and times."""
@@ -164,11 +173,12 @@ def cpu_table(runs: list[Run]) -> Table:
     for name in ("mode", "target", "req/s", "load gen", "workers", "router", "cores busy"):
         table.add_column(name, justify="left" if name in ("mode", "target") else "right")
     for run in runs:
-        spent = [run.cpu_us(run.load.cpu_seconds), run.cpu_us(run.worker_cpu)]
-        spent.append(run.cpu_us(run.router_cpu))
-        busy = sum(us for us in spent if us is not None) * run.load.rps / 1e6
         table.add_row(
-            run.mode.name, run.target, number(run.load.rps), *map(number, spent), number(busy)
+            run.mode.name,
+            run.target,
+            number(run.load.rps),
+            *map(number, run.spent_us()),
+            number(run.cores_busy()),
         )
     return table
 

@@ -294,9 +294,9 @@ def print_reading(phases: list[Phase], cluster_calls: float) -> None:
             f"{proxy_calls:,.0f} routed calls per proxy CPU-s."
         )
     print(
-        "Past one process, P engine processes would each take the attempts whose stable hash of "
-        "sample_id mod P is their index and write their own samples.jsonl; the summary is then "
-        "computed over all of them. Scoring already runs in its own process pool."
+        "`run --processes P` plays them on P engine processes, each taking the samples whose "
+        "stable hash of sample_id mod P is its index; the first process alone writes "
+        "samples.jsonl (bench/engine_processes.py measures it). Scoring runs in its own pool."
     )
 
 

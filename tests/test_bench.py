@@ -39,21 +39,24 @@ def test_every_bench_runs_as_a_module_and_takes_json(
 
 def test_a_bench_writes_its_figures_and_how_they_were_made(tmp_path: Path) -> None:
     out = tmp_path / "adaptive.json"
-    argv = [sys.executable, "-m", "bench.adaptive", "--runs", "2", "--json", str(out)]
+    argv = [sys.executable, "-m", "bench.adaptive", "--runs", "1", "--json", str(out)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     stored = json.loads(out.read_text())
     assert stored["bench"] == "adaptive"
-    assert stored["command"] == f"python -m bench.adaptive --runs 2 --json {out}"
-    assert stored["settings"] == {"seed": 100, "runs": 2}
+    assert stored["command"] == f"python -m bench.adaptive --runs 1 --json {out}"
+    assert stored["settings"] == {"seed": 100, "runs": 1}
     assert stored["machine"]["cores"] >= 1
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stored["measured_at"])
-    scenarios = [row["scenario"] for row in stored["figures"]["scenarios"]]
-    assert scenarios == [
-        "fast rise, then plateau",
-        "late regression (-0.15)",
-        "step change (+0.15)",
-    ]
+    scenarios = stored["figures"]["scenarios"]
+    assert list(scenarios) == [
+        "steady climb", "early plateau", "late collapse", "noisy", "step change",
+    ]  # fmt: skip
+    schedules = [row["schedule"] for row in scenarios["step change"]]
+    assert schedules == [
+        "every 50 steps", "every 100 steps", "every 200 steps", "today's trigger",
+        "bounded trigger",
+    ]  # fmt: skip
     assert f"figures written to {out}" in done.stdout
 
 

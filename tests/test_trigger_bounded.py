@@ -1,0 +1,121 @@
+"""The delay-bounded trigger on scripted checkpoints: a clear change fires at once, a check
+either clears or fires before a change could wait too long, and the state survives a restart."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from agent_eval.errors import ConfigError
+from agent_eval.trigger import TriggerError
+from agent_eval.trigger.bounded import BoundedDecision, BoundedSettings, BoundedTrigger
+
+ITEMS = 1000
+SETTINGS = BoundedSettings(delta=0.1, max_delay_steps=100, probe_size=50, check_size=1000)
+
+
+class Model:
+    """A checkpoint that answers each item right with its own fixed chance: items with chance
+    0 or 1 agree across checkpoints, as easy and hard items do."""
+
+    def __init__(self, accuracy: float, seed: int = 0) -> None:
+        rng = random.Random(seed)
+        self.right = {str(i): rng.random() < accuracy for i in range(ITEMS)}
+
+    def outcomes(self) -> dict[str, float]:
+        return {item: float(right) for item, right in self.right.items()}
+
+
+def step_through(trigger: BoundedTrigger, step: int, model: Model) -> BoundedDecision:
+    """Probe the checkpoint of `step`; run its full evaluation if the trigger fires."""
+    probe = trigger.probe(step)
+    for item in probe.order:
+        if probe.add(item, float(model.right[item])):
+            break
+    decision = trigger.decide(probe)
+    if decision.fired:
+        trigger.evaluated(step, model.outcomes())
+    return decision
+
+
+def test_the_first_checkpoint_is_evaluated_without_a_probe() -> None:
+    trigger = BoundedTrigger(SETTINGS)
+    probe = trigger.probe(0)
+    assert probe.order == [] and probe.finished
+    assert trigger.decide(probe).reason == "first"
+
+
+def test_a_clear_change_fires_at_once_and_says_which_way() -> None:
+    trigger = BoundedTrigger(SETTINGS)
+    step_through(trigger, 0, Model(0.3))
+    decision = step_through(trigger, 10, Model(0.9, seed=1))
+    assert (decision.fired, decision.reason, decision.check) == (True, "change", False)
+    evidence = decision.comparisons["reference"]
+    assert evidence["verdict"] == "better" and evidence["pairs"] <= SETTINGS.probe_size
+    assert evidence["low"] > 0 and evidence["evidence"] >= 1 / evidence["alpha"]
+
+
+def test_no_change_is_cleared_at_the_check_and_the_wait_starts_again() -> None:
+    trigger, model = BoundedTrigger(SETTINGS), Model(0.6)
+    reasons = [step_through(trigger, step, model).reason for step in range(0, 310, 10)]
+    # The same answers: probes find nothing, each check before 100 steps clears.
+    assert reasons[0] == "first"
+    assert [i * 10 for i, r in enumerate(reasons) if r == "cleared"] == [100, 200, 300]
+    assert set(reasons[1:]) == {"none", "cleared"}
+
+
+def test_a_check_that_cannot_rule_a_change_out_fires() -> None:
+    trigger = BoundedTrigger(SETTINGS)
+    step_through(trigger, 0, Model(0.5))
+    # 0.57 against 0.5, other answers on a quarter of the items: no probe of 50 is sure of it,
+    # and the check cannot say it is below 0.1 either.
+    drifted = Model(0.5)
+    rng = random.Random(3)
+    for item in rng.sample(sorted(drifted.right), 250):
+        drifted.right[item] = rng.random() < 0.78
+    reasons = [step_through(trigger, step, drifted).reason for step in range(10, 110, 10)]
+    assert reasons[-1] in ("window", "change") and set(reasons[:-1]) <= {"none", "change"}
+    assert step_through(trigger, 110, drifted).steps_waited == 10
+
+
+def test_the_best_evaluation_so_far_is_compared_too() -> None:
+    trigger = BoundedTrigger(SETTINGS)
+    step_through(trigger, 0, Model(0.8))
+    step_through(trigger, 10, Model(0.2, seed=1))  # a collapse, evaluated: the new reference
+    decision = step_through(trigger, 20, Model(0.2, seed=1))
+    assert decision.comparisons["reference"]["verdict"] == "not yet known"
+    assert decision.comparisons["best"]["verdict"] == "worse"
+
+
+def test_the_schedule_survives_a_restart() -> None:
+    trigger, model = BoundedTrigger(SETTINGS), Model(0.6)
+    for step in range(0, 60, 10):
+        step_through(trigger, step, model)
+    saved = json.loads(json.dumps(trigger.state_dict()))
+    again = BoundedTrigger(SETTINGS)
+    again.load_state_dict(saved)
+    assert again.state_dict() == saved
+    # The check still comes 100 steps after the evaluation at 0, not after the restart.
+    assert [step_through(again, s, model).check for s in (60, 70, 80, 90, 100)] == [
+        False, False, False, False, True,
+    ]  # fmt: skip
+    with pytest.raises(TriggerError, match="not after the last one probed"):
+        again.probe(100)
+    with pytest.raises(TriggerError, match="state_dict"):
+        BoundedTrigger(SETTINGS).load_state_dict({"version": 0})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"delta": 0}, "delta 0 is not between 0 and 1"),
+        ({"max_delay_steps": 0}, "max_delay_steps 0 must be at least 1"),
+        ({"alpha": 1.0}, "alpha 1.0 is not between 0 and 1"),
+        ({"probe_size": 600, "check_size": 500}, "at most check_size 500"),
+    ],
+)
+def test_settings_out_of_range_are_refused(fields: dict[str, float], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BoundedSettings(**fields)  # type: ignore[arg-type]

@@ -4,8 +4,8 @@ and by the delay-bounded trigger, on simulated training runs.
 A run is 2,000 training steps with a checkpoint every 10 (bench/parts/training_runs.py: five
 scenarios, items of spread difficulty, every attempt a fresh draw). A real change: the true
 accuracy has moved at least DELTA since the last full evaluation; its delay is the steps until
-the next full evaluation; a move that goes back within DELTA/2 before one is an excursion
-(noise), not a change. A false alarm: an evaluation a change fired while the true accuracy
+the next full evaluation; a move that is over (back within DELTA) before one is an
+excursion, not a change. A false alarm: an evaluation a change fired while the true accuracy
 had moved less than DELTA/2. Items played counts every attempt, probes and full evaluations,
 against the fixed interval's. A wrong verdict: a comparison that said "better" or "worse"
 against the sign of the true difference, or ruled out a change of DELTA that was there.
@@ -28,15 +28,25 @@ from typing import Any
 import numpy as np
 
 from agent_eval.trigger import AdaptiveTrigger, probe_threshold
-from agent_eval.trigger.bounded import BoundedSettings, BoundedTrigger, Probe
+from agent_eval.trigger.bounded import BoundedSettings, BoundedTrigger
+from agent_eval.trigger.probe import Probe
 from bench.parts.results_file import add_json_option, machine, write_results
-from bench.parts.training_runs import EVERY, ITEMS, SCENARIOS, STEPS, TrainingRun, simulate
+from bench.parts.training_runs import (
+    EVERY,
+    ITEMS,
+    SCENARIOS,
+    SPREAD,
+    STEPS,
+    TrainingRun,
+    simulate,
+)
 
 DELTA = 0.1
 INTERVAL = 100  # the fixed interval the bounded trigger replaces
 FIXED = (50, INTERVAL, 200)
 PROBE_ITEMS = 50  # today's trigger: the same first 50 items at every checkpoint
 GOAL = 0.60
+AHEAD = (10, 50)  # steps ahead the forecasts are scored at
 
 
 @dataclass
@@ -47,6 +57,9 @@ class Schedule:
     on_change: set[int] = field(default_factory=set)
     verdicts: int = 0
     wrong_verdicts: int = 0
+    # |forecast - true| and |last full evaluation's score - true|, by steps ahead
+    forecast_errors: dict[int, list[float]] = field(default_factory=dict)
+    persistence_errors: dict[int, list[float]] = field(default_factory=dict)
 
 
 def fixed(run: TrainingRun, interval: int) -> Schedule:
@@ -87,7 +100,23 @@ def bounded(run: TrainingRun) -> Schedule:
             trigger.evaluated(step, {str(i): float(o) for i, o in enumerate(outcomes)})
             if decision.reason == "change":
                 schedule.on_change.add(step)
+            _forecast_errors(run, index, trigger, schedule)
     return schedule
+
+
+def _forecast_errors(
+    run: TrainingRun, index: int, trigger: BoundedTrigger, schedule: Schedule
+) -> None:
+    """After a full evaluation: the forecast's error AHEAD steps on, beside persistence's."""
+    ahead = [k for k in AHEAD if index + k // EVERY < len(run.steps)]
+    forecast = trigger.forecast([run.steps[index] + k for k in ahead])
+    if forecast is None:
+        return
+    score = schedule.evals[run.steps[index]]
+    for k, predicted in zip(ahead, forecast.mean, strict=True):
+        true = run.true[index + k // EVERY]
+        schedule.forecast_errors.setdefault(k, []).append(abs(predicted - true))
+        schedule.persistence_errors.setdefault(k, []).append(abs(score - true))
 
 
 def _play(run: TrainingRun, index: int, probe: Probe) -> None:
@@ -131,9 +160,11 @@ class Outcome:
     delays: list[int]
     false_alarms: int
     missed: int
-    excursions: int  # moves of DELTA that went back within DELTA/2 before an evaluation
+    excursions: int  # moves of DELTA that were over before an evaluation
     verdicts: int
     wrong_verdicts: int
+    forecast_errors: dict[int, list[float]]
+    persistence_errors: dict[int, list[float]]
 
 
 def score(run: TrainingRun, schedule: Schedule, played: int) -> Outcome:
@@ -146,8 +177,8 @@ def score(run: TrainingRun, schedule: Schedule, played: int) -> Outcome:
         moved = float("inf") if reference is None else abs(true - reference)
         if started is None and reference is not None and moved >= DELTA:
             started = step
-        elif started is not None and moved < DELTA / 2:
-            excursions, started = excursions + 1, None  # gone before anyone looked: noise
+        elif started is not None and moved < DELTA:
+            excursions, started = excursions + 1, None  # over before anyone looked
         if step not in schedule.evals:
             continue
         false_alarms += step in schedule.on_change and moved < DELTA / 2
@@ -157,7 +188,8 @@ def score(run: TrainingRun, schedule: Schedule, played: int) -> Outcome:
         reference = true
     return Outcome(
         len(schedule.evals), played, delays, false_alarms, int(started is not None),
-        excursions, schedule.verdicts, schedule.wrong_verdicts,
+        excursions, schedule.verdicts, schedule.wrong_verdicts, schedule.forecast_errors,
+        schedule.persistence_errors,
     )  # fmt: skip
 
 
@@ -192,7 +224,17 @@ class Row:
             "excursions_unseen_per_run": statistics.fmean(o.excursions for o in self.outcomes),
             "verdicts": verdicts,
             "wrong_verdicts": wrong,
+            "forecast_error": self._errors("forecast_errors"),
+            "persistence_error": self._errors("persistence_errors"),
         }
+
+    def _errors(self, kind: str) -> dict[str, float] | None:
+        """Mean absolute error by steps ahead, over every run (None: no forecasts made)."""
+        pooled: dict[int, list[float]] = {}
+        for outcome in self.outcomes:
+            for k, errors in getattr(outcome, kind).items():
+                pooled.setdefault(k, []).extend(errors)
+        return {f"{k} steps": statistics.fmean(e) for k, e in sorted(pooled.items())} or None
 
 
 SCHEDULES: dict[str, Callable[[TrainingRun], Schedule]] = {
@@ -203,13 +245,13 @@ SCHEDULES: dict[str, Callable[[TrainingRun], Schedule]] = {
 REPLACED, BOUNDED = f"every {INTERVAL} steps", "bounded trigger"
 
 
-def scenario_rows(name: str, seeds: range) -> list[Row]:
+def scenario_rows(name: str, seeds: range, spread: float) -> list[Row]:
     """Every schedule over the same runs (each schedule draws its own attempts)."""
     rows = []
     for label, schedule_of in SCHEDULES.items():
         outcomes = []
         for seed in seeds:
-            run = simulate(SCENARIOS[name], f"{name}/{seed}")
+            run = simulate(SCENARIOS[name], f"{name}/{seed}", spread)
             schedule = schedule_of(run)
             outcomes.append(score(run, schedule, run.played))
         rows.append(Row(label, outcomes))
@@ -223,8 +265,9 @@ def table(name: str, rows: Sequence[Row]) -> str:
         f"### {name}\n",
         "| schedule | full evals, mean / worst | ÷ every "
         f"{INTERVAL} | items played ÷ every {INTERVAL} | delay, median / worst (steps) "
-        "| false alarms per run | excursions unseen per run | missed | wrong verdicts |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| false alarms per run | excursions unseen per run | missed | wrong verdicts "
+        f"| forecast error {' / '.join(f'+{k}' for k in AHEAD)} (last score's) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         f = row.figures()
@@ -235,9 +278,18 @@ def table(name: str, rows: Sequence[Row]) -> str:
             f"| {f['items_played_mean'] / base['items_played_mean']:.2f}x "
             f"| {f['delay_median_steps']:.0f} / {f['delay_worst_steps']} "
             f"| {f['false_alarms_per_run']:.2f} | {f['excursions_unseen_per_run']:.2f} "
-            f"| {f['missed']} | {wrong} |"
+            f"| {f['missed']} | {wrong} | {_error_cell(f)} |"
         )
     return "\n".join(lines)
+
+
+def _error_cell(figures: dict[str, Any]) -> str:
+    forecast, persistence = figures["forecast_error"], figures["persistence_error"]
+    if forecast is None:
+        return "-"
+    mine = " / ".join(f"{e:.3f}" for e in forecast.values())
+    theirs = " / ".join(f"{e:.3f}" for e in persistence.values())
+    return f"{mine} ({theirs})"
 
 
 def shortfalls(scenarios: dict[str, list[Row]]) -> list[str]:
@@ -261,18 +313,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=100, help="first seed")
     parser.add_argument("--runs", type=int, default=50, help="runs (seeds) per scenario")
+    parser.add_argument(
+        "--spread", type=float, default=SPREAD, help="items' difficulty spread, in logits"
+    )
     add_json_option(parser, "adaptive")
     args = parser.parse_args()
     about = machine()
     seeds = range(args.seed, args.seed + args.runs)
     print(
         f"{STEPS} steps, a checkpoint every {EVERY}, {ITEMS} items in a full evaluation, "
-        f"{args.runs} runs per scenario (seeds {seeds.start}-{seeds.stop - 1}). Real change: "
+        f"{args.runs} runs per scenario (seeds {seeds.start}-{seeds.stop - 1}), items' "
+        f"difficulty spread {args.spread} logits. Real change: "
         f"the true accuracy moved >= {DELTA}; false alarm: a change fired after a move < "
         f"{DELTA / 2}. Bounded trigger: {BoundedSettings(delta=DELTA, max_delay_steps=INTERVAL)}"
         "\n"
     )
-    scenarios = {name: scenario_rows(name, seeds) for name in SCENARIOS}
+    scenarios = {name: scenario_rows(name, seeds, args.spread) for name in SCENARIOS}
     for name, rows in scenarios.items():
         print(table(name, rows) + "\n")
     missing = shortfalls(scenarios)
@@ -283,7 +339,13 @@ def main() -> None:
     verdict = f"{goal}: NOT met ({'; '.join(missing)})" if missing else f"{goal}: met"
     print(verdict)
     figures = {
-        "settings": {"delta": DELTA, "interval": INTERVAL, "items": ITEMS, "steps": STEPS},
+        "settings": {
+            "delta": DELTA,
+            "interval": INTERVAL,
+            "items": ITEMS,
+            "steps": STEPS,
+            "spread": args.spread,
+        },
         "scenarios": {name: [r.figures() for r in rows] for name, rows in scenarios.items()},
         "verdict": verdict,
     }

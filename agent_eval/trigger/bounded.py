@@ -29,8 +29,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from agent_eval.errors import ConfigError
-from agent_eval.metrics.sequential import Comparison, SequentialComparison
 from agent_eval.trigger.adaptive import TriggerError
+from agent_eval.trigger.forecast import Forecast, Point, forecast
+from agent_eval.trigger.probe import Probe
 
 log = logging.getLogger(__name__)
 
@@ -65,68 +66,12 @@ class BoundedSettings:
             )
 
 
-class Probe:
-    """One checkpoint's probe: the samples to play, in order, and the comparisons they feed."""
-
-    def __init__(
-        self,
-        step: int,
-        order: list[str],
-        check: bool,
-        baselines: Mapping[str, Mapping[str, float]],
-        settings: BoundedSettings,
-        alpha: float,
-    ) -> None:
-        self.step = step
-        self.order = order
-        self.check = check
-        self._settings = settings
-        self._baselines = baselines
-        self._tests = {name: SequentialComparison(alpha) for name in baselines}
-
-    def add(self, sample_id: str, outcome: float) -> bool:
-        """Take this checkpoint's outcome on one sample; True once the probe may stop."""
-        for name, baseline in self._baselines.items():
-            self._tests[name].add(outcome, baseline[sample_id])
-        return self.finished
-
-    @property
-    def finished(self) -> bool:
-        """Out of samples; a probe once the difference is known; a check once it has ruled a
-        change of delta out, or has found one of more than delta / 2."""
-        test = self._tests.get("reference")
-        if test is None:
-            return True
-        state = test.state()
-        if state.pairs >= len(self.order):
-            return True
-        if not self.check:
-            return state.verdict != "not yet known"
-        return self.cleared or self.moved
-
-    @property
-    def comparisons(self) -> dict[str, Comparison]:
-        """This checkpoint against the last full evaluation ("reference") and the best one."""
-        return {name: test.state() for name, test in self._tests.items()}
-
-    @property
-    def moved(self) -> bool:
-        """The comparison with the reference shows a change of more than delta / 2."""
-        state = self._tests["reference"].state() if "reference" in self._tests else None
-        half = self._settings.delta / 2
-        return state is not None and (state.low > half or state.high < -half)
-
-    @property
-    def cleared(self) -> bool:
-        """The comparison with the reference rules out a change of delta or more."""
-        state = self._tests["reference"].state() if "reference" in self._tests else None
-        delta = self._settings.delta
-        return state is not None and state.pairs > 0 and -delta < state.low and state.high < delta
-
-
 @dataclass(frozen=True)
 class BoundedDecision:
-    """What `decide` made of a probe, with the evidence, for the caller's log."""
+    """What `decide` made of a probe, with the evidence, for the caller's log.
+
+    `forecast_due`: the step by which the learning-curve forecast says a change of delta may
+    have come (a check is played before it), None while it foresees none."""
 
     step: int
     fired: bool
@@ -134,6 +79,7 @@ class BoundedDecision:
     check: bool
     steps_waited: int | None  # since the last full evaluation or all-clear
     comparisons: dict[str, dict[str, Any]]
+    forecast_due: int | None
 
 
 class BoundedTrigger:
@@ -144,44 +90,54 @@ class BoundedTrigger:
         self.last_decision: BoundedDecision | None = None
         self._reference: dict[str, float] = {}
         self._best: dict[str, float] = {}
+        self._ids: list[str] = []
         self._waiting_since: int | None = None  # the last full evaluation or all-clear
         self._last_step: int | None = None
-        self._ids: list[str] = []
+        self._gap: int | None = None  # steps between the last two checkpoints
+        self._points: list[Point] = []  # full evaluations and checks: the curve so far
+        self._due: int | None = None
 
     def probe(self, step: int) -> Probe:
-        """The probe to play on the checkpoint of `step`: a check when the wait is nearly up."""
+        """The probe to play on the checkpoint of `step`: a check when a change could otherwise
+        wait too long, or when the forecast says one may come by the next checkpoint."""
         if self._last_step is not None and step <= self._last_step:
             raise TriggerError(
                 f"step {step} is not after the last one probed ({self._last_step}); after a "
                 "restart, load the state_dict saved with the checkpoint the job resumes from"
             )
+        settings = self.settings
         if self._waiting_since is None:
-            return Probe(step, [], False, {}, self.settings, self.settings.alpha)
+            return Probe(step, [], False, {}, settings.delta, settings.alpha)
         gap = step - (self._last_step if self._last_step is not None else self._waiting_since)
-        check = step - self._waiting_since + gap > self.settings.max_delay_steps
-        share = min(1.0, gap / self.settings.max_delay_steps)
-        alpha = self.settings.alpha * (1.0 if check else share)
-        size = min(self.settings.check_size if check else self.settings.probe_size, len(self._ids))
+        check = step - self._waiting_since + gap > settings.max_delay_steps
+        check |= self._due is not None and step + gap >= self._due
+        alpha = settings.alpha if check else settings.alpha * min(1, gap / settings.max_delay_steps)
+        size = min(settings.check_size if check else settings.probe_size, len(self._ids))
         baselines = {"reference": self._reference}
         if self._best is not self._reference:
             baselines["best"] = self._best
         # A fresh draw of samples each time: one fixed subset would carry the reference's luck
         # on it into every probe, and the same bias would be tested again and again.
-        order = random.Random(f"{self.settings.seed}/{step}").sample(self._ids, size)
-        return Probe(step, order, check, baselines, self.settings, alpha)
+        order = random.Random(f"{settings.seed}/{step}").sample(self._ids, size)
+        return Probe(step, order, check, baselines, settings.delta, alpha)
 
     def decide(self, probe: Probe) -> BoundedDecision:
         """Fire on a clear change, or on a check that cannot rule one out; else wait on."""
         reason = self._reason(probe)
         waited = None if self._waiting_since is None else probe.step - self._waiting_since
+        if self._last_step is not None:
+            self._gap = probe.step - self._last_step
+        self._last_step = probe.step
+        if probe.check:
+            self._points.append(Point(probe.step, probe.score, probe.played))
+        if reason == "cleared":
+            self._waiting_since = probe.step
+            self._due = self._foreseen(probe.step)
         comparisons = {name: c.to_dict() for name, c in probe.comparisons.items()}
         decision = BoundedDecision(
             probe.step, reason in ("first", "change", "window"), reason, probe.check, waited,
-            comparisons,
+            comparisons, self._due,
         )  # fmt: skip
-        if reason == "cleared":
-            self._waiting_since = probe.step
-        self._last_step = probe.step
         self.last_decision = decision
         log.log(logging.INFO if decision.fired else logging.DEBUG, "trigger %s", decision)
         return decision
@@ -195,6 +151,14 @@ class BoundedTrigger:
             self._best = self._reference
         self._waiting_since = step
         self._ids = sorted(self._reference)
+        self._points = [p for p in self._points if p.step != step]
+        self._points.append(Point(step, _mean(self._reference), len(self._reference)))
+        self._due = self._foreseen(step)
+
+    def forecast(self, steps: list[int]) -> Forecast | None:
+        """The learning curve's forecast at `steps`, from evaluations and checks so far (None
+        before there are three)."""
+        return forecast(self._points, steps) if len(self._points) >= 3 else None
 
     def state_dict(self) -> dict[str, Any]:
         """The schedule as plain JSON-able data, to save with each checkpoint."""
@@ -206,6 +170,9 @@ class BoundedTrigger:
             "best": None if best_is_reference else self._best,
             "waiting_since": self._waiting_since,
             "last_step": self._last_step,
+            "gap": self._gap,
+            "points": [asdict(p) for p in self._points],
+            "due": self._due,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -215,11 +182,14 @@ class BoundedTrigger:
                 f"cannot load bounded trigger state with keys {sorted(state)}: pass the dict "
                 f"BoundedTrigger.state_dict() returned (version {STATE_VERSION})"
             )
-        if state["reference"]:
-            self.evaluated(state["waiting_since"], state["reference"])
+        self._reference = dict(state["reference"])
         self._best = state["best"] or self._reference
+        self._ids = sorted(self._reference)
         self._waiting_since = state["waiting_since"]
         self._last_step = state["last_step"]
+        self._gap = state["gap"]
+        self._points = [Point(**p) for p in state["points"]]
+        self._due = state["due"]
 
     def _reason(self, probe: Probe) -> BoundedReason:
         if self._waiting_since is None:
@@ -227,6 +197,20 @@ class BoundedTrigger:
         if probe.check:
             return "cleared" if probe.cleared else "change" if probe.moved else "window"
         return "none" if probe.comparisons["reference"].verdict == "not yet known" else "change"
+
+    def _foreseen(self, now: int) -> int | None:
+        """The first step within max_delay_steps where the forecast's band reaches a change of
+        delta from the reference: where the curve is least sure to have stayed put."""
+        gap = self._gap or self.settings.max_delay_steps
+        steps = list(range(now + gap, now + self.settings.max_delay_steps + 1, gap))
+        ahead = self.forecast(steps)
+        if ahead is None:
+            return None
+        reference, delta = _mean(self._reference), self.settings.delta
+        for step, low, high in zip(ahead.steps, ahead.low, ahead.high, strict=True):
+            if high >= reference + delta or low <= reference - delta:
+                return step
+        return None
 
 
 def _mean(outcomes: Mapping[str, float]) -> float:

@@ -1,0 +1,68 @@
+"""A checkpoint's probe for the bounded trigger: the samples to play and the tests they feed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agent_eval.metrics.sequential import Comparison, SequentialComparison
+
+
+class Probe:
+    """One checkpoint's probe: the samples to play, in order, and the comparisons they feed."""
+
+    def __init__(
+        self,
+        step: int,
+        order: list[str],
+        check: bool,
+        baselines: Mapping[str, Mapping[str, float]],
+        delta: float,
+        alpha: float,
+    ) -> None:
+        """`delta`: the smallest change worth a full evaluation; `alpha`: each test's error."""
+        self.step = step
+        self.order = order
+        self.check = check
+        self._delta = delta
+        self._baselines = baselines
+        self._tests = {name: SequentialComparison(alpha) for name in baselines}
+        self.comparisons: dict[str, Comparison] = {n: t.state() for n, t in self._tests.items()}
+        """This checkpoint against the last full evaluation ("reference") and the best one."""
+        self.played = 0
+        self._total = 0.0
+
+    def add(self, sample_id: str, outcome: float) -> bool:
+        """Take this checkpoint's outcome on one sample; True once the probe may stop."""
+        for name, baseline in self._baselines.items():
+            self.comparisons[name] = self._tests[name].add(outcome, baseline[sample_id])
+        self.played += 1
+        self._total += outcome
+        return self.finished
+
+    @property
+    def score(self) -> float:
+        """This checkpoint's mean outcome over the samples played."""
+        return self._total / self.played if self.played else float("nan")
+
+    @property
+    def finished(self) -> bool:
+        """Out of samples; a probe once the difference is known; a check once it has ruled a
+        change of delta out, or has found one of more than delta / 2."""
+        state = self.comparisons.get("reference")
+        if state is None or state.pairs >= len(self.order):
+            return True
+        if not self.check:
+            return state.verdict != "not yet known"
+        return self.cleared or self.moved
+
+    @property
+    def moved(self) -> bool:
+        """The comparison with the reference shows a change of more than delta / 2."""
+        state, half = self.comparisons.get("reference"), self._delta / 2
+        return state is not None and (state.low > half or state.high < -half)
+
+    @property
+    def cleared(self) -> bool:
+        """The comparison with the reference rules out a change of delta or more."""
+        state, delta = self.comparisons.get("reference"), self._delta
+        return state is not None and state.pairs > 0 and -delta < state.low and state.high < delta

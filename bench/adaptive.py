@@ -133,9 +133,13 @@ def _judge(
     run: TrainingRun, index: int, schedule: Schedule, comparisons: dict[str, Any], cleared: bool
 ) -> None:
     """Count the verdicts that contradict the truth: the true accuracy against the realised
-    score of the evaluation compared with (the last one, or the best)."""
+    score of the evaluation compared with (the last one, the first, or the best)."""
     scores = list(schedule.evals.values())
-    baselines = {"reference": scores[-1] if scores else None, "best": max(scores, default=None)}
+    baselines = {
+        "reference": scores[-1] if scores else None,
+        "baseline": scores[0] if scores else None,
+        "best": max(scores, default=None),
+    }
     for name, comparison in comparisons.items():
         baseline = baselines[name]
         assert baseline is not None

@@ -80,13 +80,18 @@ def test_a_check_that_cannot_rule_a_change_out_fires() -> None:
     assert step_through(trigger, 110, drifted).steps_waited == 10
 
 
-def test_the_best_evaluation_so_far_is_compared_too() -> None:
+def test_the_first_and_the_best_evaluations_are_compared_too() -> None:
     trigger = BoundedTrigger(SETTINGS)
-    step_through(trigger, 0, Model(0.8))
-    step_through(trigger, 10, Model(0.2, seed=1))  # a collapse, evaluated: the new reference
-    decision = step_through(trigger, 20, Model(0.2, seed=1))
+    step_through(trigger, 0, Model(0.5))
+    step_through(trigger, 10, Model(0.9, seed=1))  # better, evaluated: the best so far
+    step_through(trigger, 20, Model(0.2, seed=2))  # a collapse, evaluated: the new reference
+    decision = step_through(trigger, 30, Model(0.2, seed=2))
     assert decision.comparisons["reference"]["verdict"] == "not yet known"
     assert decision.comparisons["best"]["verdict"] == "worse"
+    assert decision.comparisons["baseline"]["verdict"] == "worse"
+    assert (
+        decision.comparisons["baseline"]["difference"] > decision.comparisons["best"]["difference"]
+    )
 
 
 def test_the_schedule_survives_a_restart() -> None:

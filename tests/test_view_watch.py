@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient
 
 from agent_eval.metrics import accuracy
 from tests.helpers.view_runs import append, get_json, record, write_run
-from tests.helpers.watches import Score, age, three_steps, written
+from tests.helpers.watches import Score, age, bounded_steps, three_steps, written
 
 
 @pytest.fixture
@@ -98,3 +98,21 @@ async def test_a_line_being_written_waits(client: TestClient[Any, Any], root: Pa
         decisions.write('{"step": 400, "probe": {"accu')
     body = await get_json(client, "/api/runs/runs/watch/watch")
     assert [c["step"] for c in body["checkpoints"]] == [100, 200, 300]
+
+
+async def test_a_bounded_watch_gives_verdicts_and_its_forecast(
+    client: TestClient[Any, Any], root: Path
+) -> None:
+    entries = bounded_steps(root / "bounded")
+    body = await get_json(client, "/api/runs/runs/bounded/watch")
+    first, second, *_, last = body["checkpoints"]
+    assert (first["probe"]["value"], first["probe_run"], first["against"]) == (None, None, None)
+    verdict = entries[1]["comparisons"]["reference"]
+    assert second["against"] == (
+        f"better {verdict['difference']:+.3f} [{verdict['low']:.2f}, {verdict['high']:.2f}], "
+        f"{verdict['pairs']} pairs"
+    )
+    assert second["probe_run"] == "runs/bounded/step-200/probe"
+    assert (first["forecast"], second["forecast"]) == (None, None)
+    assert last["forecast"] == entries[-1]["forecast"]
+    assert last["forecast"]["steps"] == [400 + 10 * k for k in range(1, 11)]

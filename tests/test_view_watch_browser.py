@@ -10,7 +10,14 @@ import pytest
 
 from tests.helpers.browser import BrowserPage
 from tests.helpers.view_runs import cells, served
-from tests.helpers.watches import age, checkpoint, schedule, three_steps, written
+from tests.helpers.watches import (
+    age,
+    bounded_steps,
+    checkpoint,
+    schedule,
+    three_steps,
+    written,
+)
 
 # Long enough for a loaded browser; the page polls every second.
 WAIT_MS = 10_000
@@ -96,6 +103,33 @@ async def test_a_running_watch_shows_new_checkpoints(
     ]
     await expect(page.locator('#curve a.point.full[data-step="400"]')).to_have_count(1)
     await expect(page.locator("#curve a.point.probe")).to_have_count(4)
+    assert browser.errors == []
+
+
+async def test_a_bounded_watch_shows_its_forecast_band_and_verdicts(
+    url: str, root: Path, browser: BrowserPage
+) -> None:
+    from playwright.async_api import expect
+
+    entries = bounded_steps(root / "bounded")
+    age(*written(root / "bounded"))
+    page = browser.page
+    await page.goto(url + watch_route("runs/bounded"))
+    await expect(page.locator("#watch-status")).to_have_text("4 checkpoints, finished")
+    band = page.locator("#curve .forecast")
+    await expect(band.locator("polygon")).to_have_count(1)
+    forecast = entries[-1]["forecast"]
+    await expect(band.locator("title")).to_have_text(
+        f"forecast ({forecast['curve']}): {100 * forecast['mean'][-1]:.1f}% at step 500, 90% "
+        f"band {100 * forecast['low'][-1]:.1f}% to {100 * forecast['high'][-1]:.1f}%"
+    )
+    await expect(page.locator("#curve .legend")).to_contain_text("forecast (90% band)")
+    # The unprobed first checkpoint has no probe point; the others have one each.
+    await expect(page.locator("#curve a.point.probe")).to_have_count(3)
+    rows = await cells(browser, "#checkpoints tr[data-step]")
+    assert [row[2].split(" ")[0] for row in rows] == [
+        "", *(e["comparisons"]["reference"]["verdict"].split(" ")[0] for e in entries[1:]),
+    ]  # fmt: skip
     assert browser.errors == []
 
 

@@ -200,18 +200,41 @@ class OutputSection(Section):
 class WatchSection(Section):
     """Checkpoint watching: the probe on every checkpoint, the trigger for a full evaluation."""
 
-    probe_size: int = Field(16, ge=1, description="Samples in the probe run on each checkpoint.")
-    threshold: float | None = Field(
-        None, gt=0, description="Probe change that triggers a full evaluation (default: 3 SE)."
+    trigger: Literal["bounded", "threshold"] = Field(
+        "bounded",
+        description="bounded: paired sequential probes, no change of `delta` waits past "
+        "`max_delay_steps`; threshold: a smoothed probe score against `threshold`.",
     )
-    alpha: float = Field(0.2, gt=0, le=1, description="Smoothing of the probe score (1: none).")
+    probe_size: int = Field(
+        50, ge=1, description="Samples the probe on each checkpoint plays (at most, if bounded)."
+    )
+    delta: float = Field(
+        0.1, gt=0, lt=1, description="bounded: the smallest change worth a full evaluation."
+    )
+    max_delay_steps: int = Field(
+        500, ge=1, description="bounded: the most training steps a change of `delta` may wait."
+    )
+    check_size: int = Field(
+        1000, ge=1, description="bounded: samples a check plays at most to rule a change out."
+    )
+    error_rate: float = Field(
+        0.05, gt=0, lt=1, description="bounded: each comparison's chance of a wrong verdict."
+    )
+    threshold: float | None = Field(
+        None, gt=0, description="threshold: probe change that fires (default: 3 SE)."
+    )
+    alpha: float = Field(
+        0.2, gt=0, le=1, description="threshold: smoothing of the probe score (1: none)."
+    )
     max_steps: int | None = Field(
-        None, ge=1, description="A full evaluation at least every N training steps."
+        None, ge=1, description="threshold: a full evaluation at least every N training steps."
     )
     max_seconds: float | None = Field(
-        None, gt=0, description="A full evaluation at least every N seconds."
+        None, gt=0, description="threshold: a full evaluation at least every N seconds."
     )
-    min_gap_steps: int = Field(0, ge=0, description="Steps between change-triggered evaluations.")
+    min_gap_steps: int = Field(
+        0, ge=0, description="threshold: steps between change-triggered evaluations."
+    )
     poll_interval: float = Field(30.0, gt=0, description="Seconds between looks for checkpoints.")
     settle_seconds: float = Field(
         30.0, ge=0, description="A checkpoint counts once its files are unchanged this long."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -20,7 +20,7 @@ from agent_eval.rewards import RewardScorer, gold_check, load_reward
 from agent_eval.rewards.scorer import default_workers
 from agent_eval.run.capture import engine_keys
 from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
-from agent_eval.run.engine import Engine, Progress
+from agent_eval.run.engine import Engine, Progress, RecordSink
 from agent_eval.run.identity import (
     DIGEST,
     Difference,
@@ -124,6 +124,16 @@ async def play_served(
         observer.set_proxy(None)
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Items chosen by the caller, in one engine process: pulled one at a time as attempts
+    free up (so a lazy iterable may stop early), each record to `sink` (which keeps it)."""
+
+    items: Iterable[Item]
+    total: int
+    sink: Callable[[RunDirectory], RecordSink]
+
+
 async def play(
     plan: Plan,
     served: Served,
@@ -131,16 +141,20 @@ async def play(
     run_dir: RunDirectory,
     observer: RunObserver,
     limit: int | None = None,
+    selection: Selection | None = None,
 ) -> Summary:
-    """Every attempt of the plan (or of its first `limit` items) against a served model."""
+    """Every attempt of the plan (or of its first `limit` items, or the `selection`) against a
+    served model."""
     settings = engine_config(plan.config, served.model)
     async with engine_keys(plan.config, served.base_url, served.admin_token) as keys:
         engine = Engine(plan.runner, scorer, served.client, settings, observer.on_progress, keys)
         total = plan.total if limit is None else min(limit, plan.total)
         started = time.monotonic()
-        done = await engine.start(run_dir, total)
+        done = await engine.start(run_dir, total if selection is None else selection.total)
         with first_storage_error():
-            if plan.config.eval.processes == 1:
+            if selection is not None:
+                await engine.play(selection.items, done, selection.sink(run_dir))
+            elif plan.config.eval.processes == 1:
                 await engine.play(plan.items(limit), done, run_dir)
             else:
                 await _play_sharded(plan, served, engine, done, run_dir, limit)

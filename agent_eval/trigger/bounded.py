@@ -90,6 +90,7 @@ class BoundedTrigger:
         self.last_decision: BoundedDecision | None = None
         self._reference: dict[str, float] = {}
         self._best: dict[str, float] = {}
+        self._baseline: dict[str, float] = {}  # the first full evaluation
         self._ids: list[str] = []
         self._waiting_since: int | None = None  # the last full evaluation or all-clear
         self._last_step: int | None = None
@@ -114,8 +115,9 @@ class BoundedTrigger:
         alpha = settings.alpha if check else settings.alpha * min(1, gap / settings.max_delay_steps)
         size = min(settings.check_size if check else settings.probe_size, len(self._ids))
         baselines = {"reference": self._reference}
-        if self._best is not self._reference:
-            baselines["best"] = self._best
+        for name, other in (("baseline", self._baseline), ("best", self._best)):
+            if other is not self._reference:
+                baselines[name] = other
         # A fresh draw of samples each time: one fixed subset would carry the reference's luck
         # on it into every probe, and the same bias would be tested again and again.
         order = random.Random(f"{settings.seed}/{step}").sample(self._ids, size)
@@ -149,6 +151,7 @@ class BoundedTrigger:
         self._reference = dict(outcomes)
         if not self._best or _mean(self._reference) >= _mean(self._best):
             self._best = self._reference
+        self._baseline = self._baseline or self._reference
         self._waiting_since = step
         self._ids = sorted(self._reference)
         self._points = [p for p in self._points if p.step != step]
@@ -162,12 +165,16 @@ class BoundedTrigger:
 
     def state_dict(self) -> dict[str, Any]:
         """The schedule as plain JSON-able data, to save with each checkpoint."""
-        best_is_reference = self._best is self._reference
+
+        def unless_reference(outcomes: dict[str, float]) -> dict[str, float] | None:
+            return None if outcomes is self._reference else outcomes
+
         return {
             "version": STATE_VERSION,
             "settings": asdict(self.settings),
             "reference": self._reference,
-            "best": None if best_is_reference else self._best,
+            "best": unless_reference(self._best),
+            "baseline": unless_reference(self._baseline),
             "waiting_since": self._waiting_since,
             "last_step": self._last_step,
             "gap": self._gap,
@@ -184,6 +191,7 @@ class BoundedTrigger:
             )
         self._reference = dict(state["reference"])
         self._best = state["best"] or self._reference
+        self._baseline = state["baseline"] or self._reference
         self._ids = sorted(self._reference)
         self._waiting_since = state["waiting_since"]
         self._last_step = state["last_step"]

@@ -113,7 +113,8 @@ def _designs(curve: CurveName, x: np.ndarray) -> list[tuple[list[np.ndarray], tu
         return [
             ([one, -np.exp(-x / tau)], (tau,)) for tau in np.geomspace(span / 20, span * 5, TAUS)
         ]
-    bends = x[1:-1] if len(x) > 3 else x[1:2]
+    # A shift at the last point is allowed: after a jump or a collapse, its level is the news.
+    bends = x[1:]
     return [([one, (x >= bend).astype(float)], (bend,)) for bend in bends]
 
 

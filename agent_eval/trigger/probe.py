@@ -27,7 +27,8 @@ class Probe:
         self._baselines = baselines
         self._tests = {name: SequentialComparison(alpha) for name in baselines}
         self.comparisons: dict[str, Comparison] = {n: t.state() for n, t in self._tests.items()}
-        """This checkpoint against the last full evaluation ("reference") and the best one."""
+        """This checkpoint against the last full evaluation ("reference"), and against the first
+        ("baseline") and the best ones where they are others."""
         self.played = 0
         self._total = 0.0
 

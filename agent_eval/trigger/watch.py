@@ -24,8 +24,10 @@ from agent_eval.run.evaluation import Plan, RunObserver, play, resolved_config
 from agent_eval.run.parts import warm_scorer
 from agent_eval.run.serving import Served
 from agent_eval.trigger.adaptive import AdaptiveTrigger, probe_threshold
+from agent_eval.trigger.bounded import BoundedSettings, BoundedTrigger
 from agent_eval.trigger.checkpoint_server import CheckpointServer
 from agent_eval.trigger.checkpoints import Checkpoint, CheckpointFinder
+from agent_eval.trigger.probing import play_probe, sample_outcomes
 
 log = logging.getLogger(__name__)
 
@@ -69,29 +71,56 @@ async def _handle(
     observer: RunObserver,
 ) -> None:
     """Probe one checkpoint, ask the trigger, evaluate in full if it fires; log the decision."""
-    step_dir = plan.config.run_dir / f"step-{checkpoint.step}"
-    limit = plan.config.watch.probe_size
-    probe = await play(plan, served, scorer, RunDirectory(step_dir / "probe"), observer, limit)
-    fired = schedule.trigger.observe(checkpoint.step, _score(probe))
-    made = schedule.trigger.last_decision
-    assert made is not None, "observe() decides on every probe"
-    decision = dataclasses.asdict(made)
-    entry: dict[str, Any] = {
-        "time": time.time(),
-        "checkpoint": str(checkpoint.path),
-        "model": served.model,
-        "probe": _result(probe),
-        **decision,
-    }
-    if fired:
-        full = await play(plan, served, scorer, RunDirectory(step_dir / "full"), observer)
-        entry["full"] = _result(full)
-    schedule.last_step = checkpoint.step
+    step, trigger = checkpoint.step, schedule.trigger
+    step_dir = plan.config.run_dir / f"step-{step}"
+    entry: dict[str, Any] = {"time": time.time(), "checkpoint": str(checkpoint.path),
+                             "model": served.model}  # fmt: skip
+    played = _Played(plan, served, scorer, observer)
+    entry.update(await played.probe(trigger, step, RunDirectory(step_dir / "probe")))
+    if entry["fired"]:
+        full_dir = RunDirectory(step_dir / "full")
+        entry["full"] = _result(await play(plan, served, scorer, full_dir, observer))
+        if isinstance(trigger, BoundedTrigger):
+            trigger.evaluated(step, await asyncio.to_thread(sample_outcomes, full_dir))
+    if isinstance(trigger, BoundedTrigger):
+        entry["forecast"] = _forecast(trigger, step)
+    schedule.last_step = step
     await asyncio.to_thread(schedule.record, entry)
-    log.info(
-        "step %d: probe %.3f, %s", checkpoint.step, _score(probe),
-        f"full evaluation ({decision['reason']})" if fired else "no full evaluation",
-    )  # fmt: skip
+    how = f"full evaluation ({entry['reason']})" if entry["fired"] else "no full evaluation"
+    log.info("step %d: %s", step, how)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Played:
+    """What a probe is played with."""
+
+    plan: Plan
+    served: Served
+    scorer: RewardScorer
+    observer: RunObserver
+
+    async def probe(
+        self, trigger: AdaptiveTrigger | BoundedTrigger, step: int, run_dir: RunDirectory
+    ) -> dict[str, Any]:
+        """Play the trigger's probe on the checkpoint of `step`: its result and the decision."""
+        parts = (self.plan, self.served, self.scorer, run_dir, self.observer)
+        if isinstance(trigger, BoundedTrigger):
+            probe = trigger.probe(step)
+            # The first checkpoint needs no probe: nothing to compare it with yet.
+            played = await play_probe(*parts, probe) if probe.order else None
+            decided = dataclasses.asdict(trigger.decide(probe))
+            return {**({"probe": _result(played)} if played else {}), **decided}
+        summary = await play(*parts, self.plan.config.watch.probe_size)
+        trigger.observe(step, _score(summary))
+        assert trigger.last_decision is not None, "observe() decides on every probe"
+        return {"probe": _result(summary), **dataclasses.asdict(trigger.last_decision)}
+
+
+def _forecast(trigger: BoundedTrigger, step: int) -> dict[str, Any] | None:
+    """The learning curve's forecast over the next max_delay_steps, for the page and report."""
+    horizon = trigger.settings.max_delay_steps
+    ahead = trigger.forecast([step + horizon * k // 10 for k in range(1, 11)])
+    return None if ahead is None else dataclasses.asdict(ahead)
 
 
 def _score(summary: Summary) -> float | None:
@@ -109,7 +138,7 @@ class Schedule:
     """The trigger and the last step handled, kept in the watch directory across restarts."""
 
     root: Path
-    trigger: AdaptiveTrigger
+    trigger: AdaptiveTrigger | BoundedTrigger
     last_step: int = -1
 
     @classmethod
@@ -130,7 +159,17 @@ class Schedule:
         RunDirectory(self.root).write_json(TRIGGER_STATE, state)
 
 
-def _trigger(settings: WatchSection) -> AdaptiveTrigger:
+def _trigger(settings: WatchSection) -> AdaptiveTrigger | BoundedTrigger:
+    if settings.trigger == "bounded":
+        return BoundedTrigger(
+            BoundedSettings(
+                delta=settings.delta,
+                max_delay_steps=settings.max_delay_steps,
+                alpha=settings.error_rate,
+                probe_size=min(settings.probe_size, settings.check_size),
+                check_size=settings.check_size,
+            )
+        )
     # Without a threshold, use the probe's noise at p = 0.5, the largest it can be.
     threshold = settings.threshold or probe_threshold(
         0.5, settings.probe_size, alpha=settings.alpha

@@ -59,6 +59,8 @@ async def _checkpoint(
         # orjson writes an interval's NaN (nothing scored) as null.
         "probe": dataclasses.asdict(entry.probe),
         "change": entry.change,
+        "against": entry.compared,
+        "forecast": entry.forecast,
         "reason": entry.reason,
         "decision": decision(entry),
         "full": None if entry.full is None else dataclasses.asdict(entry.full),

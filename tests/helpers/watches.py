@@ -11,6 +11,7 @@ from typing import Any
 from agent_eval.metrics import accuracy
 from agent_eval.metrics.summary import json_ready
 from agent_eval.run.config import WatchSection
+from agent_eval.trigger.bounded import BoundedTrigger
 from agent_eval.trigger.watch import Schedule
 from tests.helpers.view_runs import record, write_run
 
@@ -25,7 +26,7 @@ def result(score: Score) -> dict[str, Any]:
 def schedule(watch: Path) -> Schedule:
     """The watcher's schedule, carried on from trigger.json: a move of 0.1 in the probe fires."""
     watch.mkdir(parents=True, exist_ok=True)
-    return Schedule.load(watch, WatchSection(threshold=0.1, alpha=1.0))
+    return Schedule.load(watch, WatchSection(trigger="threshold", threshold=0.1, alpha=1.0))
 
 
 def checkpoint(plan: Schedule, step: int, probe: Score, full: Score) -> bool:
@@ -72,3 +73,41 @@ def age(*paths: Path) -> None:
 def written(watch: Path) -> list[Path]:
     """What a watch writes as it goes: its decisions and its step runs' samples."""
     return [watch / "decisions.jsonl", *watch.glob("step-*/*/samples.jsonl")]
+
+
+def bounded_steps(watch: Path) -> list[dict[str, Any]]:
+    """A watch with the bounded trigger on 40 samples: step 100 is the first evaluation (20
+    right), each later step is a check (every 100 steps) finding a better model, evaluated: 30
+    right at 200, 36 at 300, 38 at 400; from 300 on the decisions carry a forecast."""
+    watch.mkdir(parents=True, exist_ok=True)
+    plan = Schedule.load(watch, WatchSection(probe_size=10, check_size=40, max_delay_steps=100))
+    trigger = plan.trigger
+    assert isinstance(trigger, BoundedTrigger)
+    entries = []
+    for step, right in ((100, 20), (200, 30), (300, 36), (400, 38)):
+        outcomes = {f"s{i}": float(i < right) for i in range(40)}
+        probe = trigger.probe(step)
+        for sample in probe.order:
+            if probe.add(sample, outcomes[sample]):
+                break
+        decided = dataclasses.asdict(trigger.decide(probe))
+        entry: dict[str, Any] = {"time": time.time(), "checkpoint": f"/ckpt/step-{step}",
+                                 "model": f"step-{step}", **decided}  # fmt: skip
+        if probe.order:
+            played = probe.order[: probe.played]
+            write_run(
+                watch / f"step-{step}/probe", [record(s, 0, outcomes[s] == 1) for s in played]
+            )
+            entry["probe"] = result((int(sum(outcomes[s] for s in played)), len(played)))
+        if entry["fired"]:
+            write_run(
+                watch / f"step-{step}/full", [record(s, 0, o == 1) for s, o in outcomes.items()]
+            )
+            entry["full"] = result((right, 40))
+            trigger.evaluated(step, outcomes)
+        forecast = trigger.forecast([step + 10 * k for k in range(1, 11)])
+        entry["forecast"] = None if forecast is None else dataclasses.asdict(forecast)
+        plan.last_step = step
+        plan.record(entry)
+        entries.append(entry)
+    return entries

@@ -1,5 +1,6 @@
 // A watch directory's page: the curve of scores over checkpoints, each point linking to its
-// step's run, then the decision taken at each checkpoint.
+// step's run, the latest learning-curve forecast with its band, then the decision taken at
+// each checkpoint.
 import {
   api, el, interval, num, pct, poll, runHref, runPath, show, svgEl, table,
 } from "./common.js";
@@ -70,9 +71,25 @@ function series(kind, checkpoints, { x, y }) {
   return group;
 }
 
-function legend() {
+// The latest forecast (the bounded trigger's): its 90% band as an area, its mean dashed.
+function forecastBand(forecast, { x, y }) {
+  const along = (values) => forecast.steps.map((step, i) => `${x(step)},${y(values[i])}`);
+  const band = [...along(forecast.low), ...along(forecast.high).reverse()].join(" ");
+  const last = forecast.steps.length - 1;
+  return svgEl("g", { class: "series forecast" },
+    svgEl("polygon", { points: band }),
+    svgEl("polyline", { points: along(forecast.mean).join(" ") }),
+    svgEl("title", {}, `forecast (${forecast.curve}): ${pct(forecast.mean[last])} at step ` +
+      `${forecast.steps[last]}, 90% band ${pct(forecast.low[last])} to ${pct(forecast.high[last])}`));
+}
+
+const latestForecast = (checkpoints) =>
+  [...checkpoints].reverse().map((c) => c.forecast).find((f) => f) || null;
+
+function legend(forecast) {
   const group = svgEl("g", { class: "legend" });
-  SERIES.forEach(([kind, label], i) => {
+  const shown = forecast ? [...SERIES, ["forecast", "forecast (90% band)"]] : SERIES;
+  shown.forEach(([kind, label], i) => {
     const x = BOX.left + 8 + i * 120;
     group.append(svgEl("g", { class: `series ${kind}` },
       svgEl("circle", { cx: x, cy: 12, r: 5 }), svgEl("text", { x: x + 10, y: 12 }, label)));
@@ -83,13 +100,16 @@ function legend() {
 function chart(checkpoints) {
   if (!checkpoints.length) return el("p", { id: "curve", text: "No checkpoint decided yet." });
   const steps = checkpoints.map((c) => c.step);
-  const at = scales(steps);
+  const forecast = latestForecast(checkpoints);
+  const at = scales(forecast ? [...steps, ...forecast.steps] : steps);
   const drawing = svgEl("svg", { class: "chart", viewBox: `0 0 ${BOX.width} ${BOX.height}`,
     width: BOX.width, height: BOX.height, role: "img" },
-    axes(steps, at), ...SERIES.map(([kind]) => series(kind, checkpoints, at)), legend());
+    axes(steps, at), ...(forecast ? [forecastBand(forecast, at)] : []),
+    ...SERIES.map(([kind]) => series(kind, checkpoints, at)), legend(forecast));
+  const ahead = forecast ? "; the dashed line and green band forecast the curve ahead" : "";
   return el("figure", { id: "curve" }, drawing,
     el("figcaption", { text: "Probe score of every checkpoint and full-evaluation accuracy; " +
-      "click a point for its run." }));
+      `click a point for its run${ahead}.` }));
 }
 
 const signed = (x) => (x == null ? "" : (x > 0 ? "+" : "") + num(x, 3));
@@ -104,11 +124,12 @@ function runLinks(checkpoint) {
 }
 
 function decisions(checkpoints) {
-  const headers = ["step", "probe", "change", "decision", "full accuracy [95%]", "runs"]
+  const headers = ["step", "probe", "against the last full evaluation", "decision",
+    "full accuracy [95%]", "runs"]
     .map((h) => el("th", { text: h }));
   const rows = checkpoints.map((c) => el("tr", { "data-step": c.step, class: c.full ? "fired" : "" },
     el("td", { text: c.step }), el("td", { text: pct(c.probe.value) }),
-    el("td", { text: signed(c.change) }), el("td", { text: c.decision }),
+    el("td", { text: c.against ?? signed(c.change) }), el("td", { text: c.decision }),
     el("td", { text: interval(c.full) }), el("td", {}, ...runLinks(c))));
   return table("checkpoints", headers, rows);
 }

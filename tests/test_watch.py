@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import shutil
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -25,13 +23,9 @@ from agent_eval.trigger.checkpoint_server import CheckpointServer, _swap
 from tests.helpers.llamacpp import servers_on
 from tests.helpers.proxy import MakeClient, StartProxy
 from tests.helpers.waits import eventually
+from tests.helpers.watches import decisions, fake_serving
 
 KEY = "worker-key-7"
-
-
-def decisions(watch_dir: Path) -> list[dict]:
-    path = watch_dir / "decisions.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 async def test_new_checkpoints_are_probed_and_evaluated_on_the_real_model(tmp_path: Path) -> None:
@@ -132,16 +126,3 @@ async def test_keyed_workers_swap_checkpoints_in_place_and_keep_answering_to_the
 async def proxy_lists(served: Served, models: set[str]) -> bool:
     """Whether the proxy's /v1/models is exactly `models`: its probes saw the swap."""
     return {m.id for m in (await served.client.models.list()).data} == models
-
-
-def fake_serving(
-    served: Served, starts: list[Path]
-) -> Callable[..., contextlib.AbstractAsyncContextManager[Served]]:
-    """Stands in for `serving`: the running mocks and proxy; `starts` records each launch."""
-
-    @contextlib.asynccontextmanager
-    async def serving(config: RunConfig, _: Callable[[str], None]) -> AsyncIterator[Served]:
-        starts.append(Path(config.model.path or ""))
-        yield served
-
-    return serving

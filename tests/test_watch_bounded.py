@@ -22,7 +22,7 @@ from tests.helpers.observer import QuietObserver
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 from tests.helpers.tune_jobs import two_step_workers, write_sums
 from tests.helpers.waits import eventually
-from tests.test_watch import decisions, fake_serving
+from tests.helpers.watches import decisions, fake_serving
 
 ROWS, PROBE, CHECK = 120, 20, 100
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from agent_eval.metrics import accuracy
 from agent_eval.metrics.summary import json_ready
-from agent_eval.run.config import WatchSection
+from agent_eval.run.config import RunConfig, WatchSection
+from agent_eval.run.serving import Served
 from agent_eval.trigger.bounded import BoundedTrigger
 from agent_eval.trigger.watch import Schedule
 from tests.helpers.view_runs import record, write_run
@@ -111,3 +115,22 @@ def bounded_steps(watch: Path) -> list[dict[str, Any]]:
         plan.record(entry)
         entries.append(entry)
     return entries
+
+
+def decisions(watch_dir: Path) -> list[dict[str, Any]]:
+    """The decisions.jsonl lines a watch has written so far."""
+    path = watch_dir / "decisions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def fake_serving(
+    served: Served, starts: list[Path]
+) -> Callable[..., contextlib.AbstractAsyncContextManager[Served]]:
+    """Stands in for `serving`: the running mocks and proxy; `starts` records each launch."""
+
+    @contextlib.asynccontextmanager
+    async def serving(config: RunConfig, _: Callable[[str], None]) -> AsyncIterator[Served]:
+        starts.append(Path(config.model.path or ""))
+        yield served
+
+    return serving

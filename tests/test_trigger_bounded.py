@@ -9,6 +9,7 @@ import random
 import pytest
 
 from agent_eval.errors import ConfigError
+from agent_eval.run.config import load_run_config
 from agent_eval.trigger import TriggerError
 from agent_eval.trigger.bounded import BoundedDecision, BoundedSettings, BoundedTrigger
 
@@ -124,3 +125,18 @@ def test_the_schedule_survives_a_restart() -> None:
 def test_settings_out_of_range_are_refused(fields: dict[str, float], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BoundedSettings(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (["watch.threshold=0.1"], "watch.threshold only applies with watch.trigger=threshold"),
+        (
+            ["watch.trigger=threshold", "watch.delta=0.2", "watch.check_size=9"],
+            "watch.check_size, watch.delta only applies with watch.trigger=bounded",
+        ),
+    ],
+)
+def test_a_setting_of_the_other_trigger_is_refused(settings: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_run_config(None, {}, settings)

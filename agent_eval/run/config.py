@@ -197,6 +197,10 @@ class OutputSection(Section):
     record: bool = Field(False, description="Keep every model exchange under RUN_DIR/exchanges.")
 
 
+THRESHOLD_ONLY = frozenset({"threshold", "alpha", "max_steps", "max_seconds", "min_gap_steps"})
+BOUNDED_ONLY = frozenset({"delta", "max_delay_steps", "check_size", "error_rate"})
+
+
 class WatchSection(Section):
     """Checkpoint watching: the probe on every checkpoint, the trigger for a full evaluation."""
 
@@ -235,6 +239,20 @@ class WatchSection(Section):
     min_gap_steps: int = Field(
         0, ge=0, description="threshold: steps between change-triggered evaluations."
     )
+
+    @model_validator(mode="after")
+    def _settings_of_the_trigger_chosen(self) -> Self:
+        """A setting of the other trigger would be silently unused: refuse it, naming both."""
+        other = THRESHOLD_ONLY if self.trigger == "bounded" else BOUNDED_ONLY
+        stray = sorted(other & self.model_fields_set)
+        if stray:
+            names = ", ".join(f"watch.{name}" for name in stray)
+            wanted = "threshold" if self.trigger == "bounded" else "bounded"
+            raise ValueError(
+                f"{names} only applies with watch.trigger={wanted} (this watch uses "
+                f"{self.trigger}): set watch.trigger={wanted}, or leave {names} out"
+            )
+        return self
     poll_interval: float = Field(30.0, gt=0, description="Seconds between looks for checkpoints.")
     settle_seconds: float = Field(
         30.0, ge=0, description="A checkpoint counts once its files are unchanged this long."

@@ -7,8 +7,9 @@ change fires a full evaluation at once. Before a change could have waited `max_d
 a longer check either rules out a change of `delta` or more (the confidence sequence lies
 within +-delta: "cleared", the wait starts again) or fires. So no change of `delta` waits
 longer than `max_delay_steps`, but with probability alpha per check. The routine probes of one
-such window share alpha between them, so a false alarm comes at most once per window in
-1/alpha.
+such window share alpha between them: the chance of a false alarm in a window is at most
+alpha. Where the learning-curve forecast (trigger/forecast) says a change may come before the
+window is up, the check comes early.
 
     trigger = BoundedTrigger(BoundedSettings(delta=0.1, max_delay_steps=100))
     for step in training:

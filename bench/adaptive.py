@@ -1,5 +1,6 @@
-"""Full evaluations on a fixed interval (as AReaL schedules them), by today's adaptive trigger
-and by the delay-bounded trigger, on simulated training runs.
+"""Full evaluations on a fixed interval (as AReaL schedules them: its Evaluator fires every
+`evaluator.freq_steps`), by today's adaptive trigger and by the delay-bounded trigger, on
+simulated training runs.
 
 A run is 2,000 training steps with a checkpoint every 10 (bench/parts/training_runs.py: five
 scenarios, items of spread difficulty, every attempt a fresh draw). A real change: the true

@@ -119,9 +119,13 @@ async def test_a_bounded_watch_shows_its_forecast_band_and_verdicts(
     band = page.locator("#curve .forecast")
     await expect(band.locator("polygon")).to_have_count(1)
     forecast = entries[-1]["forecast"]
+    plateau = forecast["plateau"]
+    levelling = "" if plateau is None else f"; plateau {100 * plateau:.1f}%"
+    if forecast["settles_at"] is not None:
+        levelling += f", settled by step {forecast['settles_at']}"
     await expect(band.locator("title")).to_have_text(
         f"forecast ({forecast['curve']}): {100 * forecast['mean'][-1]:.1f}% at step 500, 90% "
-        f"band {100 * forecast['low'][-1]:.1f}% to {100 * forecast['high'][-1]:.1f}%"
+        f"band {100 * forecast['low'][-1]:.1f}% to {100 * forecast['high'][-1]:.1f}%{levelling}"
     )
     await expect(page.locator("#curve .legend")).to_contain_text("forecast (90% band)")
     # The unprobed first checkpoint has no probe point; the others have one each.

@@ -82,3 +82,6 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     shown = CliRunner().invoke(app, ["report", str(out)])
     assert shown.exit_code == 0, shown.output
     assert "worse -1.000" in shown.output and "cleared" in shown.output
+    # Evaluations at 10 and 40 and the check at 30: enough points for a forecast to draw.
+    assert collapse["forecast"]["steps"][0] == 42
+    assert '<figure id="forecast"><svg' in (out / "report.html").read_text()

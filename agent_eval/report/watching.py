@@ -119,7 +119,7 @@ def watch_page(path: Path, entries: list[Checkpointed]) -> str:
     parts = [f"<h1>{escape(title)}</h1>", figure("curve", curve, caption)]
     ahead = forecast_chart(entries)
     if ahead is not None:
-        parts.append(figure("forecast", ahead, FORECAST_CAPTION))
+        parts.append(figure("forecast", ahead, FORECAST_CAPTION + _levelling(entries)))
     return page(title, [*parts, decisions])
 
 
@@ -147,6 +147,16 @@ def forecast_chart(entries: list[Checkpointed]) -> str | None:
         ("training step", "accuracy"),
         whole_x=True,
     )
+
+
+def _levelling(entries: list[Checkpointed]) -> str:
+    """What the latest forecast says of a plateau, when its curve saturates."""
+    latest = next(e.forecast for e in reversed(entries) if e.forecast)
+    if latest["plateau"] is None:
+        return ""
+    settles = latest["settles_at"]
+    when = "" if settles is None else f", settled by step {settles}"
+    return f". Plateau forecast: {latest['plateau']:.3f}{when}"
 
 
 def _compared(comparison: dict[str, Any] | None) -> str | None:

@@ -253,6 +253,7 @@ class WatchSection(Section):
                 f"{self.trigger}): set watch.trigger={wanted}, or leave {names} out"
             )
         return self
+
     poll_interval: float = Field(30.0, gt=0, description="Seconds between looks for checkpoints.")
     settle_seconds: float = Field(
         30.0, ge=0, description="A checkpoint counts once its files are unchanged this long."

@@ -80,8 +80,13 @@ function forecastBand(forecast, { x, y }) {
     svgEl("polygon", { points: band }),
     svgEl("polyline", { points: along(forecast.mean).join(" ") }),
     svgEl("title", {}, `forecast (${forecast.curve}): ${pct(forecast.mean[last])} at step ` +
-      `${forecast.steps[last]}, 90% band ${pct(forecast.low[last])} to ${pct(forecast.high[last])}`));
+      `${forecast.steps[last]}, 90% band ${pct(forecast.low[last])} to ${pct(forecast.high[last])}` +
+      levelling(forecast)));
 }
+
+// A saturating curve's plateau, and the step it settles by when that is still ahead.
+const levelling = (forecast) => (forecast.plateau == null ? "" : `; plateau ${pct(forecast.plateau)}` +
+  (forecast.settles_at == null ? "" : `, settled by step ${forecast.settles_at}`));
 
 const latestForecast = (checkpoints) =>
   [...checkpoints].reverse().map((c) => c.forecast).find((f) => f) || null;

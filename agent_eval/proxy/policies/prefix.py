@@ -12,8 +12,9 @@ holds (SessionAffinity); the prefix only places a session that has none yet.
 Each process of a proxy of several sees only its share of a conversation's turns, so there
 (placement `ring`) a conversation without a session id is placed by its start instead: what
 comes before its growing part, and that part up to its first user message, on the hash ring,
-the first worker clockwise under the same load bound. Every process places it alike, turn after
-turn, while loads stay under the bound; sessions go by the ring of their ids.
+the first worker clockwise under a looser load bound (ring_load_factor). Every process places
+it alike, turn after turn, while loads stay under the bound; sessions go by the ring of their
+ids.
 """
 
 from __future__ import annotations
@@ -89,6 +90,14 @@ class PrefixSettings(BaseModel):
         "most of its text, as this process routed it) or ring (by its conversation's start on "
         "the hash ring, under load_factor: the same in every proxy process). Default tree; ring "
         "with proxy.processes > 1.",
+    )
+    ring_load_factor: float = Field(
+        2.0,
+        ge=1.0,
+        description="With placement ring, a conversation goes past its worker on the ring to the "
+        "next only when that worker has ceil(ring_load_factor x average) requests in flight: "
+        "looser than load_factor, as the ring alone leaves the busiest worker about 1.3 times "
+        "the average, and each process counts only its own requests.",
     )
     start_chars: int = Field(
         2048,
@@ -191,7 +200,7 @@ class PrefixAware(Policy):
         if info.detour_from:
             workers = [w for w in workers if w.url not in info.detour_from] or workers
         by_url = {w.url: w for w in workers}
-        bound = self._load_bound(workers)
+        bound = self._load_bound(workers, self.settings.ring_load_factor)
         start = conversation_start(info, self.settings.start_chars)
         for url in self._ring.clockwise(start):
             worker = by_url.get(url)
@@ -199,11 +208,11 @@ class PrefixAware(Policy):
                 return worker
         return fewest_in_flight(workers)
 
-    def _load_bound(self, workers: Sequence[Worker]) -> int:
+    def _load_bound(self, workers: Sequence[Worker], factor: float | None = None) -> int:
         """Requests in flight a worker may have to take one more for its cache."""
         total = sum(w.in_flight for w in workers)
         # The average counts this request, so a worker at the bound has no room for it.
-        return math.ceil(self.settings.load_factor * (total + 1) / len(workers))
+        return math.ceil((factor or self.settings.load_factor) * (total + 1) / len(workers))
 
     def _by_prefix(
         self, workers: Sequence[Worker], info: RequestInfo, chain: list[int], length: int

@@ -7,8 +7,10 @@ with its own pasted context, gets a calculator call, sends the tool's result and
 answer: two requests per turn, each carrying the whole history. The workload is played through
 agent-eval's proxy with each policy, and through sglang-router's cache_aware, with and without
 an X-Session-ID header, each from cold caches and a fresh router. The hit rate comes from the
-workers' own counts of prompt and cached tokens.
-Run from the repository root: `python -m bench.routing [--sessions N] [--turns T] [--json [PATH]]`.
+workers' own counts of prompt and cached tokens. `--processes 1,2` plays each agent-eval policy
+through `serve --processes N` for each N (sglang-router is one process).
+Run from the repository root:
+`python -m bench.routing [--sessions N] [--turns T] [--processes 1,2] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -100,15 +102,18 @@ class Workload:
 
 @dataclass(frozen=True)
 class Config:
-    """One routed run: which router, which policy, with or without session ids."""
+    """One routed run: which router, which policy, on how many processes, with or without
+    session ids."""
 
     router: str
     policy: str
     session_ids: bool
+    processes: int = 1
 
     @property
     def label(self) -> str:
-        return f"{self.router} {self.policy} {'with' if self.session_ids else 'without'} ids"
+        ids = "with" if self.session_ids else "without"
+        return f"{self.router} {self.policy} x{self.processes} {ids} ids"
 
 
 @dataclass
@@ -129,6 +134,7 @@ class Result:
     router: str
     policy: str
     session_ids: bool
+    processes: int
     requests: int
     failures: int
     hit_rate: float  # cached / prompt tokens, as the workers counted them
@@ -270,6 +276,7 @@ def result(config: Config, tally: Tally, spent: list[list[int]]) -> Result:
         router=config.router,
         policy=config.policy,
         session_ids=config.session_ids,
+        processes=config.processes,
         requests=len(latencies),
         failures=sum(tally.failures.values()),
         hit_rate=sum(cached) / sum(prompt) if sum(prompt) else math.nan,
@@ -282,10 +289,14 @@ def result(config: Config, tally: Tally, spent: list[list[int]]) -> Result:
     )
 
 
-def configs(policies: Sequence[str]) -> list[Config]:
-    """Every policy with and without session ids, then the peer."""
-    routed = [("agent-eval", policy) for policy in policies] + [PEER]
-    return [Config(router, policy, ids) for router, policy in routed for ids in (False, True)]
+def configs(policies: Sequence[str], processes: Sequence[int]) -> list[Config]:
+    """Every policy on each number of processes with and without session ids, then the peer."""
+    routed = [("agent-eval", policy, n) for policy in policies for n in processes]
+    return [
+        Config(router, policy, ids, n)
+        for router, policy, n in [*routed, (*PEER, 1)]
+        for ids in (False, True)
+    ]
 
 
 def known_policies(wanted: Sequence[str], console: Console) -> list[str]:
@@ -302,7 +313,9 @@ def known_policies(wanted: Sequence[str], console: Console) -> list[str]:
 def start_router(fleet: Fleet, config: Config, workers: list[str]) -> tuple[Proc, str]:
     if config.router == PEER[0]:
         return start_sglang(fleet, workers, config.policy)
-    return start_agent_eval(fleet, workers, config.policy)
+    run_dir = fleet.log_dir / config.label.replace(" ", "-")
+    extra = ("--processes", str(config.processes), "--run-dir", str(run_dir))
+    return start_agent_eval(fleet, workers, config.policy, extra)
 
 
 def _cell(value: float, peer: float, text: str) -> str:
@@ -316,7 +329,7 @@ def table(results: list[Result], workload: Workload) -> Table:
         "8 simulated-cache workers (dim: ÷ sglang-router cache_aware)"
     )
     grid = Table(box=box.SIMPLE_HEAD, title=title)
-    for name in ("router", "policy", "session ids"):
+    for name in ("router", "policy", "processes", "session ids"):
         grid.add_column(name)
     for name in ("hit rate", "mean ms", "p99 ms", "max/avg load", "req/s", "failures"):
         grid.add_column(name, justify="right")
@@ -326,6 +339,7 @@ def table(results: list[Result], workload: Workload) -> Table:
         grid.add_row(
             r.router,
             r.policy,
+            str(r.processes),
             "yes" if r.session_ids else "no",
             _cell(r.hit_rate, peer.hit_rate, f"{r.hit_rate:.1%}"),
             _cell(r.mean_ms, peer.mean_ms, number(r.mean_ms)),
@@ -356,6 +370,11 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--prefill-ms-per-token", type=float, default=0.05, help="prefill delay per uncached token"
     )
+    parser.add_argument(
+        "--processes",
+        default="1",
+        help="agent-eval proxy processes, comma-separated: each policy runs on each number",
+    )
     parser.add_argument("--seed", type=int, default=0)
     add_json_option(parser, "routing")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
@@ -373,9 +392,10 @@ def _worker_options(args: argparse.Namespace) -> list[str]:
 
 def main() -> None:
     args = _parse_args()
-    console = wide_console(130)
+    console = wide_console(140)
     workload = Workload(args.sessions, args.turns, args.context_bytes, args.seed)
     policies = known_policies([p for p in args.policies.split(",") if p], console)
+    processes = [int(n) for n in args.processes.split(",") if n]
     about = machine()
 
     def body(fleet: Fleet, work: Path) -> None:
@@ -383,13 +403,13 @@ def main() -> None:
         names = [f"w{i}" for i in range(args.workers)]
         workers = start_mock_workers(fleet, names, _worker_options(args))
         results = []
-        for config in configs(policies):
+        for config in configs(policies, processes):
             router, url = start_router(fleet, config, workers)
             results.append(run_event_loop(play(config, url, workers, workload)))
             fleet.stop_one(router)
             r = results[-1]
             console.print(
-                f"  {config.label:<44} hit {r.hit_rate:6.1%}  mean {r.mean_ms:7.1f} ms"
+                f"  {config.label:<48} hit {r.hit_rate:6.1%}  mean {r.mean_ms:7.1f} ms"
                 f"  p99 {r.p99_ms:7.1f} ms  load {r.max_avg_load:4.2f}  {r.rps:6.1f} req/s"
                 f"  failures {r.failures}",
                 highlight=False,

@@ -10,7 +10,12 @@ from pydantic import ValidationError
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
-from agent_eval.proxy.policies.prefix import PrefixAware, PrefixSettings, routing_text
+from agent_eval.proxy.policies.prefix import (
+    PrefixAware,
+    PrefixSettings,
+    conversation_start,
+    routing_text,
+)
 from agent_eval.proxy.policies.prefix_chain import PrefixSet, chunk_chain
 from tests.helpers.policies import make_workers
 
@@ -222,3 +227,53 @@ def test_the_config_builds_the_policy_and_refuses_wrong_settings() -> None:
         ProxyConfig(policy="prefix", policies={"prefix": {"cache_threshold": 1.5}})
     with pytest.raises(ValidationError, match=r"max_bytes \(2048\) is smaller than chunk_bytes"):
         PrefixSettings(max_bytes=2048, chunk_bytes=4096)
+
+
+def test_on_the_ring_each_process_places_every_turn_of_a_conversation_alike() -> None:
+    # Two proxy processes, each seeing its own loads and its own share of the turns.
+    workers = make_workers(4)
+    processes = [policy_over(workers, placement="ring") for _ in range(2)]
+    homes: dict[str, set[str]] = {}
+    for turn in range(1, 6):
+        for tag in "abcdefgh":
+            loads = (2, 1, 2, 1) if turn % 2 else (1, 2, 1, 2)  # all under the bound, 3
+            for load, worker in zip(loads, workers, strict=True):
+                worker.in_flight = load
+            chosen = processes[turn % 2].choose(workers, chat(history(tag, turn)))
+            assert chosen is not None
+            homes.setdefault(tag, set()).add(chosen.url)
+    assert all(len(urls) == 1 for urls in homes.values()), homes
+    assert len(set.union(*homes.values())) > 1
+
+
+def test_on_the_ring_a_busy_worker_passes_a_conversation_to_the_next() -> None:
+    workers = make_workers(3)
+    policy = policy_over(workers, placement="ring")
+    home = serve(policy, workers, chat(history("a", 1)))
+    home.in_flight = 2  # ceil(1.25 * 3 / 3) = 2: one more would pass the bound
+    moved = policy.choose(workers, chat(history("a", 2)))
+    assert moved is not None and moved is not home
+    home.in_flight = 0
+    assert policy.choose(workers, chat(history("a", 3))) is home
+    retry = chat(history("a", 3), detour_from=frozenset({home.url}))
+    assert policy.choose(workers, retry) is moved  # the next clockwise, as under load
+
+
+def test_a_conversations_start_ends_at_its_first_user_message() -> None:
+    start = conversation_start(chat(history("a", 4)), 2048)
+    assert start == conversation_start(chat(history("a", 1)), 2048)
+    assert start != conversation_start(chat(history("b", 1)), 2048)
+    assert b"And next" not in start and b"Task a" in start
+    prompt = RequestInfo("/v1/completions", payload={"prompt": "x" * 10 + "tail"})
+    assert conversation_start(prompt, 10) == b'["xxxxxxxxxx"]'
+
+
+def test_a_group_of_processes_places_prefix_conversations_by_the_ring() -> None:
+    policy = ProxyConfig(policy="prefix", processes=2).routing_policy()
+    assert isinstance(policy, PrefixAware) and policy.settings.placement == "ring"
+    assert policy.settings.sessions.placement == "ring"
+    alone = ProxyConfig(policy="prefix", processes=1).routing_policy()
+    assert isinstance(alone, PrefixAware) and alone.settings.placement is None
+    kept = {"prefix": {"placement": "tree"}}
+    chosen = ProxyConfig(policy="prefix", processes=2, policies=kept).routing_policy()
+    assert isinstance(chosen, PrefixAware) and chosen.settings.placement == "tree"

@@ -1,14 +1,27 @@
-"""The proxy's store of responses, and the relay that ends a broken translated stream."""
+"""The proxy's store of responses (one process's, and the file a group of processes shares),
+and the relay that ends a broken translated stream."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import orjson
+import pytest
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.responses.request import input_items
-from agent_eval.proxy.responses.store import ENTRY_BYTES, ResponseStore, StoredResponse, Turn
+from agent_eval.proxy.responses.shared_store import SharedResponseStore, prepare_store
+from agent_eval.proxy.responses.store import (
+    ENTRY_BYTES,
+    ResponseStore,
+    StoreBounds,
+    StoredResponse,
+    Turn,
+)
 from agent_eval.proxy.responses.translation import Translation
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
@@ -23,6 +36,27 @@ class Clock:
         return self.now
 
 
+Store = ResponseStore | SharedResponseStore
+MakeStore = Callable[..., Store]
+
+
+@pytest.fixture(params=["memory", "shared"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
+    """Stores of one kind: this process's memory, or a group's file (each store a process)."""
+
+    def make(**bounds: Any) -> Store:
+        if request.param == "memory":
+            return ResponseStore(StoreBounds(**bounds))
+        path = tmp_path / "responses.sqlite3"
+        if not path.exists():
+            prepare_store(path)
+        store = SharedResponseStore(path, StoreBounds(**bounds))
+        request.addfinalizer(store.close)
+        return store
+
+    return make
+
+
 def stored(worker: str = "http://w") -> StoredResponse:
     return StoredResponse(worker, Turn.after(None, [ITEM]))
 
@@ -32,8 +66,8 @@ def holding(size: int) -> StoredResponse:
     return StoredResponse("http://w", None, memoryview(b"x" * size))
 
 
-def test_the_least_recently_used_go_first_past_capacity() -> None:
-    store = ResponseStore(capacity=2, ttl=60, clock=Clock())
+def test_the_least_recently_used_go_first_past_capacity(make_store: MakeStore) -> None:
+    store = make_store(capacity=2, ttl=60, clock=Clock())
     store.put("a", stored())
     store.put("b", stored())
     assert store.get("a") is not None  # a is now the most recently used
@@ -42,8 +76,8 @@ def test_the_least_recently_used_go_first_past_capacity() -> None:
     assert store.pop("a") is not None and store.pop("a") is None and store.get("a") is None
 
 
-def test_the_least_recently_used_go_first_past_the_byte_bound() -> None:
-    store = ResponseStore(capacity=100, ttl=60, max_bytes=3 * ENTRY_BYTES + 10_000, clock=Clock())
+def test_the_least_recently_used_go_first_past_the_byte_bound(make_store: MakeStore) -> None:
+    store = make_store(capacity=100, ttl=60, max_bytes=3 * ENTRY_BYTES + 10_000, clock=Clock())
     for name in "abc":
         store.put(name, holding(4000))
     assert (store.get("a"), len(store), store.bytes) == (None, 2, 2 * (ENTRY_BYTES + 4000))
@@ -55,11 +89,13 @@ def test_the_least_recently_used_go_first_past_the_byte_bound() -> None:
     assert store.pop("b") is not None and store.bytes == 0
 
 
-def test_turns_shared_by_a_chain_are_counted_once_while_any_response_holds_them() -> None:
+def test_turns_shared_by_a_chain_are_counted_once_while_any_response_holds_them(
+    make_store: MakeStore,
+) -> None:
     first = Turn.after(None, [ITEM, ITEM])
     second = Turn.after(first, [ITEM])
     fork = Turn.after(first, [{"type": "message", "role": "user", "content": "bye"}])
-    store = ResponseStore(capacity=100, ttl=60, clock=Clock())
+    store = make_store(capacity=100, ttl=60, clock=Clock())
     for name, turn in (("first", first), ("second", second), ("fork", fork)):
         store.put(name, StoredResponse("http://w", turn))
     turns = len(first.items) + len(second.items) + len(fork.items)
@@ -69,7 +105,30 @@ def test_turns_shared_by_a_chain_are_counted_once_while_any_response_holds_them(
     store.pop("second")
     assert store.bytes == ENTRY_BYTES + len(first.items) + len(fork.items)
     store.pop("fork")
-    assert store.bytes == 0 and first.holders == second.holders == fork.holders == 0
+    assert store.bytes == 0
+    if isinstance(store, ResponseStore):
+        assert first.holders == second.holders == fork.holders == 0
+
+
+def test_what_one_process_stores_another_finds_continues_and_frees(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite3"
+    prepare_store(path)
+    one, other = (SharedResponseStore(path, StoreBounds(capacity=10, ttl=60)) for _ in range(2))
+    reply = {"type": "message", "role": "assistant", "content": "hello"}
+    one.put("first", StoredResponse("http://w", Turn.after(None, [ITEM, reply]), None))
+    found = other.get("first")
+    assert found is not None and found.conversation is not None
+    other.put("second", StoredResponse("http://v", Turn.after(found.conversation, [ITEM])))
+    continued = one.get("second")
+    assert continued is not None and continued.worker == "http://v"
+    assert continued.conversation is not None
+    assert continued.conversation.conversation() == [ITEM, reply, ITEM]
+    assert continued.conversation.count == 3
+    assert one.bytes == other.bytes and len(one) == len(other) == 2
+    assert one.pop("first") is not None and other.get("first") is None
+    assert other.pop("second") is not None and (one.bytes, len(one)) == (0, 0)
+    one.close()
+    other.close()
 
 
 def test_a_conversation_is_its_turns_items_in_order() -> None:
@@ -82,9 +141,9 @@ def test_a_conversation_is_its_turns_items_in_order() -> None:
     assert Turn.after(None, []).conversation() == []
 
 
-def test_a_response_expires_ttl_after_its_last_use() -> None:
+def test_a_response_expires_ttl_after_its_last_use(make_store: MakeStore) -> None:
     clock = Clock()
-    store = ResponseStore(capacity=10, ttl=60, clock=clock)
+    store = make_store(capacity=10, ttl=60, clock=clock)
     store.put("a", stored())
     store.put("b", stored())
     clock.now = 50

@@ -122,12 +122,14 @@ class PolicySettings(BaseModel):
     prefix: PrefixSettings = Field(default_factory=PrefixSettings)
 
     def in_a_group(self) -> PolicySettings:
-        """These settings for a proxy of several processes: sessions placed by the ring alone
-        (unless a placement is given), so each process places a session as the others do."""
+        """These settings for a proxy of several processes: sessions, and the prefix policy's
+        conversations, placed by the ring (unless a placement is given), so each process places
+        them as the others do."""
         ring = {"placement": "ring"}
         session = _placement_defaulted(self.session, ring)
         sessions = _placement_defaulted(self.prefix.sessions, ring)
-        prefix = self.prefix.model_copy(update={"sessions": sessions})
+        placement = self.prefix.placement or "ring"
+        prefix = self.prefix.model_copy(update={"sessions": sessions, "placement": placement})
         return self.model_copy(update={"session": session, "prefix": prefix})
 
     def of(self, policy: str) -> object:

@@ -19,4 +19,4 @@ class SessionByHash(SessionAffinity):
         under = {url: w for url, w in by_url.items() if self._load.get(url, 0) < bound}
         if not under:
             return min(by_url.values(), key=lambda w: self._load.get(w.url, 0))
-        return self._first_on_ring(key, under)
+        return self._ring.first(key, under)

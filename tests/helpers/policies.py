@@ -6,7 +6,7 @@ import bisect
 
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
 from agent_eval.proxy.fleet.worker import Worker
-from agent_eval.proxy.policies.session import VIRTUAL_NODES, ring_hash
+from agent_eval.proxy.policies.ring import VIRTUAL_NODES, ring_hash
 
 
 def make_workers(n: int) -> list[Worker]:

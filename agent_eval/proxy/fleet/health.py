@@ -1,4 +1,9 @@
-"""Active health probes: each worker's health path every few seconds, and its model list."""
+"""Active health probes: each worker's health path every few seconds, and its model list.
+
+In a group of proxy processes the leader probes; the others probe once at start (so no request
+waits for the leader's first round), then copy the leader's findings, probing again themselves
+only while they cannot read them.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import orjson
 from pydantic import SecretStr
 
 from agent_eval.proxy.config import HealthConfig
+from agent_eval.proxy.fleet.health_copy import COPY_INTERVAL, LeaderFindings, adopt
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.routes import NATIVE_ROUTES
@@ -42,8 +48,10 @@ class HealthChecker:
         config: HealthConfig,
         session: aiohttp.ClientSession,
         worker_key: SecretStr | None,
+        leader: LeaderFindings | None = None,
     ) -> None:
         self._pool = pool
+        self._leader = leader
         self._config = config
         self._session = session
         self._worker_key = worker_key
@@ -139,6 +147,14 @@ class HealthChecker:
             return None, b"", f"{path} failed: {type(exc).__name__} {exc}".strip()
 
     async def _loop(self) -> None:
+        await self.probe_all()
         while True:
-            await self.probe_all()
-            await asyncio.sleep(self._config.interval)
+            if self._leader is None:
+                await asyncio.sleep(self._config.interval)
+                await self.probe_all()
+            elif (found := await self._leader.read()) is not None:
+                adopt(self._pool, found)
+                await asyncio.sleep(min(self._config.interval, COPY_INTERVAL))
+            else:
+                await self.probe_all()
+                await asyncio.sleep(self._config.interval)

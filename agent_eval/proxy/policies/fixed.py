@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.base import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
-from agent_eval.proxy.policies.session import ring_hash
+from agent_eval.proxy.policies.ring import ring_hash
 
 
 class FixedRoutes(Policy):

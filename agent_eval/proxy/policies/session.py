@@ -14,8 +14,6 @@ candidate or is over the bound.
 
 from __future__ import annotations
 
-import bisect
-import hashlib
 import math
 import sys
 import time
@@ -29,8 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies.base import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
-
-VIRTUAL_NODES = 64
+from agent_eval.proxy.policies.ring import HashRing
 
 
 class SessionSettings(BaseModel):
@@ -59,10 +56,6 @@ class SessionSettings(BaseModel):
     )
 
 
-def ring_hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-
-
 @dataclass
 class _Session:
     url: str
@@ -85,8 +78,7 @@ class SessionAffinity(Policy):
         self._ttl = ttl
         self._max_sessions = max_sessions
         self._clock = clock
-        self._ring: list[tuple[int, str]] = []
-        self._points: list[int] = []
+        self._ring = HashRing()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._load: dict[str, int] = {}
 
@@ -100,10 +92,7 @@ class SessionAffinity(Policy):
         )
 
     def on_workers_changed(self, urls: Sequence[str]) -> None:
-        self._ring = sorted(
-            (ring_hash(f"{url}#{i}"), url) for url in urls for i in range(VIRTUAL_NODES)
-        )
-        self._points = [point for point, _ in self._ring]
+        self._ring.rebuild(urls)
 
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
         if not workers:
@@ -157,7 +146,7 @@ class SessionAffinity(Policy):
 
     def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
         if self._by_ring:
-            return self._first_on_ring(key, by_url)
+            return self._ring.first(key, by_url)
         # A moving session is already counted among the live ones; a new one is not yet.
         bound = self._bound(len(by_url), extra=0 if moving else 1)
         load = self._load
@@ -168,16 +157,7 @@ class SessionAffinity(Policy):
         idlest = [w for w in under if w.in_flight == fewest]
         if len(idlest) == 1:
             return idlest[0]
-        return self._first_on_ring(key, {w.url: w for w in idlest})
-
-    def _first_on_ring(self, key: str, candidates: dict[str, Worker]) -> Worker:
-        """The first of the candidates clockwise from the key's hash."""
-        start = bisect.bisect(self._points, ring_hash(key))
-        for offset in range(len(self._ring)):
-            worker = candidates.get(self._ring[(start + offset) % len(self._ring)][1])
-            if worker is not None:
-                return worker
-        return next(iter(candidates.values()))  # none on the ring: only before the first change
+        return self._ring.first(key, {w.url: w for w in idlest})
 
     def _assign(self, key: str, url: str, now: float) -> None:
         old = self._sessions.get(key)

@@ -9,13 +9,13 @@ import orjson
 
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.responses.request import input_items
-from agent_eval.proxy.responses.store import ResponseStore, StoredResponse, Turn, kept_json
+from agent_eval.proxy.responses.store import ResponseStorage, StoredResponse, Turn, kept_json
 
 
 class ResponsesRoute:
     """The route's store: a request continues a stored response, and its answer is stored."""
 
-    def __init__(self, store: ResponseStore) -> None:
+    def __init__(self, store: ResponseStorage) -> None:
         self.store = store
 
     def continued(self, exchange: Exchange) -> Exchange:

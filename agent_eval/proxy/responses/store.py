@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -56,6 +56,8 @@ class Turn:
     """Items in the conversation up to and including this turn."""
     holders: int = 0
     """Stored responses and held later turns that keep this turn; the store's bookkeeping."""
+    row: int | None = None
+    """Its id in a store of several processes (shared_store), once stored there."""
 
     @classmethod
     def after(cls, previous: Turn | None, items: Sequence[dict[str, Any]]) -> Turn:
@@ -97,6 +99,27 @@ class StoredResponse:
         return ENTRY_BYTES + (len(self.response) if self.response is not None else 0)
 
 
+@dataclass(frozen=True)
+class StoreBounds:
+    """At most `capacity` responses and `max_bytes` of what they hold, each forgotten `ttl`
+    seconds after its last use."""
+
+    capacity: int
+    ttl: float
+    max_bytes: int = 256 * 1024**2
+    clock: Callable[[], float] = time.monotonic
+
+
+class ResponseStorage(Protocol):
+    """Where /v1/responses keeps what it served: this process's memory, or a group's file."""
+
+    def put(self, response_id: str, stored: StoredResponse) -> None: ...
+
+    def get(self, response_id: str) -> StoredResponse | None: ...
+
+    def pop(self, response_id: str) -> StoredResponse | None: ...
+
+
 class ResponseStore:
     """Responses by id: at most `capacity` of them and `max_bytes` of what they hold, each
     forgotten `ttl` seconds after its last use; the least recently used go first.
@@ -105,17 +128,8 @@ class ResponseStore:
     store really keeps alive.
     """
 
-    def __init__(
-        self,
-        capacity: int,
-        ttl: float,
-        max_bytes: int = 256 * 1024**2,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._capacity = capacity
-        self._ttl = ttl
-        self._max_bytes = max_bytes
-        self._clock = clock
+    def __init__(self, bounds: StoreBounds) -> None:
+        self._bounds = bounds
         self._entries: OrderedDict[str, tuple[float, StoredResponse]] = OrderedDict()
         self.bytes = 0
 
@@ -123,22 +137,23 @@ class ResponseStore:
         return len(self._entries)
 
     def put(self, response_id: str, stored: StoredResponse) -> None:
-        now = self._clock()
+        now = self._bounds.clock()
         self._expire(now)
         self.pop(response_id)
-        self._entries[response_id] = (now + self._ttl, stored)
+        self._entries[response_id] = (now + self._bounds.ttl, stored)
         self._hold(stored)
-        while len(self._entries) > self._capacity or self.bytes > self._max_bytes:
+        bounds = self._bounds
+        while len(self._entries) > bounds.capacity or self.bytes > bounds.max_bytes:
             self._drop_oldest()
 
     def get(self, response_id: str) -> StoredResponse | None:
         """The stored response, its time to live renewed; None when unknown or expired."""
-        now = self._clock()
+        now = self._bounds.clock()
         self._expire(now)
         entry = self._entries.get(response_id)
         if entry is None:
             return None
-        self._entries[response_id] = (now + self._ttl, entry[1])
+        self._entries[response_id] = (now + self._bounds.ttl, entry[1])
         self._entries.move_to_end(response_id)
         return entry[1]
 

@@ -36,13 +36,15 @@ from agent_eval.proxy.errors import (
 from agent_eval.proxy.exchange import Exchange
 from agent_eval.proxy.fields import RequestRefused
 from agent_eval.proxy.fleet.health import HealthChecker
+from agent_eval.proxy.fleet.health_copy import LeaderFindings
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.messages.request import metadata_user
 from agent_eval.proxy.policies import RequestInfo, session_key
 from agent_eval.proxy.recorder import Recorder
 from agent_eval.proxy.responses.route import ResponsesRoute
-from agent_eval.proxy.responses.store import ResponseStore
+from agent_eval.proxy.responses.shared_store import SharedResponseStore
+from agent_eval.proxy.responses.store import ResponseStorage, ResponseStore, StoreBounds
 from agent_eval.proxy.routes import (
     COUNT_TOKENS_ROUTE,
     MESSAGES_ROUTE,
@@ -56,10 +58,12 @@ from agent_eval.proxy.server.auth import (
     secret_bytes,
     sent_attempt_key,
 )
+from agent_eval.proxy.server.group import Group
 from agent_eval.proxy.server.keys import (
     CALL,
     CONFIG,
     FORWARDER,
+    GROUP,
     HEALTH,
     METRICS,
     NESTING,
@@ -89,8 +93,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _KEYED_PATH = re.compile(r"^/a/[^/]*/?")
 
 
-def build_app(config: ProxyConfig) -> web.Application:
-    """The proxy app over the configured workers; upstream resources live as long as it."""
+def build_app(config: ProxyConfig, group: Group | None = None) -> web.Application:
+    """The proxy app over the configured workers; upstream resources live as long as it.
+
+    `group`: this process's place in a group of several sharing the port, if it is one."""
     pool = WorkerPool(config.health, config.routing_policy())
     for url in config.endpoints:
         pool.add(url)
@@ -99,10 +105,11 @@ def build_app(config: ProxyConfig) -> web.Application:
     app[POOL] = pool
     app[ATTEMPTS] = AttemptStore(config.capture)
     app[METRICS] = ProxyMetrics(pool, app[ATTEMPTS])
-    responses = config.responses
-    store = ResponseStore(responses.store_capacity, responses.store_ttl, responses.store_bytes)
-    app[RESPONSES] = ResponsesRoute(store)
+    app[RESPONSES] = ResponsesRoute(_response_store(config, group))
     app[NESTING] = NestingBound()
+    if group is not None:
+        app[GROUP] = group
+        app.on_cleanup.append(_close_shared_store)
     app.cleanup_ctx.append(_upstream)
     if app[METRICS].shared is not None:
         app.cleanup_ctx.append(_shared_metrics)
@@ -127,6 +134,21 @@ async def _shared_metrics(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+def _response_store(config: ProxyConfig, group: Group | None) -> ResponseStorage:
+    """This process's own Responses store, or the file its group shares."""
+    kept = config.responses
+    bounds = StoreBounds(kept.store_capacity, kept.store_ttl, kept.store_bytes)
+    if group is None:
+        return ResponseStore(bounds)
+    return SharedResponseStore(group.responses_path, bounds)
+
+
+async def _close_shared_store(app: web.Application) -> None:
+    store = app[RESPONSES].store
+    assert isinstance(store, SharedResponseStore), "added only for a group's shared store"
+    store.close()
+
+
 async def _upstream(app: web.Application) -> AsyncIterator[None]:
     """Connections to the workers, the health prober and the recorder, for the app's lifetime."""
     config = app[CONFIG]
@@ -136,7 +158,9 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
     recorder = Recorder(config.record_dir) if config.record_dir else None
     if recorder is not None:
         await recorder.start()
-    app[HEALTH] = HealthChecker(app[POOL], config.health, session, config.worker_api_key)
+    app[HEALTH] = HealthChecker(
+        app[POOL], config.health, session, config.worker_api_key, _leader(app, session)
+    )
     limits = config.limits
     upstream = UpstreamPool(
         ConnectionLimits(
@@ -163,6 +187,15 @@ async def _upstream(app: web.Application) -> AsyncIterator[None]:
             await recorder.close()
         upstream.close()
         await session.close()
+
+
+def _leader(app: web.Application, session: aiohttp.ClientSession) -> LeaderFindings | None:
+    """Where a process of a group that does not lead reads the workers' health."""
+    group, token = app.get(GROUP), app[CONFIG].admin_token
+    if group is None or group.leads:
+        return None
+    assert token is not None, "a group's processes get the admin token from their parent"
+    return LeaderFindings(session, group.leader, token.get_secret_value())
 
 
 def _guard(config: ProxyConfig) -> Middleware:
@@ -311,7 +344,7 @@ async def models(request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": data}, dumps=_dumps)
 
 
-ADMIN_HANDLERS = admin.CHANGES | capture_routes.ADMIN
+ADMIN_HANDLERS = admin.ADMIN | capture_routes.ADMIN
 """The handlers that take the admin token."""
 ATTEMPT_HANDLERS = frozenset({generate, models})
 """The handlers an attempt key opens."""

@@ -11,6 +11,7 @@ from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.responses.route import ResponsesRoute
+from agent_eval.proxy.server.group import Group
 from agent_eval.proxy.server.metrics import ProxyMetrics
 from agent_eval.proxy.server.request_bounds import NestingBound
 
@@ -22,5 +23,7 @@ HEALTH = web.AppKey("health", HealthChecker)
 RESPONSES = web.AppKey("responses", ResponsesRoute)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 NESTING = web.AppKey("nesting", NestingBound)
+GROUP = web.AppKey("group", Group)
+"""Set in a proxy of several processes only: this process's place among them."""
 CALL = web.RequestKey("call", Call)
 """On a request sent with an attempt key: the call of that attempt it is."""

@@ -13,6 +13,7 @@ from agent_eval.errors import ProxyStartError
 from agent_eval.proxy.capture.routes import ATTEMPTS
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.server.app import build_app
+from agent_eval.proxy.server.group import Group
 from agent_eval.proxy.server.limits import raise_open_files_limit
 from agent_eval.proxy.server.protocol import ProxyRunner
 from agent_eval.system.lifecycle import forever
@@ -21,12 +22,13 @@ log = logging.getLogger(__name__)
 
 
 @contextlib.asynccontextmanager
-async def running_proxy(config: ProxyConfig, reuse_port: bool = False) -> AsyncIterator[str]:
+async def running_proxy(config: ProxyConfig, group: Group | None = None) -> AsyncIterator[str]:
     """Serve the proxy inside the block; yields its base URL (`http://HOST:PORT/v1`).
 
-    `reuse_port`: share the port with the other processes of a group (SO_REUSEPORT)."""
+    `group`: this process's place in a group sharing the port (SO_REUSEPORT), if it is one."""
     raise_open_files_limit()
-    app = build_app(config.with_admin_token())
+    reuse_port = group is not None
+    app = build_app(config.with_admin_token(), group)
     # Handler cancellation lets a client that disconnects cancel its upstream request. The
     # keep-alive timeout also closes a connection whose request head is still incomplete
     # after it: slow clients (slowloris) cannot hold connections for ever.
@@ -49,20 +51,21 @@ async def running_proxy(config: ProxyConfig, reuse_port: bool = False) -> AsyncI
                 "pass another --port, or --port 0 for a free one"
             ) from None
         host, port = runner.addresses[0][:2]
-        if reuse_port:
-            app[ATTEMPTS].origin = await _own_origin(runner, config.host, port)
+        if group is not None:
+            origin = app[ATTEMPTS].origin = await _own_origin(runner, config.host, port)
+            group.publish(origin)
         yield f"http://{_url_host(host)}:{port}/v1"
     finally:
         await runner.cleanup()
 
 
 async def serve_forever(
-    config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None], reuse_port: bool = False
+    config: ProxyConfig, on_ready: Callable[[str, ProxyConfig], None], group: Group | None = None
 ) -> None:
     """Serve until cancelled; `on_ready` gets the base URL and the config (with its admin
     token) once bound."""
     config = config.with_admin_token()
-    async with running_proxy(config, reuse_port) as base_url:
+    async with running_proxy(config, group) as base_url:
         # Everything built so far lives as long as the process: keep it out of the
         # collector, whose full passes over it otherwise stall the event loop ~50 ms.
         gc.freeze()

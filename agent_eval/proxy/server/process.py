@@ -4,7 +4,8 @@ The parent writes the config (without keys) to RUN_DIR/proxy.json, passes keys t
 environment, and reads one line on each child's stdout that gives the base URL. With more than
 one process (`proxy.processes`) every child listens on the same port with SO_REUSEPORT, and the
 kernel spreads connections over them; the parent holds the port meanwhile (bound, not
-listening, so it takes no connection), and their metrics files are under RUN_DIR/proxy-metrics.
+listening, so it takes no connection), their metrics files are under RUN_DIR/proxy-metrics, and
+what they share (their own ports, the Responses store) under RUN_DIR/proxy-group.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from pathlib import Path
 
 from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
+from agent_eval.proxy.responses.shared_store import prepare_store
 from agent_eval.proxy.server.auth import save_admin_token
+from agent_eval.proxy.server.group import GROUP_DIR, RESPONSES_FILE, Group
 from agent_eval.proxy.server.listener import serve_forever
 from agent_eval.proxy.server.metrics_shared import MULTIPROC_DIR
 from agent_eval.system.children import dying_with_parent, stop_groups
@@ -79,6 +82,7 @@ async def proxy_group(
             port = held.enter_context(held_port(config.host, config.port))
             config = config.model_copy(update={"port": port})
             env[MULTIPROC_DIR] = str(await asyncio.to_thread(_empty_dir, run_dir / "proxy-metrics"))
+            env[GROUP_DIR] = str(await asyncio.to_thread(_group_dir, run_dir / "proxy-group"))
         await asyncio.to_thread(_write_config, config, config_path)
         await asyncio.to_thread(save_admin_token, token, run_dir)
         processes: list[asyncio.subprocess.Process] = []
@@ -139,6 +143,14 @@ def _empty_dir(path: Path) -> Path:
     return path
 
 
+def _group_dir(path: Path) -> Path:
+    """The group's folder, made empty, with the Responses store its processes share."""
+    _empty_dir(path)
+    with writing(path):
+        prepare_store(path / RESPONSES_FILE)
+    return path
+
+
 def _write_config(config: ProxyConfig, path: Path) -> None:
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +205,8 @@ def main(config_path: str, member: str | None = None) -> None:
         sys.stdout.write(f"{READY}{base_url}\n")
         sys.stdout.flush()
 
-    run_child_main(serve_forever(config, announce, reuse_port=member is not None))
+    group = Group.from_environment(int(member)) if member is not None else None
+    run_child_main(serve_forever(config, announce, group))
 
 
 if __name__ == "__main__":

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 import ray
+from pydantic import SecretStr
 from ray.cluster_utils import Cluster
 
+from agent_eval.errors import ConfigError
 from agent_eval.run.config import load_run_config
 from agent_eval.run.evaluation import evaluate, plan
 from agent_eval.run.shards import shard_of
+from agent_eval.run.shards.ray_shard import EngineShardActor, RayShardJob
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.ports import free_port
 from tests.helpers.cli_runs import ROWS, lines, summary, write_dataset
@@ -141,3 +144,24 @@ async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(
     assert len(left) == 1 and int(left[0]) > 0  # lost mid-run, with attempts still owed
     assert len(scores(run_dir)) == ROWS * 2  # each attempt once: none lost, none doubled
     assert summary(run_dir)["complete"] is True
+
+
+async def test_a_shard_that_cannot_reach_the_proxy_names_its_node_and_the_url(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port('127.0.0.1')}/v1"  # nothing listens there
+    config = load_run_config(None, {}, [f"output.dir={tmp_path}"])
+    job = RayShardJob(
+        config=config, base_url=url, model="m", api_key=SecretStr("k"), admin_token=None
+    )
+    shard = EngineShardActor.remote(job)
+    try:
+        with pytest.raises(ConfigError) as error:
+            await shard.start.remote()
+    finally:
+        ray.kill(shard)
+    message = str(error.value.cause)
+    assert re.search(
+        rf"the engine shard on node \S+ cannot reach the proxy at {re.escape(url)} ", message
+    )
+    assert "proxy.host=0.0.0.0 (with proxy.api_key)" in message

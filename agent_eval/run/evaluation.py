@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
     backend = config.backend()
     if backend.launches and model_given:
         backend.validate(config.worker(), config.allocation())
+    if config.eval.engine == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"eval.engine=ray needs Ray: {installs.extra('ray')}")
     total = sum(1 for _ in with_readable_golds(dataset_items(config), check))
     if total == 0:
         raise ConfigError(f"dataset {config.dataset_name!r} has no samples; check it and --limit")
@@ -205,11 +208,10 @@ async def _play_on_ray(
     limit: int | None,
 ) -> None:
     """Every shard a Ray actor; this process writes what they send."""
-    try:
-        from agent_eval.run.shards import ray_driver
-        from agent_eval.run.shards.ray_shard import RayShardJob
-    except ImportError:
-        raise ConfigError(f"eval.engine=ray needs Ray: {installs.extra('ray')}") from None
+    # Imported only here: Ray is an extra (plan() checked it is installed).
+    from agent_eval.run.shards import ray_driver
+    from agent_eval.run.shards.ray_shard import RayShardJob
+
     config = plan.config
     token = None if served.admin_token is None else SecretStr(served.admin_token)
     async with ray_driver.ray_connection(config.scheduler.ray.address):

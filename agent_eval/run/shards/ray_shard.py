@@ -1,7 +1,8 @@
 """An engine shard in a Ray actor: it plays the attempts the driver gives it, yielding each record.
 
 Ray imports this module on every node, so agent-eval, the run's agent and its reward must be
-installed there too. The shard reaches the proxy over the network and writes no file.
+installed there too. The shard reaches the proxy over the network; the driver alone writes
+the run directory.
 """
 
 from __future__ import annotations

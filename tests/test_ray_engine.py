@@ -2,7 +2,7 @@
 in-process run, a resume, and a node lost mid-run with every attempt played exactly once.
 
 One cluster for the module: a head without CPUs (the driver's node) and two one-CPU nodes, so
-that each of the two shards runs on a node of its own.
+that each of the two shards runs on a node of its own. The test that removes a node runs last.
 """
 
 from __future__ import annotations
@@ -135,26 +135,6 @@ async def test_an_interrupted_run_resumes_and_plays_only_what_is_missing(
     assert len(scores(run_dir)) == ROWS * 2
 
 
-async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(
-    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.INFO, DRIVER)
-    workers = await slow_workers(start_workers)
-    run_dir = tmp_path / "run"
-    playing = asyncio.ensure_future(run(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
-    await eventually(lambda: delivered_by_shard_0(run_dir) >= 2, 90)
-    lost = shard_nodes(caplog.text)[0]
-    node = next(node for node in cluster.worker_nodes if node.node_id == lost)
-    await asyncio.to_thread(cluster.remove_node, node, allow_graceful=False)
-    await asyncio.wait_for(playing, 120)
-    left = re.findall(r"engine shard 0 was lost .*; the 1 left play its (\d+)", caplog.text)
-    # Lost mid-run: some of its attempts delivered, some owed; only those are played again.
-    played = scores(run_dir)  # each attempt once: none lost, none doubled
-    owned = sum(shard_of(sample_id, 2) == 0 for sample_id, _ in played)
-    assert len(left) == 1 and 0 < int(left[0]) <= owned - 2
-    assert summary(run_dir)["complete"] is True
-
-
 async def test_a_shard_that_cannot_reach_the_proxy_names_its_node_and_the_url(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -174,3 +154,23 @@ async def test_a_shard_that_cannot_reach_the_proxy_names_its_node_and_the_url(
         rf"the engine shard on node \S+ cannot reach the proxy at {re.escape(url)} ", message
     )
     assert "proxy.host=0.0.0.0 (with proxy.api_key)" in message
+
+
+async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(
+    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, DRIVER)
+    workers = await slow_workers(start_workers)
+    run_dir = tmp_path / "run"
+    playing = asyncio.ensure_future(run(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
+    await eventually(lambda: delivered_by_shard_0(run_dir) >= 2, 90)
+    lost = shard_nodes(caplog.text)[0]
+    node = next(node for node in cluster.worker_nodes if node.node_id == lost)
+    await asyncio.to_thread(cluster.remove_node, node, allow_graceful=False)
+    await asyncio.wait_for(playing, 120)
+    left = re.findall(r"engine shard 0 was lost .*; the 1 left play its (\d+)", caplog.text)
+    # Lost mid-run: some of its attempts delivered, some owed; only those are played again.
+    played = scores(run_dir)  # each attempt once: none lost, none doubled
+    owned = sum(shard_of(sample_id, 2) == 0 for sample_id, _ in played)
+    assert len(left) == 1 and 0 < int(left[0]) <= owned - 2
+    assert summary(run_dir)["complete"] is True

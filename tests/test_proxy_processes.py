@@ -17,6 +17,7 @@ from prometheus_client import multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent_eval.errors import ProxyExitedError, ProxyStartError
+from agent_eval.proxy.admin_client import on_host, url_host
 from agent_eval.proxy.config import ProxyConfig, default_processes
 from agent_eval.proxy.server.process import ProxyGroup, proxy_group, serve_proxy
 from agent_eval.testing.mock_worker import MockWorker
@@ -188,3 +189,11 @@ def _sum(families: Iterable[Any], name: str) -> float:
         for sample in family.samples
         if sample.name in wanted
     )
+
+
+def test_a_wildcard_origin_names_the_host_the_proxy_is_reached_by() -> None:
+    root = "http://10.0.0.5:8000"
+    assert on_host("http://0.0.0.0:41000", url_host(root)) == "http://10.0.0.5:41000"
+    assert on_host("http://[::]:41000/v1", "[fd00::5]") == "http://[fd00::5]:41000/v1"
+    assert on_host("http://127.0.0.1:41000", "10.0.0.5") == "http://127.0.0.1:41000"
+    assert url_host("http://[::1]:8000") == "[::1]"

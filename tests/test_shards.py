@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 from collections import Counter
 from pathlib import Path
 
-from agent_eval.run.config import RunConfig
+import pytest
+
+from agent_eval.errors import ConfigError
+from agent_eval.run.config import RunConfig, load_run_config
+from agent_eval.run.evaluation import plan
 from agent_eval.run.parts import scoring_workers
 from agent_eval.run.shards import shard_of
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
@@ -110,3 +115,17 @@ async def test_a_crashed_engine_process_ends_the_run_with_its_log(
     assert "engine process 1 exited with code 3" in err and "engine-1.log" in err
     assert f"agent-eval run --resume {tmp_path / 'run'}" in err
     assert not running_with(CHILD, cwd=tmp_path)
+
+
+def test_the_engine_on_ray_without_ray_is_refused_before_any_launch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *rest: None if name == "ray" else found(name)
+    )
+    config = load_run_config(None, {}, ["eval.engine=ray", f"output.dir={tmp_path}"])
+    with pytest.raises(
+        ConfigError, match=r"eval.engine=ray needs Ray: pip install 'agent-eval\[ray\]'"
+    ):
+        plan(config)

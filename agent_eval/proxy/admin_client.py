@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -16,6 +17,20 @@ LOAD_COUNTERS = ("served", "failures", "prompt_tokens", "cached_tokens")
 def proxy_root(url: str) -> str:
     """The proxy's root URL, where its admin routes are, from its base URL (with or without /v1)."""
     return url.rstrip("/").removesuffix("/v1")
+
+
+def on_host(url: str, host: str) -> str:
+    """`url` with `host` in place of a wildcard address (0.0.0.0 or ::): a proxy listening on
+    every interface names its URL by one, which a client cannot connect to elsewhere."""
+    parts = urlsplit(url)
+    if parts.hostname not in {"0.0.0.0", "::"}:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{host}:{parts.port}"))
+
+
+def url_host(url: str) -> str:
+    """The host of a proxy's URL (which always names its port), an IPv6 one in brackets."""
+    return urlsplit(url).netloc.rpartition(":")[0]
 
 
 async def fetch_workers(http: aiohttp.ClientSession, url: str, api_key: str | None) -> WorkerLoad:

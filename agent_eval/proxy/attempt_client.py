@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from agent_eval.proxy.admin_client import proxy_root
+from agent_eval.proxy.admin_client import on_host, proxy_root, url_host
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,9 @@ class AttemptClient:
                 body["limits"][name] = value
         opened = await self._call("POST", "/attempts", body)
         key = opened["key"]
-        root = opened.get("origin", self._root)
+        # The process holding the record, reached by the host this client reaches the proxy by
+        # when it names itself by a wildcard (a proxy listening on 0.0.0.0, engine shards on Ray).
+        root = on_host(opened.get("origin", self._root), url_host(self._root))
         if root != self._root:
             self._holders[key] = root
         return OpenedAttempt(

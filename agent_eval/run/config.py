@@ -113,6 +113,11 @@ class EvalSection(Section):
         description="Engine processes; each plays the samples whose id hashes to it. "
         "One process drives about 60 model calls/s.",
     )
+    engine: Literal["local", "ray"] = Field(
+        "local",
+        description="Where the engine processes run: local (this machine) or ray (one actor "
+        "each, spread over the nodes of scheduler.ray.address's cluster, or of a local one).",
+    )
     seed: int = Field(0, description="Run seed; each attempt's seed derives from it.")
     attempt_timeout: float = Field(600.0, gt=0, description="Seconds one attempt may take.")
     replays: int = Field(

@@ -116,6 +116,9 @@ class Engine:
         self.keys = keys if keys is not None and keys.wanted(runner) else None
         self.progress = Progress()
         self._budget: int | None = None
+        # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
+        # eval.concurrency bounds the engine, not each call.
+        self._slots = asyncio.Semaphore(config.concurrency)
         self.stopping = False
         """Set when more attempts ended unscored than eval.max_unscored allows: none is started."""
 
@@ -178,7 +181,8 @@ class Engine:
         for item, attempt in pending:
             if self.stopping:
                 return
-            record = await self._attempt(item, attempt)
+            async with self._slots:
+                record = await self._attempt(item, attempt)
             await sink.append(record)
             self.count(record)
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pydantic import SecretStr
+
+from agent_eval import installs
 from agent_eval.agents import AgentRunner, load_runner
 from agent_eval.agents.base import runner_options
 from agent_eval.data import Item
@@ -77,6 +81,8 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
     backend = config.backend()
     if backend.launches and model_given:
         backend.validate(config.worker(), config.allocation())
+    if config.eval.engine == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"eval.engine=ray needs Ray: {installs.extra('ray')}")
     total = sum(1 for _ in with_readable_golds(dataset_items(config), check))
     if total == 0:
         raise ConfigError(f"dataset {config.dataset_name!r} has no samples; check it and --limit")
@@ -154,6 +160,8 @@ async def play(
         with first_storage_error():
             if selection is not None:
                 await engine.play(selection.items, done, selection.sink(run_dir))
+            elif plan.config.eval.engine == "ray":
+                await _play_on_ray(plan, served, engine, done, run_dir, limit)
             elif plan.config.eval.processes == 1:
                 await engine.play(plan.items(limit), done, run_dir)
             else:
@@ -189,6 +197,33 @@ async def _play_sharded(
     ]
     own = share(plan.items(limit), 0, shards)
     await play_in_processes(engine, own, done, jobs, run_dir, served.api_key)
+
+
+async def _play_on_ray(
+    plan: Plan,
+    served: Served,
+    engine: Engine,
+    done: set[tuple[str, int]],
+    run_dir: RunDirectory,
+    limit: int | None,
+) -> None:
+    """Every shard a Ray actor; this process writes what they send."""
+    # Imported only here: Ray is an extra (plan() checked it is installed).
+    from agent_eval.run.shards import ray_driver
+    from agent_eval.run.shards.ray_shard import RayShardJob
+
+    config = plan.config
+    token = None if served.admin_token is None else SecretStr(served.admin_token)
+    async with ray_driver.ray_connection(config.scheduler.ray.address):
+        job = RayShardJob(
+            config=config,
+            base_url=ray_driver.reachable_url(served.base_url),
+            model=served.model,
+            api_key=SecretStr(served.api_key),
+            admin_token=token,
+        )
+        shards = config.eval.processes
+        await ray_driver.play_on_ray(engine, lambda: plan.items(limit), done, job, shards, run_dir)
 
 
 def resolved_config(config: RunConfig, model: str | None = None) -> RunConfig:

@@ -175,7 +175,7 @@ class RayScheduler(Scheduler):
         except GetTimeoutError:
             return None  # a busy actor is not a dead one; Ray reports the dead ones
         except RayActorError as exc:
-            return f"lost its Ray actor ({_first_line(exc)})"
+            return f"lost its Ray actor ({first_line(exc)})"
         if code is None:
             return None
         await self._call(self._copy_log, worker)
@@ -244,37 +244,7 @@ class RayScheduler(Scheduler):
         return worker
 
     def _connect(self) -> None:
-        if ray.is_initialized():
-            log.info("using this process's existing Ray connection")
-            return
-        try:
-            self._init()
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            if self.address is None:
-                raise SchedulerUnavailableError(
-                    f"cannot start a local Ray cluster ({_first_line(exc)})"
-                ) from None
-            raise SchedulerUnavailableError(
-                f"cannot join the Ray cluster at {self.address} ({_first_line(exc)}); start it "
-                "with `ray start --head` or fix ray.address. A cluster with token authentication "
-                "also needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN or ~/.ray/auth_token)"
-            ) from None
-        self._connected = True
-        total = ray.cluster_resources()
-        log.info(
-            "Ray cluster has %s", format_bundle({k: total.get(k, 0.0) for k in ("GPU", "CPU")})
-        )
-
-    def _init(self) -> None:
-        if self.address is not None:
-            _check_listening(self.address)
-            ray.init(address=self.address, **_QUIET)
-            return
-        # "local", not None: None would join any cluster found on this machine.
-        ray.init(
-            address="local", num_cpus=os.cpu_count(), num_gpus=len(visible_gpus()),
-            include_dashboard=False, **_QUIET,
-        )  # fmt: skip
+        self._connected = join_cluster(self.address)
 
     def _bundle(self, backend: Backend, allocation: Allocation) -> dict[str, float]:
         cpus = {"CPU": self.cpus_per_worker}
@@ -317,7 +287,7 @@ class RayScheduler(Scheduler):
             ref: ObjectRef[str] = self._actors[worker.index].tail.remote(200)
             tail = ray.get(ref, timeout=STATUS_TIMEOUT)
         except RayError as exc:
-            log.warning("cannot fetch the log of %s: %s", worker.name, _first_line(exc))
+            log.warning("cannot fetch the log of %s: %s", worker.name, first_line(exc))
             return
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_text(f"(last lines of {worker.log} on {worker.host})\n{tail}\n")
@@ -369,7 +339,7 @@ def _get(refs: list[Any], timeout: float) -> list[Any]:
         ) from None
     except RayActorError as exc:
         raise SchedulerUnavailableError(
-            f"a Ray worker actor died while starting ({_first_line(exc)}); agent-eval must be "
+            f"a Ray worker actor died while starting ({first_line(exc)}); agent-eval must be "
             "installed, at the same version, on every node"
         ) from None
 
@@ -391,6 +361,47 @@ def _check_fits(bundle: dict[str, float], allocation: Allocation, asked: str) ->
         )
 
 
+def join_cluster(address: str | None) -> bool:
+    """Connect this process to the Ray cluster at `address`, or start a local one for None;
+    whether this call connected (False: a connection was already there, to be left open).
+
+    Call it from a thread that lives as long as the connection: a local cluster's processes
+    die with the thread that started them.
+
+    Raises: SchedulerUnavailableError naming the address and how to start or reach it.
+    """
+    if ray.is_initialized():
+        log.info("using this process's existing Ray connection")
+        return False
+    try:
+        _init(address)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        if address is None:
+            raise SchedulerUnavailableError(
+                f"cannot start a local Ray cluster ({first_line(exc)})"
+            ) from None
+        raise SchedulerUnavailableError(
+            f"cannot join the Ray cluster at {address} ({first_line(exc)}); start it "
+            "with `ray start --head` or fix ray.address. A cluster with token authentication "
+            "also needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from None
+    total = ray.cluster_resources()
+    log.info("Ray cluster has %s", format_bundle({k: total.get(k, 0.0) for k in ("GPU", "CPU")}))
+    return True
+
+
+def _init(address: str | None) -> None:
+    if address is not None:
+        _check_listening(address)
+        ray.init(address=address, **_QUIET)
+        return
+    # "local", not None: None would join any cluster found on this machine.
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), num_gpus=len(visible_gpus()),
+        include_dashboard=False, **_QUIET,
+    )  # fmt: skip
+
+
 def _check_listening(address: str) -> None:
     """Fail fast where nothing listens: ray.init would wait there forever.
 
@@ -405,5 +416,6 @@ def _check_listening(address: str) -> None:
         raise ConnectionError(f"nothing answers at {address}: {exc.strerror or exc}") from None
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (Ray's run to pages), else its type's name."""
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -26,6 +26,7 @@ MODULES = {
     "test_llamacpp_workers": "llamacpp",
     "test_llamacpp_tokens": "llamacpp",
     "test_ray_scheduler": "ray",
+    "test_ray_engine": "ray",
     "test_slurm_scheduler": "slurm",
     "test_slurm_test_only": "slurm",
 }

@@ -12,15 +12,11 @@ import os
 import sys
 from typing import IO
 
-from openai import AsyncOpenAI
-
-from agent_eval.agents import load_runner
 from agent_eval.proxy.server.auth import load_admin_token
 from agent_eval.results.record import AttemptRecord
-from agent_eval.run.capture import engine_keys
-from agent_eval.run.engine import Engine
-from agent_eval.run.parts import dataset_items, engine_config, warm_scorer
+from agent_eval.run.parts import dataset_items
 from agent_eval.run.shards.job import ShardJob, share
+from agent_eval.run.shards.playing import shard_engine
 from agent_eval.system.credentials import NO_KEY, environment_keys
 from agent_eval.system.lifecycle import run_child_main
 
@@ -40,16 +36,9 @@ class LineSink:
 async def play(job: ShardJob, out: IO[bytes]) -> None:
     """Play the job's share against the served model, each record a line on `out`."""
     config = job.config
-    runner = load_runner(config.agent.name, **config.agent.runner_options())
     key = environment_keys()["api_key"] or NO_KEY
-    client = AsyncOpenAI(base_url=job.base_url, api_key=key)
     token = await asyncio.to_thread(load_admin_token, config.run_dir)
-    async with (
-        warm_scorer(config) as scorer,
-        client,
-        engine_keys(config, job.base_url, token) as keys,
-    ):
-        engine = Engine(runner, scorer, client, engine_config(config, job.model), keys=keys)
+    async with shard_engine(config, job.base_url, job.model, key, token) as engine:
         items = share(dataset_items(config, job.limit), job.index, job.shards)
         await engine.play(items, frozenset(job.done), LineSink(out))
 

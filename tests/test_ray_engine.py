@@ -1,0 +1,176 @@
+"""The engine's shards as actors on a real local Ray cluster of several nodes: the records of an
+in-process run, a resume, and a node lost mid-run with every attempt played exactly once.
+
+One cluster for the module: a head without CPUs (the driver's node) and two one-CPU nodes, so
+that each of the two shards runs on a node of its own. The test that removes a node runs last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+from pydantic import SecretStr
+from ray.cluster_utils import Cluster
+
+from agent_eval.errors import ConfigError
+from agent_eval.run.config import load_run_config
+from agent_eval.run.evaluation import evaluate, plan
+from agent_eval.run.shards import shard_of
+from agent_eval.run.shards.ray_shard import EngineShardActor, RayShardJob
+from agent_eval.testing.mock_worker import MockWorker
+from agent_eval.testing.ports import free_port
+from tests.helpers.cli_runs import ROWS, lines, summary, write_dataset
+from tests.helpers.observer import QuietObserver
+from tests.helpers.proxy import StartWorkers
+from tests.helpers.waits import eventually
+
+DRIVER = "agent_eval.run.shards.ray_driver"
+ON_RAY = ("eval.engine=ray", "eval.processes=2")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """The module's cluster, this process connected to it as the engine's driver."""
+    with pytest.MonkeyPatch.context() as env:
+        # A process that ran a token-auth cluster cannot own actors on one without (Ray 2.60).
+        env.setenv("RAY_AUTH_MODE", "disabled")
+        head = {"gcs_server_port": free_port("127.0.0.1"), "num_cpus": 0}
+        nodes = Cluster(initialize_head=True, head_node_args=head)
+        try:
+            for _ in range(2):
+                nodes.add_node(num_cpus=1)
+            nodes.wait_for_nodes()
+            ray.init(address=nodes.address, log_to_driver=False)
+            yield nodes
+        finally:
+            ray.shutdown()
+            nodes.shutdown()
+
+
+async def run(workers: list[MockWorker], run_dir: Path, *overrides: str) -> Path:
+    """Two attempts of each "Say i" sample against `workers`, in-process; the run directory."""
+    data = write_dataset(run_dir.parent / "say.jsonl")
+    given = [
+        f"rollout.endpoints={[w.url for w in workers]}",
+        f"dataset.name={data}",
+        f"output.dir={run_dir}",
+        "eval.n_samples=2",
+        *overrides,
+    ]
+    await evaluate(plan(load_run_config(None, {}, given)), QuietObserver())
+    return run_dir
+
+
+def scores(run_dir: Path) -> dict[tuple[str, int], tuple[float, bool]]:
+    """Each attempt's reward and verdict; every attempt is there once."""
+    records = lines(run_dir)
+    found = {(r["sample_id"], r["attempt"]): (r["reward"], r["correct"]) for r in records}
+    assert len(found) == len(records) == ROWS * 2
+    return found
+
+
+def shard_nodes(log: str) -> dict[int, str]:
+    """Each shard's node id, as the driver logged it."""
+    found = re.findall(r"engine shard (\d+) runs on node \S+ \((\w+)\)", log)
+    return {int(index): node for index, node in found}
+
+
+def delivered_by_shard_0(run_dir: Path) -> int:
+    """Records of shard 0's samples written so far."""
+    samples = run_dir / "samples.jsonl"
+    if not samples.exists():
+        return 0
+    return sum(shard_of(record["sample_id"], 2) == 0 for record in lines(run_dir))
+
+
+async def slow_workers(start_workers: StartWorkers) -> list[MockWorker]:
+    """Two mock workers slow enough (0.2 s a call) for a test to step in mid-run."""
+    workers = await start_workers(2)
+    for worker in workers:
+        worker.behavior.latency = 0.2
+    return workers
+
+
+async def test_shards_on_two_nodes_give_the_records_of_one_process(
+    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, DRIVER)
+    workers = await start_workers(2)
+    one = await run(workers, tmp_path / "one")
+    # Every attempt keyed, on a proxy of two processes: each key's calls go to its origin.
+    keyed = ("eval.capture=true", "proxy.processes=2")
+    on_ray = await run(workers, tmp_path / "ray", *ON_RAY, *keyed)
+    assert scores(on_ray) == scores(one)
+    assert summary(on_ray)["quality"] == summary(one)["quality"]
+    assert all(record["model_calls"] > 0 for record in lines(on_ray))  # the proxy's records
+    nodes = shard_nodes(caplog.text)
+    assert len(nodes) == 2 and len(set(nodes.values())) == 2
+    assert {shard_of(sample_id, 2) for sample_id, _ in scores(on_ray)} == {0, 1}
+
+
+async def test_an_interrupted_run_resumes_and_plays_only_what_is_missing(
+    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    workers = await slow_workers(start_workers)
+    run_dir = tmp_path / "run"
+    first = asyncio.ensure_future(run(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
+    samples = run_dir / "samples.jsonl"
+    await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 3, 90)
+    first.cancel()  # as Ctrl-C does
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    kept = samples.read_bytes()
+    assert 3 <= len(kept.splitlines()) < ROWS * 2
+    # The shards' actors are gone: their nodes' CPUs are free again.
+    await eventually(lambda: ray.available_resources().get("CPU") == 2, 30)
+    await run(workers, run_dir, *ON_RAY)
+    assert samples.read_bytes().startswith(kept)
+    assert len(scores(run_dir)) == ROWS * 2
+
+
+async def test_a_shard_that_cannot_reach_the_proxy_names_its_node_and_the_url(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port('127.0.0.1')}/v1"  # nothing listens there
+    config = load_run_config(None, {}, [f"output.dir={tmp_path}"])
+    job = RayShardJob(
+        config=config, base_url=url, model="m", api_key=SecretStr("k"), admin_token=None
+    )
+    shard = EngineShardActor.remote(job)
+    try:
+        with pytest.raises(ConfigError) as error:
+            await shard.start.remote()
+    finally:
+        ray.kill(shard)
+    message = str(error.value.cause)
+    assert re.search(
+        rf"the engine shard on node \S+ cannot reach the proxy at {re.escape(url)} ", message
+    )
+    assert "proxy.host=0.0.0.0 (with proxy.api_key)" in message
+
+
+async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(
+    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, DRIVER)
+    workers = await slow_workers(start_workers)
+    run_dir = tmp_path / "run"
+    playing = asyncio.ensure_future(run(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
+    await eventually(lambda: delivered_by_shard_0(run_dir) >= 2, 90)
+    lost = shard_nodes(caplog.text)[0]
+    node = next(node for node in cluster.worker_nodes if node.node_id == lost)
+    await asyncio.to_thread(cluster.remove_node, node, allow_graceful=False)
+    await asyncio.wait_for(playing, 120)
+    left = re.findall(r"engine shard 0 was lost .*; the 1 left play its (\d+)", caplog.text)
+    # Lost mid-run: some of its attempts delivered, some owed; only those are played again.
+    played = scores(run_dir)  # each attempt once: none lost, none doubled
+    owned = sum(shard_of(sample_id, 2) == 0 for sample_id, _ in played)
+    assert len(left) == 1 and 0 < int(left[0]) <= owned - 2
+    assert summary(run_dir)["complete"] is True

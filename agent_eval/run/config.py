@@ -247,9 +247,12 @@ class WatchSection(Section):
 
     @model_validator(mode="after")
     def _settings_of_the_trigger_chosen(self) -> Self:
-        """A setting of the other trigger would be silently unused: refuse it, naming both."""
+        """A setting of the other trigger, changed from its default, would be silently unused:
+        refuse it, naming both."""
         other = THRESHOLD_ONLY if self.trigger == "bounded" else BOUNDED_ONLY
-        stray = sorted(other & self.model_fields_set)
+        # By value, not by being set: a saved resolved config sets every key to its default.
+        fields = type(self).model_fields
+        stray = sorted(name for name in other if getattr(self, name) != fields[name].default)
         if stray:
             names = ", ".join(f"watch.{name}" for name in stray)
             wanted = "threshold" if self.trigger == "bounded" else "bounded"

@@ -1,8 +1,8 @@
 """Learning-curve forecasts from the scores seen so far: where the curve goes, with a band.
 
 Four curves are fitted by weighted least squares (each score weighs as many samples as it
-played): flat, a line, a saturating rise or fall `a - b * exp(-step / tau)`, and a level
-that shifts once (a change point: a jump or a collapse). The one with the lowest BIC
+played): flat, a line, a saturating rise or fall `a - b * exp(-step / tau)`, and that curve
+with a level that shifts once (a change point: a jump or a collapse). The one with the lowest BIC
 forecasts; its band comes from refitting it to its own fit plus resampled residuals (a
 residual bootstrap).
 """
@@ -108,14 +108,17 @@ def _designs(curve: CurveName, x: np.ndarray) -> list[tuple[list[np.ndarray], tu
         return [([one], ())]
     if curve == "line":
         return [([one, x], ())]
+    span = max(x.max() - x.min(), 1.0)
+    taus = np.geomspace(span / 20, span * 5, TAUS)
     if curve == "saturating":
-        span = max(x.max() - x.min(), 1.0)
-        return [
-            ([one, -np.exp(-x / tau)], (tau,)) for tau in np.geomspace(span / 20, span * 5, TAUS)
-        ]
-    # A shift at the last point is allowed: after a jump or a collapse, its level is the news.
-    bends = x[1:]
-    return [([one, (x >= bend).astype(float)], (bend,)) for bend in bends]
+        return [([one, -np.exp(-x / tau)], (tau,)) for tau in taus]
+    # A saturating curve whose level shifts once; a shift at the last point is allowed: after
+    # a jump or a collapse, its level is the news.
+    return [
+        ([one, -np.exp(-x / tau), (x >= bend).astype(float)], (tau, bend))
+        for tau in taus
+        for bend in x[1:]
+    ]
 
 
 def _predict(fit: _Fit, x: np.ndarray) -> np.ndarray:
@@ -126,7 +129,7 @@ def _predict(fit: _Fit, x: np.ndarray) -> np.ndarray:
         return p[0] + p[1] * x
     if fit.curve == "saturating":
         return p[0] - p[1] * np.exp(-x / p[2])
-    return p[0] + p[1] * (x >= p[2])
+    return p[0] - p[1] * np.exp(-x / p[3]) + p[2] * (x >= p[4])
 
 
 def _settling(fit: _Fit, settle: float, last: int) -> tuple[float | None, int | None]:

@@ -8,6 +8,7 @@ import re
 from fractions import Fraction
 
 from agent_eval.data import Sample
+from agent_eval.perturb.base import Variant
 from agent_eval.perturb.draws import multiples
 from agent_eval.perturb.number_text import mentions
 from agent_eval.perturb.numbers import new_numbers
@@ -144,6 +145,16 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     final = max(i for i, (_, result) in enumerate(old_steps) if result == old_gold)
     assert Fraction(gold_answer(variant_answer) or "") == new_steps[final][1], original.id
     assert numbers_written(original.question) != numbers_written(variant_question), original.id
+
+
+def checked_variants(sample: Sample, seeds: int = 3) -> list[Variant]:
+    """The sample's variant with each seed, each checked to replay to its gold."""
+    found = [new_numbers(sample, random.Random(seed)) for seed in range(seeds)]
+    assert None not in found, sample.id
+    variants = [variant for variant in found if variant is not None]
+    for variant in variants:
+        check_variant(sample, variant.question, variant.answer)
+    return variants
 
 
 def numbers_written(question: str) -> list[str]:
@@ -468,19 +479,14 @@ def test_a_number_a_constant_is_one_off_stays_and_the_rest_vary() -> None:
         "The total number of guns is 8+10+1+5=<<8+10+1+5=24>>24 guns.\n"
         "They would each have 24/4=<<24/4=6>>6 guns.\n#### 6",
     )
-    for seed in range(3):
-        split = new_numbers(shares, random.Random(seed))
-        assert split is not None
+    for split in checked_variants(shares):
         total, times = (int(n) for n in re.findall(r"\d+", split.question))
         assert times == 4 and total != 100
         assert gold_answer(split.answer) == str(total * 4 // 5)
-        check_variant(shares, split.question, split.answer)
-        shared = new_numbers(guns, random.Random(seed))
-        assert shared is not None
+    for shared in checked_variants(guns):
         dj, nick, rj, richard = (int(n) for n in re.findall(r"\d+", shared.question))
         assert (rj, richard) == (1, 5) and (dj, nick) != (8, 10)
         assert gold_answer(shared.answer) == str((dj + nick + rj + richard) // 4)
-        check_variant(guns, shared.question, shared.answer)
 
 
 def test_a_constant_one_off_an_earlier_result_keeps_that_result() -> None:
@@ -512,13 +518,10 @@ def test_a_value_written_twice_takes_one_new_value_everywhere() -> None:
         "Tim has 12+12=<<12+12=24>>24 marbles.\nTogether they have 12+24=<<12+24=36>>36 marbles."
         "\n#### 36",
     )
-    for seed in range(3):
-        variant = new_numbers(marbles, random.Random(seed))
-        assert variant is not None
+    for variant in checked_variants(marbles):
         sam, more = (int(n) for n in re.findall(r"\d+", variant.question))
         assert sam == more != 12
         assert gold_answer(variant.answer) == str(3 * sam)
-        check_variant(marbles, variant.question, variant.answer)
 
 
 def test_a_small_count_the_solution_reads_twice_stays() -> None:
@@ -532,13 +535,10 @@ def test_a_small_count_the_solution_reads_twice_stays() -> None:
         "Adult tickets cost 12*2=$<<12*2=24>>24\nPopcorns cost 2*3=$<<2*3=6>>6\n"
         "They pay 24+8+6=$<<24+8+6=38>>38 in total.\n#### 38",
     )
-    for seed in range(3):
-        variant = new_numbers(cinema, random.Random(seed))
-        assert variant is not None
+    for variant in checked_variants(cinema):
         adult, child, popcorns, each = (int(n) for n in re.findall(r"\d+", variant.question))
         assert popcorns == 2 and (adult, child, each) != (12, 8, 3)
         assert gold_answer(variant.answer) == str(2 * adult + child + 2 * each)
-        check_variant(cinema, variant.question, variant.answer)
 
 
 def test_a_constant_a_negative_result_may_be_the_minus_of_is_refused() -> None:

@@ -1,5 +1,5 @@
 """Fixtures: mock workers on real ports, a proxy in front of them, a headless browser, a
-terminal; and the markers each collected test carries (tests/helpers/markers.py)."""
+terminal, GSM8K perturbed; and the markers each collected test carries (helpers/markers.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from agent_eval.view.server import create_app
 from tests.helpers.browser import BrowserPage, browser_page
+from tests.helpers.gsm8k_variants import PerturbedGsm8k, perturbed_gsm8k
 from tests.helpers.markers import group_of, markers_of
 from tests.helpers.proxy import (
     MakeAnthropic,
@@ -98,3 +99,9 @@ def make_anthropic(stack: AsyncExitStack) -> MakeAnthropic:
 def start_proxy(stack: AsyncExitStack) -> StartProxy:
     """Start a proxy (free port) over the given workers or URLs; returns its base URL (/v1)."""
     return proxy_starter(stack)
+
+
+@pytest.fixture(scope="session")
+def gsm8k_variants() -> PerturbedGsm8k:
+    """GSM8K's test set perturbed with seed 0, once for the tests that read it whole."""
+    return perturbed_gsm8k()

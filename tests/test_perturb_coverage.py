@@ -12,7 +12,7 @@ from agent_eval.cli import app
 from agent_eval.data import Sample
 from agent_eval.perturb.coverage import Coverage, coverage
 from agent_eval.perturb.expand import perturbed
-from tests.helpers.shared_data import gsm8k_path
+from tests.helpers.gsm8k_variants import KINDS, PerturbedGsm8k
 
 QUESTION = "Tom has 3 apples and buys 4 more. How many?"
 REPLAYABLE = {"question": QUESTION, "answer": "3+4=<<3+4=7>>7\n#### 7"}
@@ -55,13 +55,10 @@ def test_a_dataset_that_cannot_be_read_is_one_message(tmp_path: Path) -> None:
     assert str(missing) in result.output and "Traceback" not in result.output
 
 
-def test_gsm8k_gets_a_variant_of_each_kind_for_most_problems() -> None:
-    kinds = ["numbers", "names", "distractor"]
-    samples = [
-        Sample(f"gsm8k-{i}", row["question"], row["answer"])
-        for i, row in enumerate(map(json.loads, gsm8k_path().read_text().splitlines()))
-    ]
-    numbers, names, distractor = coverage(perturbed(samples, kinds, seed=0), kinds)
+def test_gsm8k_gets_a_variant_of_each_kind_for_most_problems(
+    gsm8k_variants: PerturbedGsm8k,
+) -> None:
+    numbers, names, distractor = coverage(gsm8k_variants.items, KINDS)
     assert numbers.originals == 1319
     assert numbers.share >= 0.85, numbers
     assert names.share >= 0.39, names

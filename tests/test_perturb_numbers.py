@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
-from collections import Counter
 from fractions import Fraction
 
-import pytest
-
 from agent_eval.data import Sample
+from agent_eval.perturb.base import Variant
 from agent_eval.perturb.draws import multiples
 from agent_eval.perturb.number_text import mentions
 from agent_eval.perturb.numbers import new_numbers
 from agent_eval.perturb.prose import annotated
 from agent_eval.perturb.readings import Source, plausible
 from agent_eval.run.scoring import gold_answer
-from tests.helpers.shared_data import gsm8k_path
+from tests.helpers.gsm8k_variants import PerturbedGsm8k
 
 WORDS = [
     "zero",
@@ -57,11 +54,6 @@ JANET = Sample(
     "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18 "
     "every day at the farmer\u2019s market.\n#### 18",
 )
-
-
-def gsm8k() -> list[Sample]:
-    rows = [json.loads(line) for line in gsm8k_path().read_text().splitlines()]
-    return [Sample(f"gsm8k-{i}", row["question"], row["answer"]) for i, row in enumerate(rows)]
 
 
 def value(text: str) -> Fraction:
@@ -155,32 +147,39 @@ def check_variant(original: Sample, variant_question: str, variant_answer: str) 
     assert numbers_written(original.question) != numbers_written(variant_question), original.id
 
 
+def checked_variants(sample: Sample, seeds: int = 3) -> list[Variant]:
+    """The sample's variant with each seed, each checked to replay to its gold."""
+    found = [new_numbers(sample, random.Random(seed)) for seed in range(seeds)]
+    assert None not in found, sample.id
+    variants = [variant for variant in found if variant is not None]
+    for variant in variants:
+        check_variant(sample, variant.question, variant.answer)
+    return variants
+
+
 def numbers_written(question: str) -> list[str]:
     """The question's numbers in order, in digits or as words: a variant changes one at least."""
     return re.findall(rf"\d[\d.,]*|\.\d+|\b(?:{'|'.join(WORDS + TENS)})\b", question.lower())
 
 
-def test_every_gsm8k_variant_replays_to_its_gold(caplog: pytest.LogCaptureFixture) -> None:
-    samples = gsm8k()
-    caplog.set_level(logging.DEBUG, logger="agent_eval.perturb.numbers")
-    recomputed = 0
-    for sample in samples:
-        variant = new_numbers(sample, random.Random(sample.id))
-        if variant is not None:
-            check_variant(sample, variant.question, variant.answer)
-            recomputed += 1
-    reasons = Counter(
-        re.sub(r"[\d/.-]+", "N", r.getMessage().split(": ", 2)[-1]) for r in caplog.records
-    )
+def test_every_gsm8k_variant_replays_to_its_gold(gsm8k_variants: PerturbedGsm8k) -> None:
+    originals = {sample.id: sample for sample in gsm8k_variants.originals}
+    variants = gsm8k_variants.variants("numbers")
+    for variant in variants:
+        assert variant.variant_of is not None and variant.question and variant.answer
+        check_variant(originals[variant.variant_of], variant.question, variant.answer)
+    refusals = gsm8k_variants.refusals
     logging.getLogger(__name__).info(
-        "%d of %d recomputed; the rest: %s", recomputed, len(samples), reasons
+        "%d of %d recomputed; the rest: %s", len(variants), len(originals), refusals
     )
-    assert recomputed + sum(reasons.values()) == len(samples)
-    assert recomputed >= 1_186, reasons.most_common(5)
+    assert len(variants) + sum(refusals.values()) == len(originals)
+    assert len(variants) >= 1_173, refusals.most_common(5)
 
 
-def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers() -> None:
-    samples = gsm8k()[:120]
+def test_the_same_seed_gives_the_same_variant_and_another_seed_other_numbers(
+    gsm8k_variants: PerturbedGsm8k,
+) -> None:
+    samples = gsm8k_variants.originals[:120]
     first = [new_numbers(s, random.Random(7)) for s in samples]
     assert first == [new_numbers(s, random.Random(7)) for s in samples]
     other = [new_numbers(s, random.Random(8)) for s in samples]
@@ -409,13 +408,8 @@ def test_a_number_a_cue_word_may_bring_stays_refused_where_readings_differ() -> 
 
 
 def test_a_constant_a_varied_number_may_have_given_is_refused() -> None:
-    # Each gold was wrong while these constants were taken as the solution's own: 5 is 4 + 1,
-    # 24 is 18 + 6 worked in prose, 10 is 2 * 5 stated after algebra.
-    shares = Sample(
-        "x",
-        "Jeff and Brad divide 100 dollars. Jeff gets 4 times as much as Brad. What does Jeff get?",
-        "Brad gets 100/5=<<100/5=20>>20 dollars.\nJeff gets 20*4=<<20*4=80>>80 dollars.\n#### 80",
-    )
+    # Each gold was wrong while these constants were taken as the solution's own: 24 is
+    # 18 + 6 worked in prose, 10 is 2 * 5 stated after algebra.
     squares = Sample(
         "y",
         "A quilt has 14 red squares, 4 more blue squares than red ones, and 6 more green "
@@ -429,7 +423,7 @@ def test_a_constant_a_varied_number_may_have_given_is_refused() -> None:
         "Jerry's Age = 2 Jerry's age - 10\nTherefore Jerry's Age = <<10=10>>10\n"
         "In three years Jerry will be 10 + 3 = <<10+3=13>>13\n#### 13",
     )
-    for sample in (shares, squares, jerry):
+    for sample in (squares, jerry):
         assert new_numbers(sample, random.Random(0)) is None, sample.id
 
 
@@ -468,8 +462,36 @@ def test_a_number_no_round_neighbour_fits_is_drawn_with_any_digits() -> None:
     check_variant(money, variant.question, variant.answer)
 
 
-def test_a_constant_one_off_an_earlier_result_is_refused() -> None:
-    # 8 bottles leave 7 gaps: 7 stayed 7 when 24 / 4 gave 6 bottles, a wrong gold.
+def test_a_number_a_constant_is_one_off_stays_and_the_rest_vary() -> None:
+    # 100 / 5 when Jeff gets 4 times as much: 5 may be 4 + 1, so the 4 stays (5 became 8 when
+    # 4 became 7 while the 5 was taken for the solution's own). gsm8k-334: the 4 who share the
+    # guns is one off Richard's 5, which stays; the 4 holds whichever it is.
+    shares = Sample(
+        "x",
+        "Jeff and Brad divide 100 dollars. Jeff gets 4 times as much as Brad. What does Jeff get?",
+        "Brad gets 100/5=<<100/5=20>>20 dollars.\nJeff gets 20*4=<<20*4=80>>80 dollars.\n#### 80",
+    )
+    guns = Sample(
+        "y",
+        "Nick, Richard, Jason and DJ each have paintball guns. DJ has 8 guns, Nick has 10 guns, "
+        "RJ has 1 gun and Richard has 5 guns. If they were to share their guns equally, how "
+        "many guns would each of them have?",
+        "The total number of guns is 8+10+1+5=<<8+10+1+5=24>>24 guns.\n"
+        "They would each have 24/4=<<24/4=6>>6 guns.\n#### 6",
+    )
+    for split in checked_variants(shares):
+        total, times = (int(n) for n in re.findall(r"\d+", split.question))
+        assert times == 4 and total != 100
+        assert gold_answer(split.answer) == str(total * 4 // 5)
+    for shared in checked_variants(guns):
+        dj, nick, rj, richard = (int(n) for n in re.findall(r"\d+", shared.question))
+        assert (rj, richard) == (1, 5) and (dj, nick) != (8, 10)
+        assert gold_answer(shared.answer) == str((dj + nick + rj + richard) // 4)
+
+
+def test_a_constant_one_off_an_earlier_result_keeps_that_result() -> None:
+    # 8 bottles leave 7 gaps: 7 stayed 7 when 24 / 3 gave 6 bottles, a wrong gold. Now 24 / 3
+    # must still give 8, so that 7 holds whether the solution counted it or took 8 - 1.
     bottles = Sample(
         "x",
         "Richard's driveway is 24 feet wide and he puts a bottle of soda every 3 feet. It takes "
@@ -477,7 +499,60 @@ def test_a_constant_one_off_an_earlier_result_is_refused() -> None:
         "There are 24 / 3 feet between each bottle = <<24/3=8>>8 bottles.\n"
         "It will take him 5 seconds x 7 bottles = 35 seconds total.\n#### 35",
     )
-    assert new_numbers(bottles, random.Random(0)) is None
+    variants = [new_numbers(bottles, random.Random(seed)) for seed in range(10)]
+    found = [variant for variant in variants if variant is not None]
+    assert found
+    for variant in found:
+        wide, every, seconds = (int(n) for n in re.findall(r"\d+", variant.question))
+        assert wide == 8 * every and (wide, every, seconds) != (24, 3, 5)
+        assert gold_answer(variant.answer) == str(seconds * 7)
+        check_variant(bottles, variant.question, variant.answer)
+
+
+def test_a_value_written_twice_takes_one_new_value_everywhere() -> None:
+    # Tim's 12 more and Sam's 12: 12 + 12 may read either, so both take one new value (a tie)
+    # and every reading gives the same gold.
+    marbles = Sample(
+        "x",
+        "Sam has 12 marbles. Tim has 12 more marbles than Sam. How many marbles do they have?",
+        "Tim has 12+12=<<12+12=24>>24 marbles.\nTogether they have 12+24=<<12+24=36>>36 marbles."
+        "\n#### 36",
+    )
+    for variant in checked_variants(marbles):
+        sam, more = (int(n) for n in re.findall(r"\d+", variant.question))
+        assert sam == more != 12
+        assert gold_answer(variant.answer) == str(3 * sam)
+
+
+def test_a_small_count_the_solution_reads_twice_stays() -> None:
+    # gsm8k-1274: 12*2 is the solution's 2 parents, 2*3 the question's 2 popcorns; varying the
+    # 2 made 11*3 for the parents. gsm8k-1300: 7-2 is Sunday and Wednesday, 60*2 the 2 weeks.
+    cinema = Sample(
+        "x",
+        "A family of parents and a child go to the cinema. The cost of an adult ticket is $12 "
+        "and a child ticket is $8. Then they buy 2 popcorns for $3 each. How many dollars do "
+        "they pay in total?",
+        "Adult tickets cost 12*2=$<<12*2=24>>24\nPopcorns cost 2*3=$<<2*3=6>>6\n"
+        "They pay 24+8+6=$<<24+8+6=38>>38 in total.\n#### 38",
+    )
+    for variant in checked_variants(cinema):
+        adult, child, popcorns, each = (int(n) for n in re.findall(r"\d+", variant.question))
+        assert popcorns == 2 and (adult, child, each) != (12, 8, 3)
+        assert gold_answer(variant.answer) == str(2 * adult + child + 2 * each)
+
+
+def test_a_constant_a_negative_result_may_be_the_minus_of_is_refused() -> None:
+    # gsm8k-1042: 9 / 3 divides the 9 that 11 - 20 = -9 lost: it stayed 9 when -9 became -5.
+    races = Sample(
+        "x",
+        "On the first race, he lost $5. On the second race, he won $1 more than twice the "
+        "amount he previously lost. On the third race, he lost 1.5 times as much as he won in "
+        "the second race. How much did he lose on average?",
+        "He won $11 because 1+ 5 x 2 = <<1+5*2=11>>11\nHe lost $15 because 10 x 1.5 = "
+        "<<10*1.5=15>>15\nHe lost $20 because 15 + 5 = <<15+5=20>>20\nHe lost $9 because "
+        "11 - 20 = <<11-20=-9>>-9\nHe lost $3 per race because 9 / 3 = <<9/3=3>>3\n#### 3",
+    )
+    assert all(new_numbers(races, random.Random(seed)) is None for seed in range(5))
 
 
 def test_a_constant_the_prose_works_out_is_refused() -> None:
@@ -591,7 +666,9 @@ def test_a_reading_that_leaves_a_result_unused_is_dropped() -> None:
         "The total times they ride that day is 6+4=<<6+4=10>>10 times.\n"
         "So, Pam and Fred used 10x6=<<10*6=60>>60 tickets that day.\n#### 60",
     )
-    # 4*7 reads the 6+1 hours, not a week's 7 days, which would leave 6+1 unused.
+    # 4*7 reads the 6+1 hours, not a week's 7 days, which would leave 6+1 unused; but
+    # Monday's 8 hours are read twice (8-2, 8+12+28), where a solution's own 8 could be one
+    # of them, so the 8 stays and nothing varies.
     sleep = Sample(
         "y",
         "Sadie slept 8 hours on Monday. For the next two days, she slept 2 hours less, each. If "
@@ -609,12 +686,7 @@ def test_a_reading_that_leaves_a_result_unused_is_dropped() -> None:
         assert (pam, luge) == (2, 2) and (fred, tickets) != (4, 6)
         assert gold_answer(rides.answer) == str((pam + fred + 2 * luge) * tickets)
         check_variant(carnival, rides.question, rides.answer)
-        slept = new_numbers(sleep, random.Random(seed))
-        assert slept is not None
-        monday = int(re.findall(r"\d+", slept.question)[0])
-        assert monday != 8
-        assert gold_answer(slept.answer) == str(monday + 2 * (monday - 2) + 4 * (monday - 1))
-        check_variant(sleep, slept.question, slept.answer)
+        assert new_numbers(sleep, random.Random(seed)) is None
 
 
 def test_whole_readings_keep_each_result_used_and_each_question_number_read() -> None:

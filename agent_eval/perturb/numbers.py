@@ -91,6 +91,8 @@ class _Plan:
     once: set[Fraction]
     """Varied numbers a cue word may bring too: a whole reading reads each once, the cue the
     rest ("2 inches on Monday" and "twice Monday's" in 2*2)."""
+    steady: frozenset[int] = frozenset()
+    """Steps whose results a draw must leave as they were: a constant is one off them."""
 
 
 _Draw = tuple[dict[Fraction, Fraction], list[_Step]]
@@ -186,14 +188,41 @@ def _changes(values: dict[Fraction, Fraction]) -> bool:
 
 
 def _plan(question: str, answer: str) -> _Plan:
+    """The numbers to vary and each operand's sources. A number that a constant is one off
+    stays instead, as does a step's result (the 4 friends who share the guns beside Richard's
+    5 stay 4, the 7 gaps between the 24 / 3 bottles stay 7): the constant then holds whether
+    the solution brought it or took it from that number plus or minus 1."""
     annotations = _annotations(answer)
     final = _final(annotations, answer)
+    pinned: set[Fraction] = set()
+    steady: set[int] = set()
+    while True:
+        try:
+            plan = _planned(question, answer, annotations, final, pinned, steady)
+        except _OneOff as off:
+            if off.numbers <= pinned and off.results <= steady:
+                raise
+            pinned |= off.numbers
+            steady |= off.results
+            continue
+        return replace(plan, steady=frozenset(steady))
+
+
+def _planned(
+    question: str,
+    answer: str,
+    annotations: list[_Annotation],
+    final: int,
+    pinned: set[Fraction],
+    steady: set[int],
+) -> _Plan:
     written_in_question = mentions(question)
     sure, once = _variables(question, written_in_question, annotations)
-    variables = sure | once
+    once -= pinned
+    variables = (sure | once) - pinned
     fixed = (written_values(question) | set(map(Fraction, cued_by(question)))) - variables
     derived = _in_prose(answer, fixed)
-    sources = _sources(annotations, variables, once, written_in_question, fixed, derived)
+    sources = _sources(annotations, variables, once, written_in_question, fixed, derived, steady)
     used = {
         s.key for row in sources for each in row for s in each if s.kind in ("question", "percent")
     }
@@ -240,9 +269,11 @@ def _variables(
 ) -> tuple[set[Fraction], set[Fraction]]:
     """The question's values that may vary: not 0 or 1, not a value an ordinal names, not
     naming a group ("the three"), not a share of a whole, used, and, if a small count, written
-    once and used once a step (written twice, as 4 dogs of which the second walks 4 miles, or
-    used twice, as 3*3, one new value for every mention or use may change what the problem is;
-    a larger one is the question's each time: 20*20 for a square's side). Its mentions all take
+    once and used once, but where an earlier result gives it too (written twice, as 4 dogs of
+    which the second walks 4 miles, one new value for every mention may change what the
+    problem is; used twice, as 3*3 or the 2 popcorns beside the solution's 2 parents, a use
+    may be the solution's own count; a larger
+    one is the question's each time: 20*20 for a square's side). Its mentions all take
     one new value, so each use follows. Those a cue word of the question may bring come apart,
     where written once: an operand with their value may be either, as whole readings decide."""
     cued = set(map(Fraction, cued_by(question)))
@@ -255,9 +286,14 @@ def _variables(
     stray.subtract(Counter(m.value for m in written_in_question if not m.word))
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     uses: Counter[Fraction] = Counter()
+    # Uses in all steps, but those an earlier result gives as well, whose readings must agree.
+    bare: Counter[Fraction] = Counter()
+    results: set[Fraction] = set()
     for annotation in annotations:
         used = Counter(percents.get(v, v) for v in _values(annotation.operands))
         uses |= used
+        bare.update(v for v in used.elements() if v not in results)
+        results.add(annotation.result)
     candidates = {
         value
         for value, count in counts.items()
@@ -267,7 +303,7 @@ def _variables(
         and stray[value] <= 0
         and value not in named | referring
     }
-    sure = {v for v in candidates - cued if not _small(v) or counts[v] == uses[v] == 1}
+    sure = {v for v in candidates - cued if not _small(v) or counts[v] == uses[v] == 1 >= bare[v]}
     return sure, {v for v in candidates & cued if counts[v] == 1}
 
 
@@ -298,11 +334,12 @@ def _sources(
     written_in_question: list[Mention],
     fixed: set[Fraction],
     derived: set[Fraction],
+    steady: set[int],
 ) -> list[list[tuple[Source, ...]]]:
     """Each operand's possible sources. A value that stays (`fixed`: one the question writes
     and does not vary, the 13 of 7/13, or one its words cue) is a constant, as its percent is;
     one the prose works out (`derived`) is none; a varied one a cue word may bring (`once`) is
-    either."""
+    either; the solution's own is one off no varied number or result (but `steady` ones)."""
     percents = {m.value / 100: m.value for m in written_in_question if m.hundredths}
     sources: list[list[tuple[Source, ...]]] = []
     for index, annotation in enumerate(annotations):
@@ -315,6 +352,9 @@ def _sources(
             + ((Source("constant", v),) if v in once else ())
             for v in values
         ]
+        for v in {v for r, v in zip(row, values, strict=True) if r == (Source("constant", v),)}:
+            if v not in fixed | derived:
+                _check_one_off(v, variables, earlier, steady)
         if any(r[0].kind == "constant" and v in derived for r, v in zip(row, values, strict=True)):
             # `2/3 x 4/4 = 8/12` in words, then 3 x 8: the 8 would stay when the 12 changes.
             raise _NotRecomputable("a constant is worked out in the solution's prose")
@@ -357,19 +397,36 @@ def _source(
         return (Source("constant", value),)
     if value not in fixed and not _small(value):
         raise _NotRecomputable(f"{value} comes from neither the question nor an earlier result")
-    if value not in fixed and (value - 1 in variables or _one_off(value, variables, earlier)):
-        # "4 times as much" splits 100 in 5, "3 friends and him" are 4, 8 bottles leave 7 gaps
-        # between them: one off a varied number or a result may be it plus or minus one.
-        raise _NotRecomputable(f"{value} may be a varied number or a result plus or minus 1")
     return (Source("constant", value),)
 
 
-def _one_off(
-    value: Fraction, variables: set[Fraction], earlier: dict[Fraction, list[Fraction]]
-) -> bool:
-    """Whether a count above 2 is one off a varied number or an earlier result (1 and 2 are
-    the solution's own too often: one each, a round trip)."""
-    return value > 2 and bool({value - 1, value + 1} & (variables | set(earlier)))
+def _check_one_off(
+    value: Fraction,
+    variables: set[Fraction],
+    earlier: dict[Fraction, list[Fraction]],
+    steady: set[int],
+) -> None:
+    """ "4 times as much" splits 100 in 5, "3 friends and him" are 4, 8 bottles leave 7 gaps
+    between them: a constant above 2 one off a varied number or a result may be it plus or
+    minus one (1 and 2 are the solution's own too often: one each, a round trip), and one a
+    negative result is the minus of (`11 - 20 = -9`, then `9 / 3`).
+
+    Raises: _OneOff naming the numbers and the results (but `steady` ones) it may be.
+    """
+    near = (value - 1, value + 1)
+    numbers = {n for n in near if n in variables}
+    results = {int(i) for n in (*near, -value) for i in earlier.get(n, [])} - steady
+    if value > 2 and (numbers or results):
+        raise _OneOff(value, numbers, results)
+
+
+class _OneOff(_NotRecomputable):
+    """A constant one off varied `numbers` or earlier steps' `results`, or a result's minus:
+    it may be any of them, so they must stay as they are."""
+
+    def __init__(self, value: Fraction, numbers: set[Fraction], results: set[int]) -> None:
+        super().__init__(f"{value} may be a varied number or a result plus or minus 1")
+        self.numbers, self.results = numbers, results
 
 
 def _small(value: Fraction) -> bool:
@@ -434,7 +491,7 @@ def _steps(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
     if any(m.percent and m.value <= 100 < values[m.value] for m in plan.question):
         return None
     recomputed: list[_Step] = []
-    for annotation, sources in zip(plan.annotations, plan.sources, strict=True):
+    for index, (annotation, sources) in enumerate(zip(plan.annotations, plan.sources, strict=True)):
         operands = _agreed(sources, values, recomputed)
         if operands is None:
             return None
@@ -443,7 +500,9 @@ def _steps(plan: _Plan, values: dict[Fraction, Fraction]) -> list[_Step] | None:
             result = evaluate(expression)
         except ZeroDivisionError:
             return None
-        if not _reasonable(annotation.result, result):
+        if not _reasonable(annotation.result, result) or (
+            index in plan.steady and result != annotation.result
+        ):
             return None
         recomputed.append(_Step(expression, operands, result))
     return recomputed

@@ -13,6 +13,8 @@ import pytest
 
 # Fixtures that bring an outside part along.
 FIXTURES = {"browser": "browser", "on_terminal": "tmux"}
+# Fixtures that are slow themselves: the GSM8K test set perturbed whole, once a session.
+SLOW_FIXTURES = {"gsm8k_variants"}
 # Helper modules whose names, used by a test, mean it drives that outside part.
 HELPERS = {
     "tests.helpers.browser": "browser",
@@ -81,7 +83,8 @@ def markers_of(item: pytest.Function) -> set[str]:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and callspec.params.get("scheduler") in SCHEDULERS:
         found.add(callspec.params["scheduler"])
-    return found | ({"slow"} if found & SLOW or helpers & SLOW_HELPERS or heavy(item) else set())
+    slow = found & SLOW or helpers & SLOW_HELPERS or SLOW_FIXTURES & set(item.fixturenames)
+    return found | ({"slow"} if slow or heavy(item) else set())
 
 
 def heavy(item: pytest.Function) -> bool:

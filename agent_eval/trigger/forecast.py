@@ -21,6 +21,9 @@ RESAMPLES = 200
 BAND = (5.0, 95.0)  # percentiles of the bootstrap forecasts: a 90% band
 TAUS = 24  # time constants tried, log-spaced over the steps seen
 CURVES: tuple[CurveName, ...] = ("flat", "line", "saturating", "change point")
+# A change point is the best of every split: BIC counts it as this many parameters more, or a
+# split at the noisiest point would win on a curve that never shifted.
+SEARCH_PENALTY = 2
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class _Fit:
     curve: CurveName
     parameters: tuple[float, ...]
     sse: float
-    size: int  # parameters, counting tau and the change point
+    size: int  # parameters, counting tau, and the change point as 1 + SEARCH_PENALTY
 
 
 def forecast(points: Sequence[Point], steps: Sequence[int], settle: float = 0.05) -> Forecast:
@@ -96,7 +99,8 @@ def _fits(curve: CurveName, x: np.ndarray, ys: np.ndarray, w: np.ndarray) -> lis
         sse = np.sum(w[:, None] * (ys - design @ coefficients) ** 2, axis=0)
         for column in np.flatnonzero(sse < best_sse):
             parameters = (*coefficients[:, column].tolist(), *extra)
-            best[column] = _Fit(curve, parameters, float(sse[column]), len(parameters))
+            size = len(parameters) + (SEARCH_PENALTY if curve == "change point" else 0)
+            best[column] = _Fit(curve, parameters, float(sse[column]), size)
         best_sse = np.minimum(best_sse, sse)
     return [f for f in best if f is not None]
 

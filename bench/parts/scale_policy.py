@@ -52,8 +52,8 @@ def _pool(
     """A pool of healthy workers serving the model, under a session policy that keeps them all."""
     policy = SessionAffinity(ttl=1e9, max_sessions=sessions, placement=placement)
     pool = WorkerPool(HealthConfig(), policy)
-    for i in range(workers):
-        worker = pool.add(f"http://127.0.0.1:{20000 + i}")
+    pool.add_all(f"http://127.0.0.1:{20000 + i}" for i in range(workers))
+    for worker in pool:
         worker.health.healthy = worker.health.probed = True
         worker.models = (MODEL,)
     return pool, policy

@@ -92,8 +92,7 @@ _KEYED_PATH = re.compile(r"^/a/[^/]*/?")
 def build_app(config: ProxyConfig) -> web.Application:
     """The proxy app over the configured workers; upstream resources live as long as it."""
     pool = WorkerPool(config.health, config.routing_policy())
-    for url in config.endpoints:
-        pool.add(url)
+    pool.add_all(config.endpoints)
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])
     app[CONFIG] = config
     app[POOL] = pool

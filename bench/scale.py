@@ -365,8 +365,8 @@ def main() -> None:
         for size in _sizes(args.workers)[:-1]:
             started = time.monotonic()
             proc, root = start_ours(fleet, every[:size], args)
-            figures = idle_figures(OURS, proc, root, size, started, args.idle_seconds)
-            idle.append(run_event_loop(figures))
+            measuring = idle_figures(OURS, proc, root, size, started, args.idle_seconds)
+            idle.append(run_event_loop(measuring))
             fleet.stop_one(proc)
         console.print(
             f"{args.sessions:,} sessions through agent-eval over {args.workers:,} workers ..."

@@ -13,6 +13,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from agent_eval.testing import mock_worker
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from agent_eval.testing.worker_state import LOG_SIZE
@@ -354,3 +355,35 @@ async def test_runs_as_a_process_until_sigterm(http: aiohttp.ClientSession) -> N
     assert code == 0
     with pytest.raises(ProcessLookupError):
         os.kill(process.pid, 0)
+
+
+async def test_one_process_serves_many_workers_each_on_its_port_under_its_name(
+    http: aiohttp.ClientSession,
+) -> None:
+    command = ["-m", "agent_eval.testing.mock_worker", "--name", "many", "--count", "3"]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *command, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        lines = [
+            (await asyncio.wait_for(process.stdout.readline(), timeout=30)).decode()
+            for _ in range(3)
+        ]
+        urls = [line.split()[1] for line in lines if line.startswith("READY ")]
+        assert len(set(urls)) == 3
+        names = []
+        for url in urls:
+            async with http.get(f"{url}/health") as response:
+                names.append(response.headers["X-Mock-Worker"])
+        assert names == ["many-0", "many-1", "many-2"]
+    finally:
+        process.terminate()
+        assert await asyncio.wait_for(process.wait(), timeout=10) == 0
+
+
+def test_many_workers_take_free_ports(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        mock_worker.main(["--count", "2", "--port", "30000"])
+    assert refused.value.code == 2
+    assert "more than 1 takes --port 0" in capsys.readouterr().err

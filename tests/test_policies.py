@@ -5,8 +5,11 @@ from __future__ import annotations
 import collections
 import math
 import random
+from collections.abc import Sequence
 from typing import Literal
 
+from agent_eval.proxy.config import HealthConfig
+from agent_eval.proxy.fleet.pool import WorkerPool
 from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import RequestInfo
 from agent_eval.proxy.policies.least_requests import LeastRequests
@@ -156,3 +159,35 @@ def test_ring_placement_places_a_session_alike_whatever_the_loads() -> None:
     by_ring, by_load = placed("ring"), placed("idlest")
     assert by_ring[0] == by_ring[1]
     assert by_load[0] != by_load[1]  # the idlest placement follows each process's loads
+
+
+def test_a_ring_changed_worker_by_worker_places_keys_as_one_built_at_once() -> None:
+    workers = make_workers(12)
+    urls = [w.url for w in workers]
+    policy = SessionAffinity(placement="ring")
+    for end in range(1, len(urls) + 1):
+        policy.on_workers_changed(urls[:end])
+    kept = [url for i, url in enumerate(urls) if i % 3]
+    policy.on_workers_changed(kept)
+    policy.on_workers_changed([*kept, urls[0]])
+    final = [*kept, urls[0]]
+    keys = [f"k{i}" for i in range(200)]
+    candidates = [w for w in workers if w.url in final]
+    placed = [policy.choose(candidates, info(key)) for key in keys]
+    assert [w.url for w in placed if w is not None] == plain_ring_owners(final, keys)
+
+
+def test_a_pool_tells_its_policy_of_its_first_workers_once() -> None:
+    heard: list[list[str]] = []
+
+    class Listening(RoundRobin):
+        def on_workers_changed(self, urls: Sequence[str]) -> None:
+            heard.append(list(urls))
+
+    pool = WorkerPool(HealthConfig(), Listening())
+    pool.add_all(["http://127.0.0.1:9001", "http://127.0.0.1:9002/v1/"])
+    pool.add("http://127.0.0.1:9003")
+    assert heard == [
+        ["http://127.0.0.1:9001", "http://127.0.0.1:9002"],
+        ["http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003"],
+    ]

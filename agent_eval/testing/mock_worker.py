@@ -2,13 +2,15 @@
 
 Tests and benchmarks of the proxy stand it in for GPU servers. As a process:
 `python -m agent_eval.testing.mock_worker --port N --name NAME --model M`; its /mock/ routes
-(behavior, script, requests, stats) do over HTTP what the MockWorker methods do.
+(behavior, script, requests, stats) do over HTTP what the MockWorker methods do. `--count K`
+serves K workers on K ports in the one process, NAME-0 to NAME-(K-1), for benches of many.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -504,10 +506,17 @@ class MockWorker:
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Serve one mock SGLang worker until SIGTERM.")
+    parser = argparse.ArgumentParser(description="Serve mock SGLang workers until SIGTERM.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--name", default="mock-0")
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=1,
+        help="workers served by this process, each on a free port of its own and named "
+        "NAME-0, NAME-1, ... (more than 1 takes --port 0)",
+    )
     parser.add_argument("--model", default="mock-model")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before answering")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
@@ -541,7 +550,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--drift", action="store_true", help="render a re-sent assistant turn differently"
     )
     _add_cache_arguments(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.count < 1 or (args.count > 1 and args.port != 0):
+        parser.error("--count takes a number from 1 up, and more than 1 takes --port 0")
+    return args
 
 
 def _add_cache_arguments(parser: argparse.ArgumentParser) -> None:
@@ -578,11 +590,25 @@ def _cache_config(args: argparse.Namespace) -> CacheConfig | None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    """Serve until SIGTERM or SIGINT, printing the READY line once bound."""
+    """Serve until SIGTERM or SIGINT, printing a READY line for each worker once bound."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    async with contextlib.AsyncExitStack() as workers:
+        for name in _names(args.name, args.count):
+            worker = await workers.enter_async_context(_worker(args, name))
+            # Launchers wait for this exact line on stdout to learn the port.
+            print(f"READY {worker.url}", flush=True)
+        await stop.wait()
+
+
+def _names(name: str, count: int) -> list[str]:
+    return [name] if count == 1 else [f"{name}-{i}" for i in range(count)]
+
+
+def _worker(args: argparse.Namespace, name: str) -> MockWorker:
+    """One worker as the flags say, named `name`; each has its own behavior and state."""
     behavior = Behavior(
         latency=args.latency,
         chunk_delay=args.chunk_delay,
@@ -591,22 +617,18 @@ async def _serve(args: argparse.Namespace) -> None:
         wrong_above_temperature=args.wrong_above_temperature,
         needs_tokens=args.needs_tokens,
     )
-    cache = _cache_config(args)
-    async with MockWorker(
-        args.name,
+    return MockWorker(
+        name,
         args.model,
         args.host,
         args.port,
         behavior,
         args.responses_api,
         args.api_key,
-        cache,
+        _cache_config(args),
         token_fields=args.token_fields,
         drift=args.drift,
-    ) as worker:
-        # Launchers wait for this exact line on stdout to learn the port.
-        print(f"READY {worker.url}", flush=True)
-        await stop.wait()
+    )
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:

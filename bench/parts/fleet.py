@@ -28,6 +28,7 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
 LOG_TAIL = 2000  # characters of a dead process's log shown in the error
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # The GSM8K test set in the shared data beside the repository, or in the folder
 # AGENT_EVAL_SHARED names (as for the tests).
@@ -69,6 +70,12 @@ class Proc:
         proxy of several processes), from Linux /proc. Raises: FleetError."""
         self.check_alive()
         return sum(_cpu_ticks(stat) for stat in _family_stats(self.pid)) / _CLOCK_TICKS
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the process and its living children, from Linux /proc.
+        Raises: FleetError."""
+        self.check_alive()
+        return sum(int(fields[21]) * _PAGE for fields in _family_stats(self.pid))
 
 
 def _family_stats(pid: int) -> list[list[str]]:
@@ -213,6 +220,31 @@ def start_mock_workers(fleet: Fleet, names: Sequence[str], extra: Sequence[str] 
     return worker_urls([fleet.start(name, [*argv, "--name", name]) for name in names])
 
 
+def start_mock_worker_group(
+    fleet: Fleet, name: str, count: int, extra: Sequence[str] = ()
+) -> tuple[Proc, list[str]]:
+    """One process serving `count` mock workers on ports of their own (NAME-0, NAME-1, ...);
+    the process and the workers' base URLs."""
+    argv = [sys.executable, "-m", "agent_eval.testing.mock_worker", "--port", "0"]
+    proc = fleet.start(name, [*argv, "--name", name, "--count", str(count), *extra])
+    return proc, wait_for_lines(proc, READY_WORKER, count, START_TIMEOUT)
+
+
+def wait_for_lines(proc: Proc, pattern: re.Pattern[str], count: int, timeout: float) -> list[str]:
+    """The first group of the first `count` matches of `pattern` in the process's output.
+
+    Raises: FleetError when the process dies or time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(found := pattern.findall(proc.output())) >= count:
+            return found[:count]
+        proc.check_alive()
+        time.sleep(0.1)
+    raise FleetError(
+        f"{proc.name} printed fewer than {count} {pattern.pattern!r} in {timeout:.0f} s"
+    )
+
+
 def start_broken_worker(fleet: Fleet, case: str) -> tuple[Proc, str]:
     """The broken worker playing `case` (agent_eval.testing.broken_worker.CASES), answering its
     health route; the process and its base URL."""
@@ -231,19 +263,21 @@ def start_agent_eval(
     extra: Sequence[str] = (),
     env: dict[str, str] | None = None,
     name: str = "agent-eval",
+    ready: str = "/readiness",
 ) -> tuple[Proc, str]:
     """`agent-eval serve` over these workers, answering; the process and its root URL.
 
     `extra` are more `serve` options, such as `("--client-timeout", "5")`; `env` more
     environment variables, such as a PYTHONPATH where a policy of the benchmark's own is;
-    `name` names its log, for a bench that starts two.
+    `name` names its log, for a bench that starts two; `ready` is the path that answers 200
+    once it is ready (`/health` for a proxy with no workers).
     """
     cli = Path(sys.executable).with_name("agent-eval")
     endpoints = [arg for url in urls for arg in ("--endpoint", url)]
     argv = [str(cli), "serve", "--port", "0", *endpoints, "--policy", policy, *extra]
     proxy = fleet.start(name, argv, env)
     proxy_url = wait_for_line(proxy, READY_PROXY, START_TIMEOUT).group(1)
-    wait_for_ok(proxy, proxy_url + "/readiness", START_TIMEOUT)
+    wait_for_ok(proxy, proxy_url + ready, START_TIMEOUT)
     return proxy, proxy_url
 
 

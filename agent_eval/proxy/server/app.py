@@ -98,8 +98,7 @@ def build_app(config: ProxyConfig, group: Group | None = None) -> web.Applicatio
 
     `group`: this process's place in a group of several sharing the port, if it is one."""
     pool = WorkerPool(config.health, config.routing_policy())
-    for url in config.endpoints:
-        pool.add(url)
+    pool.add_all(config.endpoints)
     app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_guard(config)])
     app[CONFIG] = config
     app[POOL] = pool

@@ -34,8 +34,8 @@ def processes_table(runs: list[Run], cap: float | None = None) -> Table:
         box=box.SIMPLE_HEAD,
         title=f"agent-eval on N processes (one port, SO_REUSEPORT{capped})",
         caption="per process: req/s ÷ N ÷ the single process's; per CPU s: req per proxy "
-        "CPU second ÷ the single process's; cores busy: load generator, workers and proxy "
-        f"together ({limit})",
+        "CPU second ÷ the single process's; proxy cores: its processes' CPU ÷ time; cores "
+        f"busy: load generator, workers and proxy together ({limit})",
     )
     for name in (
         "mode",
@@ -45,6 +45,7 @@ def processes_table(runs: list[Run], cap: float | None = None) -> Table:
         "÷ sglang",
         "per process",
         "per CPU s",
+        "proxy cores",
         "cores busy",
     ):
         table.add_column(name, justify="left" if name == "mode" else "right")
@@ -62,6 +63,7 @@ def processes_table(runs: list[Run], cap: float | None = None) -> Table:
                 ratio(run.load.rps, _rps(by_target.get(peer_name(count), by_target.get(PEER)))),
                 ratio(run.load.rps / count, single),
                 ratio(_per_cpu(run), single_cpu),
+                number(_proxy_cores(run)),
                 number(run.cores_busy()),
             )
         table.rows[-1].end_section = True
@@ -72,6 +74,12 @@ def _counts(by_target: dict[str, Run]) -> list[int]:
     counts = [1] if SINGLE in by_target else []
     prefix = group_name(0)[:-1]
     return counts + sorted(int(t.removeprefix(prefix)) for t in by_target if t.startswith(prefix))
+
+
+def _proxy_cores(run: Run) -> float | None:
+    """Cores the proxy's processes kept busy together (N x the cap when the cap holds them)."""
+    us = run.cpu_us(run.router_cpu)
+    return None if us is None else us * run.load.rps / 1e6
 
 
 def _rps(run: Run | None) -> float | None:

@@ -275,32 +275,40 @@ def run_rounds(
 ) -> list[list[Run]]:
     """Start the fleet, measure every (mode, target) pair once per round, stop the fleet; with
     a CPU cap, fill `usage` with each cgroup's CPU and throttling."""
-    rounds: list[list[Run]] = []
-    caps = CpuCaps(find_controller()) if args.cap_cores else contextlib.nullcontext()
+    caps = contextlib.closing(CpuCaps(find_controller())) if args.cap_cores else None
     with (
-        caps as capped,
+        caps or contextlib.nullcontext() as capped,
         tempfile.TemporaryDirectory(prefix="bench-proxy-") as logs,
-        Fleet(Path(logs)) as fleet,
     ):
-        peer = PEER_POLICIES[args.policy]
-        console.print(
-            f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
-        )
-        keyed = args.attempt_keys or args.tokens
-        workers, targets = start_targets(
-            fleet, args.policy, keyed, args.tokens, args.processes, capped is not None
-        )
-        if capped is not None:
-            cap_targets(capped, targets, args.cap_cores)
-            console.print(_cap_line(args.cap_cores), highlight=False)
-        for round_ in range(1, args.rounds + 1):
-            rounds.append([])
-            for mode in _modes(args):
-                for target in targets:
-                    rounds[-1].append(measure(mode, target, workers))
-                    _progress(console, round_, rounds[-1][-1])
-        if capped is not None:
-            usage.update(capped.usage())
+        if capped is not None:  # the load generators and workers: the same weight, no cap
+            capped.cap("bench", [os.getpid()], None)
+        with Fleet(Path(logs)) as fleet:
+            rounds = _rounds(args, console, fleet, capped)
+            usage.update(capped.usage() if capped is not None else {})
+    return rounds
+
+
+def _rounds(
+    args: argparse.Namespace, console: Console, fleet: Fleet, capped: CpuCaps | None
+) -> list[list[Run]]:
+    peer = PEER_POLICIES[args.policy]
+    console.print(
+        f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
+    )
+    keyed = args.attempt_keys or args.tokens
+    workers, targets = start_targets(
+        fleet, args.policy, keyed, args.tokens, args.processes, capped is not None
+    )
+    if capped is not None:
+        cap_targets(capped, targets, args.cap_cores)
+        console.print(_cap_line(args.cap_cores), highlight=False)
+    rounds: list[list[Run]] = []
+    for round_ in range(1, args.rounds + 1):
+        rounds.append([])
+        for mode in _modes(args):
+            for target in targets:
+                rounds[-1].append(measure(mode, target, workers))
+                _progress(console, round_, rounds[-1][-1])
     return rounds
 
 

@@ -1,5 +1,6 @@
 """Hold benchmark processes to a fixed CPU share, each in a cgroup of its own with a CPU quota
-(cgroup v1 `cpu` controller or cgroup v2 `cpu.max`); every cgroup is removed on exit."""
+(cgroup v1 `cpu` controller or cgroup v2 `cpu.max`) and ten times the default CPU weight, so
+other load on the machine cannot take the share either; every cgroup is removed on exit."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from bench.parts.fleet import BenchError, process_cpu_seconds
 
@@ -17,6 +17,7 @@ logger = logging.getLogger(__name__)
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
 MIN_QUOTA_US = 1_000  # the kernel refuses quotas below 1 ms
+WEIGHT = {False: "10240", True: "1000"}  # 10x the default cpu.shares (v1), cpu.weight (v2)
 
 
 class CpuCapError(BenchError):
@@ -29,6 +30,9 @@ class Controller:
 
     base: Path
     v2: bool
+
+    def set_weight(self, group: Path) -> None:
+        (group / ("cpu.weight" if self.v2 else "cpu.shares")).write_text(WEIGHT[self.v2])
 
     def set_quota(self, group: Path, cores: float) -> None:
         quota = max(round(cores * PERIOD_US), MIN_QUOTA_US)
@@ -69,25 +73,28 @@ def _v2(base: Path) -> Controller | None:
 
 @dataclass
 class CpuCaps:
-    """Cgroups made by this benchmark: `cap` puts processes in a new one; exit removes all."""
+    """Cgroups made by this benchmark: `cap` puts processes in a new one; `close` removes all."""
 
     controller: Controller
     _groups: dict[str, tuple[Path, list[int]]] = field(default_factory=dict)
 
-    def cap(self, name: str, pids: list[int], cores: float) -> None:
+    def cap(self, name: str, pids: list[int], cores: float | None) -> None:
         """Put these processes (all their threads, and children they start later) in a new
-        cgroup allowed `cores` of CPU time. Raises: CpuCapError."""
+        cgroup of high CPU weight, allowed `cores` of CPU time (no limit with None).
+        Raises: CpuCapError."""
         group = self.controller.base / f"agent-eval-bench-{os.getpid()}-{name}"
         try:
             if self.controller.v2:
                 _enable_cpu(self.controller.base)
             group.mkdir()
             self._groups[name] = (group, pids)
-            self.controller.set_quota(group, cores)
+            self.controller.set_weight(group)
+            if cores is not None:
+                self.controller.set_quota(group, cores)
             for pid in pids:
                 (group / "cgroup.procs").write_text(str(pid))
         except OSError as exc:
-            raise CpuCapError(f"could not cap {name} at {cores:g} cores in {group}: {exc}") from exc
+            raise CpuCapError(f"could not place {name} in the cgroup {group}: {exc}") from exc
 
     def usage(self) -> dict[str, dict[str, float]]:
         """Per cgroup so far: the CPU seconds of the processes put in it, and the share of
@@ -101,15 +108,8 @@ class CpuCaps:
             for name, (group, pids) in self._groups.items()
         }
 
-    def __enter__(self) -> CpuCaps:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Remove every cgroup made, moving what still runs in one back to the base cgroup."""
         for group, _ in reversed(self._groups.values()):
             _remove(group, self.controller.base)
         self._groups.clear()

@@ -6,8 +6,10 @@ Messages route (translated to chat for the workers), shown beside its chat figur
 `--tokens` the workers speak vLLM's token fields and a second agent-eval asks for every keyed
 call's token ids and logprobs (`capture.tokens`), beside the keyed one that does not. With
 `--processes 1,2` agent-eval also runs as 2 processes on one port, shown beside the single one
-and sglang-router as ratios. Run from the repository root: `python -m bench.proxy
-[--requests N] [--concurrency C] [--tokens] [--processes 1,2] [--json [PATH]]`.
+and sglang-router as ratios; `--cap-cores 0.3` holds each proxy process to 0.3 of a core (and
+sglang-router to 0.3 per process it is measured beside) with cgroups. Run from the repository
+root: `python -m bench.proxy [--requests N] [--concurrency C] [--tokens] [--processes 1,2]
+[--cap-cores C] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -28,17 +31,19 @@ from typing import Any
 from rich.console import Console
 
 from bench.parts import ROOT
+from bench.parts.cpu_cap import CpuCaps, find_controller
 from bench.parts.fleet import (
     BenchError,
     Fleet,
     Proc,
+    children,
     exit_on_sigterm,
     start_agent_eval,
     start_sglang_router,
     worker_urls,
 )
 from bench.parts.loadgen import LoadResult
-from bench.parts.process_tables import group_name, processes_table
+from bench.parts.process_tables import PEER, group_name, peer_name, processes_table
 from bench.parts.results_file import add_json_option, machine, write_results
 from bench.parts.tables import MESSAGES_TARGET, Mode, Run, combine, render, wide_console
 
@@ -67,6 +72,8 @@ class Target:
     messages: bool = False
     """The load speaks Anthropic's Messages API, to /v1/messages."""
     keyed: bool = False
+    processes: int = 1
+    """agent-eval's processes (each capped alone); sglang-router's cap is this many shares."""
 
 
 def start_workers(fleet: Fleet, tokens: bool) -> list[Proc]:
@@ -80,11 +87,12 @@ def start_workers(fleet: Fleet, tokens: bool) -> list[Proc]:
 
 
 def start_targets(
-    fleet: Fleet, policy: str, keyed: bool, tokens: bool, processes: list[int]
+    fleet: Fleet, policy: str, keyed: bool, tokens: bool, processes: list[int], capped: bool
 ) -> tuple[list[Proc], list[Target]]:
     """Start everything and wait until each answers; the workers and the targets (agent-eval
     twice with `keyed`: without and with attempt keys; a third with `tokens`, keyed, asking
-    for every call's tokens; one more for each count of proxy processes past 1)."""
+    for every call's tokens; one more for each count of proxy processes past 1; when `capped`,
+    one sglang-router per count, to be capped at that many shares)."""
     workers = start_workers(fleet, tokens)
     urls = worker_urls(workers)
     token = ("--admin-token", BENCH_ADMIN_TOKEN)
@@ -94,8 +102,10 @@ def start_targets(
         logs = f"agent-eval-{count}p"
         extra = (*token, "--processes", str(count), "--run-dir", str(fleet.log_dir / logs))
         group, group_url = start_agent_eval(fleet, urls, policy, extra, name=logs)
-        groups.append(Target(group_name(count), [group_url], group))
-    router, router_url = start_sglang_router(fleet, urls, PEER_POLICIES[policy])
+        groups.append(Target(group_name(count), [group_url], group, processes=count))
+    peers = [
+        _peer(fleet, urls, policy, count) for count in dict.fromkeys([1, *processes]) if capped
+    ] or [_peer(fleet, urls, policy, 1)]
     keyed_target = [Target("agent-eval keyed", [proxy_url], proxy, keyed=True)] if keyed else []
     if tokens:
         capture = (*token, "proxy.capture.tokens=true")
@@ -106,9 +116,31 @@ def start_targets(
         Target("agent-eval", [proxy_url], proxy),
         *groups,
         *keyed_target,
-        Target("sglang-router", [router_url], router),
+        *peers,
         Target(MESSAGES_TARGET, [proxy_url], proxy, messages=True),
     ]
+
+
+def _peer(fleet: Fleet, urls: list[str], policy: str, shares: int) -> Target:
+    """sglang-router, to be measured beside agent-eval on `shares` processes."""
+    name = peer_name(shares)
+    router, url = start_sglang_router(fleet, urls, PEER_POLICIES[policy], name=name)
+    return Target(name, [url], router, processes=shares)
+
+
+def cap_targets(caps: CpuCaps, targets: list[Target], cores: float) -> None:
+    """Each agent-eval process (a group's parent, which only holds the port, too) in a cgroup
+    of `cores`; each sglang-router, all threads, in one of `cores` per share."""
+    routers = {target.router.pid: target for target in reversed(targets) if target.router}
+    for pid, target in routers.items():
+        if target.name.startswith(PEER):
+            caps.cap(target.name.replace(" ", "-"), [pid], cores * target.processes)
+            continue
+        members = children(pid) if target.processes > 1 else []
+        if target.processes > 1 and len(members) != target.processes:
+            raise BenchError(f"{target.name}: found processes {members} under {pid}")
+        for index, member in enumerate([pid, *members]):
+            caps.cap(f"{target.name.replace(' ', '-')}-{index}", [member], cores)
 
 
 def _attempt(method: str, url: str, body: bytes | None = None) -> dict[str, Any]:
@@ -204,6 +236,13 @@ def _parse_args() -> argparse.Namespace:
         default=[1],
         help="proxy process counts to measure, as 1,2: each past 1 beside the single process",
     )
+    parser.add_argument(
+        "--cap-cores",
+        type=_cores,
+        help="hold each agent-eval process to this many cores, and sglang-router to as many "
+        "per process of the agent-eval it is measured beside, each in a cgroup of its own "
+        "(needs root and a cgroup cpu controller)",
+    )
     add_json_option(parser, "proxy")
     return parser.parse_args()
 
@@ -215,6 +254,13 @@ def _counts(text: str) -> list[int]:
     return counts
 
 
+def _cores(text: str) -> float:
+    cores = float(text)
+    if not 0 < cores <= (os.cpu_count() or 1):
+        raise argparse.ArgumentTypeError("give a share of the cores, as 0.3")
+    return cores
+
+
 def _progress(console: Console, round_: int, run: Run) -> None:
     load = run.load
     console.print(
@@ -224,23 +270,58 @@ def _progress(console: Console, round_: int, run: Run) -> None:
     )
 
 
-def run_rounds(args: argparse.Namespace, console: Console) -> list[list[Run]]:
-    """Start the fleet, measure every (mode, target) pair once per round, stop the fleet."""
-    rounds: list[list[Run]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as logs, Fleet(Path(logs)) as fleet:
-        peer = PEER_POLICIES[args.policy]
-        console.print(
-            f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
-        )
-        keyed = args.attempt_keys or args.tokens
-        workers, targets = start_targets(fleet, args.policy, keyed, args.tokens, args.processes)
-        for round_ in range(1, args.rounds + 1):
-            rounds.append([])
-            for mode in _modes(args):
-                for target in targets:
-                    rounds[-1].append(measure(mode, target, workers))
-                    _progress(console, round_, rounds[-1][-1])
+def run_rounds(
+    args: argparse.Namespace, console: Console, usage: dict[str, dict[str, float]]
+) -> list[list[Run]]:
+    """Start the fleet, measure every (mode, target) pair once per round, stop the fleet; with
+    a CPU cap, fill `usage` with each cgroup's CPU and throttling."""
+    caps = contextlib.closing(CpuCaps(find_controller())) if args.cap_cores else None
+    with (
+        caps or contextlib.nullcontext() as capped,
+        tempfile.TemporaryDirectory(prefix="bench-proxy-") as logs,
+    ):
+        if capped is not None:  # the load generators and workers: the same weight, no cap
+            capped.cap("bench", [os.getpid()], None)
+        with Fleet(Path(logs)) as fleet:
+            rounds = _rounds(args, console, fleet, capped)
+            usage.update(capped.usage() if capped is not None else {})
     return rounds
+
+
+def _rounds(
+    args: argparse.Namespace, console: Console, fleet: Fleet, capped: CpuCaps | None
+) -> list[list[Run]]:
+    peer = PEER_POLICIES[args.policy]
+    console.print(
+        f"starting 2 mock workers, agent-eval ({args.policy}) and sglang-router ({peer}) ..."
+    )
+    keyed = args.attempt_keys or args.tokens
+    workers, targets = start_targets(
+        fleet, args.policy, keyed, args.tokens, args.processes, capped is not None
+    )
+    if capped is not None:
+        cap_targets(capped, targets, args.cap_cores)
+        console.print(_cap_line(args.cap_cores), highlight=False)
+    rounds: list[list[Run]] = []
+    for round_ in range(1, args.rounds + 1):
+        rounds.append([])
+        for mode in _modes(args):
+            for target in targets:
+                rounds[-1].append(measure(mode, target, workers))
+                _progress(console, round_, rounds[-1][-1])
+    return rounds
+
+
+def _cap_line(cores: float) -> str:
+    return (
+        f"CPU cap: each agent-eval process {cores:g} cores; sglang-router {cores:g} cores per "
+        f"agent-eval process it stands beside ({PEER} for N=1, {peer_name(2)} for N=2 ...)"
+    )
+
+
+def _usage_line(usage: dict[str, dict[str, float]]) -> str:
+    cells = [f"{name} {u['cpu_seconds']:.1f} s, {u['throttled']:.0%}" for name, u in usage.items()]
+    return "per cgroup, CPU seconds and throttled periods: " + "; ".join(cells)
 
 
 def main() -> None:
@@ -248,8 +329,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     console = wide_console()
     about = machine()
+    usage: dict[str, dict[str, float]] = {}
     try:
-        rounds = run_rounds(args, console)
+        rounds = run_rounds(args, console, usage)
     except BenchError as exc:
         sys.exit(f"error: {exc}")
     except KeyboardInterrupt:
@@ -258,8 +340,13 @@ def main() -> None:
     runs = combine([run for round_ in rounds for run in round_])
     render(runs, about, console)
     if max(args.processes) > 1:
-        console.print(processes_table(runs))
+        console.print(processes_table(runs, args.cap_cores))
+    if args.cap_cores:
+        console.print(_cap_line(args.cap_cores), highlight=False)
+        console.print(_usage_line(usage), highlight=False, soft_wrap=True)
+    capped = {"cap_cores": args.cap_cores, "cgroups": usage} if args.cap_cores else {}
     figures = {
+        **capped,
         "median": [asdict(run) for run in runs],
         "rounds": [[asdict(run) for run in round_] for round_ in rounds],
     }

@@ -78,14 +78,31 @@ class Proc:
         return sum(int(fields[21]) * _PAGE for fields in _family_stats(self.pid))
 
 
-def _family_stats(pid: int) -> list[list[str]]:
-    """The /proc stat fields (after the name) of a process and its living descendants."""
+def children(pid: int) -> list[int]:
+    """The living processes whose parent is `pid`, from Linux /proc."""
+    return sorted(child for child, fields in _all_stats().items() if int(fields[1]) == pid)
+
+
+def _all_stats() -> dict[int, list[str]]:
+    """The /proc stat fields (after the name) of every living process, by pid."""
     stats: dict[int, list[str]] = {}
     for path in Path("/proc").glob("[0-9]*/stat"):
         try:
             stats[int(path.parent.name)] = path.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # gone meanwhile
+    return stats
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time so far of this one process, all its threads; 0 once gone."""
+    fields = _all_stats().get(pid)
+    return 0.0 if fields is None else _cpu_ticks(fields) / _CLOCK_TICKS
+
+
+def _family_stats(pid: int) -> list[list[str]]:
+    """The /proc stat fields (after the name) of a process and its living descendants."""
+    stats = _all_stats()
     family, found = {pid}, True
     while found:
         found = False
@@ -282,19 +299,24 @@ def start_agent_eval(
 
 
 def start_sglang_router(
-    fleet: Fleet, urls: list[str], policy: str, extra: Sequence[str] = ()
+    fleet: Fleet,
+    urls: list[str],
+    policy: str,
+    extra: Sequence[str] = (),
+    name: str = "sglang-router",
 ) -> tuple[Proc, str]:
     """sglang-router over these workers, answering; the process and its root URL.
 
     It listens on a free loopback port; HF_ENDPOINT points at a closed port so no hub is
-    asked. `extra` are more `launch_router` options, such as `("--queue-size", "0")`.
+    asked. `extra` are more `launch_router` options, such as `("--queue-size", "0")`; `name`
+    names its log, for a bench that starts two.
     """
     port, metrics_port = free_port("127.0.0.1"), free_port("127.0.0.1")
     argv = [sys.executable, "-m", "sglang_router.launch_router", "--worker-urls", *urls]
     argv += ["--policy", policy, "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)]
     argv += ["--log-level", "warn", *extra]
-    router = fleet.start("sglang-router", argv, {"HF_ENDPOINT": "http://127.0.0.1:9"})
+    router = fleet.start(name, argv, {"HF_ENDPOINT": "http://127.0.0.1:9"})
     router_url = f"http://127.0.0.1:{port}"
     wait_for_ok(router, router_url + "/readiness", START_TIMEOUT)
     return router, router_url

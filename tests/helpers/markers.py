@@ -12,7 +12,7 @@ from types import CodeType, FunctionType, ModuleType
 import pytest
 
 # Fixtures that bring an outside part along.
-FIXTURES = {"browser": "browser", "on_terminal": "tmux"}
+FIXTURES = {"browser": "browser", "on_terminal": "tmux", "embedded_url": "llamacpp"}
 # Helper modules whose names, used by a test, mean it drives that outside part.
 HELPERS = {
     "tests.helpers.browser": "browser",

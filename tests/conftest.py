@@ -4,17 +4,17 @@ terminal, GSM8K perturbed; and the markers each collected test carries (helpers/
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from agent_eval.view.server import create_app
 from tests.helpers.browser import BrowserPage, browser_page
 from tests.helpers.gsm8k_variants import PerturbedGsm8k, perturbed_gsm8k
+from tests.helpers.llamacpp import embedded_tokenizer, embedded_worker
 from tests.helpers.markers import group_of, markers_of
 from tests.helpers.proxy import (
     MakeAnthropic,
@@ -28,6 +28,9 @@ from tests.helpers.proxy import (
 )
 from tests.helpers.slurm import require_slurm
 from tests.helpers.terminal import OnTerminal, terminal
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -64,6 +67,20 @@ async def on_terminal(tmp_path: Path) -> AsyncIterator[OnTerminal]:
         yield run
 
 
+@pytest.fixture(scope="session")
+def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One embedded llama.cpp worker (helpers/llamacpp.py) for every test that asks, started
+    once: loading the model takes seconds, and under xdist the llamacpp tests share a process."""
+    with embedded_worker(tmp_path_factory.mktemp("llama") / "worker.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def embedded_vocab() -> Llama:
+    """The embedded model's tokenizer, without its weights."""
+    return embedded_tokenizer()
+
+
 @pytest.fixture
 def slurm_here() -> None:
     """Skips a test without a Slurm cluster here (helpers/slurm.py `needs_slurm`)."""
@@ -73,6 +90,10 @@ def slurm_here() -> None:
 @pytest.fixture
 async def client(root: Path) -> AsyncIterator[TestClient[Any, Any]]:
     """The view's app over the module's `root` folder of runs, with a test client."""
+    # Imported here, not with conftest: xdist's controller imports conftest before it starts
+    # the workers, and runs no test.
+    from agent_eval.view.server import create_app
+
     async with TestClient(TestServer(create_app([root]))) as test_client:
         yield test_client
 

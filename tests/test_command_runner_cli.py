@@ -1,6 +1,6 @@
 """`agent-eval run --agent command` as users type it, over mock workers: a real program calling
 the proxy with the openai client, check commands that rescoring keeps (200 programs at once
-and Ctrl-C among them: tests/test_command_scale.py).
+and Ctrl-C among many: tests/test_command_scale.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from agent_eval.rescore import rescore
-from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary, write_dataset
 from tests.helpers.proxy import StartWorkers
 
 OPENAI_AGENT = """import json, os, sys
@@ -29,6 +29,9 @@ print("asked:", sample["question"])
 print(reply.choices[0].message.content)
 """
 """An agent program as anyone writes one: the mock worker's reply repeats its question."""
+PROGRAMS = 4
+"""Questions the openai program answers, twice each: each run of it imports the openai client,
+a second of CPU on a busy machine."""
 
 
 def write_rows(path: Path, rows: int, golds: tuple[str, ...] = ("42", "7")) -> Path:
@@ -56,18 +59,19 @@ async def test_a_program_using_the_openai_client_is_evaluated_through_the_proxy(
     cmd = shlex.join([sys.executable, str(tmp_path / "agent.py")])
     process = await agent_eval(
         "run", "--agent", "command", f"agent.options.cmd={cmd}", "--dataset", str(data),
-        "--endpoint", worker.url, "-n", "2", "-o", str(run_dir), cwd=tmp_path,
+        "--endpoint", worker.url, "--limit", str(PROGRAMS), "-n", "2", "-o", str(run_dir),
+        cwd=tmp_path,
     )  # fmt: skip
     code, _, err = await finish(process)
     assert code == 0, err
     records = lines(run_dir)
-    assert len(records) == ROWS * 2 and all(r["error"] is None for r in records)
+    assert len(records) == PROGRAMS * 2 and all(r["error"] is None for r in records)
     # The dataset's reward on the program's answer ("Say i" gives i): right on even i only.
     assert summary(run_dir)["quality"]["accuracy"]["value"] == 0.5
     assert all(r["correct"] == (int(r["answer"]) % 2 == 0) for r in records)
     program = records[0]["trajectory"]["program"]
     assert program["exit_code"] == 0 and "mock reply from w0: Say" in program["stdout_tail"]
-    assert worker.state.stats.requests["/v1/chat/completions"] == ROWS * 2
+    assert worker.state.stats.requests["/v1/chat/completions"] == PROGRAMS * 2
 
 
 async def test_a_check_scores_the_run_and_rescoring_keeps_its_verdict(

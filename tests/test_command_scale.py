@@ -1,7 +1,8 @@
 """200 command-runner attempts at once through `agent-eval run` over two mock workers, their
 programs speaking through all three carriers of a key (OpenAI's header, Anthropic's, the
 /a/KEY/v1 base path): no call recorded under the wrong attempt, none lost, no attempt left open
-in the proxy and no process left, after the run and after a Ctrl-C mid-run and its resume.
+in the proxy and no process left, after the run; and the same after a Ctrl-C among 60 programs
+at once and its resume.
 
 The programs speak plain HTTP, as the SDKs do (whose real clients tests/test_real_agents*.py
 run): 200 imports of the openai and anthropic SDKs would take minutes of CPU on two cores.
@@ -26,6 +27,10 @@ from tests.helpers.proxy import StartWorkers
 from tests.helpers.waits import eventually
 
 SAMPLES = 200
+"""Programs at once in the whole run: the scale the harness holds."""
+INTERRUPTED = 60
+"""Programs at once when Ctrl-C comes: enough to stop many mid-call (each start costs CPU, and
+the resume plays them again)."""
 
 AGENT = """import json, os, random, subprocess, sys, urllib.request
 
@@ -86,19 +91,21 @@ def calls_of(sample_id: str) -> int:
     return random.Random(sample_id).randint(1, 4)
 
 
-def write_samples(path: Path) -> Path:
-    """SAMPLES distinct questions whose gold is the number of calls their program makes."""
+def write_samples(path: Path, count: int) -> Path:
+    """`count` distinct questions whose gold is the number of calls their program makes."""
     rows = [
         {"id": i, "question": f"How many calls for {i}?", "answer": f"#### {calls_of(i)}"}
-        for i in ids()
+        for i in ids(count)
     ]
     path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     return path
 
 
-def run_args(workers: list[MockWorker], tmp_path: Path) -> tuple[list[str], Path, str]:
-    """`run`'s arguments for the program over `workers`, its run directory and the argument
-    that marks the program's grandchildren."""
+def run_args(
+    workers: list[MockWorker], tmp_path: Path, count: int = SAMPLES
+) -> tuple[list[str], Path, str]:
+    """`run`'s arguments for `count` programs at once over `workers`, its run directory and
+    the argument that marks the program's grandchildren."""
     (tmp_path / "agent.py").write_text(AGENT)
     mark = str(tmp_path / "grandchild")
     cmd = shlex.join([sys.executable, str(tmp_path / "agent.py"), mark])
@@ -106,7 +113,7 @@ def run_args(workers: list[MockWorker], tmp_path: Path) -> tuple[list[str], Path
     endpoints = [arg for worker in workers for arg in ("--endpoint", worker.url)]
     args = [
         "run", "--agent", "command", f"agent.options.cmd={cmd}", "--dataset",
-        str(write_samples(tmp_path / "samples.jsonl")), *endpoints, "-j", str(SAMPLES),
+        str(write_samples(tmp_path / "samples.jsonl", count)), *endpoints, "-j", str(count),
         "-o", str(run_dir),
     ]  # fmt: skip
     return args, run_dir, mark
@@ -118,9 +125,9 @@ def prompts(record: dict) -> list[str]:
     return [text if isinstance(text, str) else text[0]["text"] for text in said]
 
 
-def assert_each_attempt_holds_its_own_calls(records: list[dict]) -> None:
+def assert_each_attempt_holds_its_own_calls(records: list[dict], count: int = SAMPLES) -> None:
     """Every attempt's trajectory holds its program's calls, in order, and no other's."""
-    assert sorted(r["sample_id"] for r in records) == ids()
+    assert sorted(r["sample_id"] for r in records) == ids(count)
     for record in records:
         sid, made = record["sample_id"], calls_of(record["sample_id"])
         assert record["error"] is None, record["error"]
@@ -176,22 +183,22 @@ async def test_200_programs_at_once_each_get_exactly_their_own_calls(
     assert_no_process_left(tmp_path, mark)
 
 
-async def test_ctrl_c_among_200_programs_then_resume_loses_and_leaves_nothing(
+async def test_ctrl_c_among_many_programs_then_resume_loses_and_leaves_nothing(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
     workers = await start_workers(2)
     for worker in workers:
         worker.behavior.latency = 1.0  # programs still playing when Ctrl-C comes
-    args, run_dir, mark = run_args(workers, tmp_path)
+    args, run_dir, mark = run_args(workers, tmp_path, INTERRUPTED)
     process = await agent_eval(*args, cwd=tmp_path)
-    await eventually(lambda: len(running_with(mark)) >= SAMPLES // 2, 600)
+    await eventually(lambda: len(running_with(mark)) >= INTERRUPTED // 2, 600)
     process.send_signal(signal.SIGINT)
     code, _, err = await finish(process, 300)
     assert code == 130 and "interrupted" in err, err
     assert_no_process_left(tmp_path, mark)
     assert_no_attempt_left_open(run_dir)
     kept = kept_whole(run_dir)
-    assert len(kept) < SAMPLES
+    assert len(kept) < INTERRUPTED
 
     for worker in workers:
         worker.behavior.latency = 0.0
@@ -201,6 +208,6 @@ async def test_ctrl_c_among_200_programs_then_resume_loses_and_leaves_nothing(
     assert code == 0, err
     records = lines(run_dir)
     assert records[: len(kept)] == kept
-    assert_each_attempt_holds_its_own_calls(records)
+    assert_each_attempt_holds_its_own_calls(records, INTERRUPTED)
     assert_no_attempt_left_open(run_dir)
     assert_no_process_left(tmp_path, mark)

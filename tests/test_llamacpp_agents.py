@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run.config import RunConfig as EvalConfig
 from agent_eval.run.engine import Engine
 from agent_eval.run.parts import engine_config
-from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION, embedded_worker
+from tests.helpers.llamacpp import MODEL, MULTIPLY, QUESTION
 from tests.helpers.proxy import FAST_HEALTH, StartProxy
 
 # The Responses API's flat tool shape.
@@ -78,19 +77,12 @@ def test_openai_message_shapes_are_fitted_and_anything_else_passes_untouched() -
         assert fit_messages(odd) == odd
 
 
-@pytest.fixture(scope="module")
-def worker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One embedded worker for the whole module, started as the local scheduler would."""
-    with embedded_worker(tmp_path_factory.mktemp("llama") / "worker.log") as url:
-        yield url
-
-
 def _client(base_url: str) -> AsyncOpenAI:
     return AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
 
 
-async def test_a_tool_round_trip_in_the_shapes_the_agents_sdk_sends(worker_url: str) -> None:
-    async with _client(worker_url + "/v1") as client:
+async def test_a_tool_round_trip_in_the_shapes_the_agents_sdk_sends(embedded_url: str) -> None:
+    async with _client(embedded_url + "/v1") as client:
         first = await client.chat.completions.create(
             model=MODEL, messages=QUESTION, tools=[MULTIPLY], tool_choice="required", seed=1
         )
@@ -112,8 +104,8 @@ async def test_a_tool_round_trip_in_the_shapes_the_agents_sdk_sends(worker_url: 
     assert second.usage.prompt_tokens > first.usage.prompt_tokens
 
 
-async def test_streams_carry_words_or_calls(worker_url: str) -> None:
-    async with _client(worker_url + "/v1") as client:
+async def test_streams_carry_words_or_calls(embedded_url: str) -> None:
+    async with _client(embedded_url + "/v1") as client:
         words = await client.chat.completions.create(
             model=MODEL, messages=QUESTION, tools=[MULTIPLY], tool_choice="none",
             max_tokens=16, stream=True,
@@ -138,12 +130,12 @@ ANSWER_SCHEMA = {
 
 @pytest.mark.parametrize("schema", [ANSWER_SCHEMA, None], ids=["schema", "any-json"])
 async def test_a_json_response_format_without_tools_answers_json_of_its_schema(
-    worker_url: str, schema: dict[str, Any] | None
+    embedded_url: str, schema: dict[str, Any] | None
 ) -> None:
     response_format: dict[str, Any] = {"type": "json_object"}
     if schema is not None:
         response_format["schema"] = schema
-    async with _client(worker_url + "/v1") as client:
+    async with _client(embedded_url + "/v1") as client:
         answer = await client.chat.completions.create(
             model=MODEL, messages=QUESTION, response_format=response_format,  # type: ignore[arg-type]
             max_tokens=48, seed=1, temperature=0,
@@ -153,10 +145,10 @@ async def test_a_json_response_format_without_tools_answers_json_of_its_schema(
 
 
 async def test_agents_play_whole_trajectories_through_the_proxy(
-    worker_url: str, start_proxy: StartProxy, tmp_path: Path
+    embedded_url: str, start_proxy: StartProxy, tmp_path: Path
 ) -> None:
     # Fast probes (1 s timeout) while the worker generates: /health must not wait behind it.
-    base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
+    base_url = await start_proxy([embedded_url], health={**FAST_HEALTH, "path": "/health"})
     settings = {"eval": {"concurrency": 2}, "sampling": {"max_tokens": 96}}
     config = engine_config(EvalConfig.model_validate(settings), MODEL)
     async with _client(base_url) as client, RewardScorer(max_workers=1) as scorer:
@@ -197,9 +189,9 @@ def _records(run_dir: Path) -> list[dict]:
 
 
 async def test_responses_are_translated_for_the_embedded_worker(
-    worker_url: str, start_proxy: StartProxy
+    embedded_url: str, start_proxy: StartProxy
 ) -> None:
-    base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
+    base_url = await start_proxy([embedded_url], health={**FAST_HEALTH, "path": "/health"})
     async with _client(base_url) as client:
         first = await client.responses.create(
             model=MODEL, input=QUESTION, tools=[MULTIPLY_TOOL], tool_choice="required"
@@ -238,9 +230,9 @@ class ModelCalls(RunHooks):
 
 
 async def test_the_agents_sdk_in_its_default_mode_runs_tools_on_the_embedded_worker(
-    worker_url: str, start_proxy: StartProxy
+    embedded_url: str, start_proxy: StartProxy
 ) -> None:
-    base_url = await start_proxy([worker_url], health={**FAST_HEALTH, "path": "/health"})
+    base_url = await start_proxy([embedded_url], health={**FAST_HEALTH, "path": "/health"})
     ran: list[tuple[float, float]] = []
 
     @tool

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -141,9 +142,12 @@ async def test_two_reproducible_runs_of_the_embedded_model_play_the_same_attempt
 ) -> None:
     runs = [tmp_path / "first", tmp_path / "second"]
     pinned = "with 1 thread(s), 1 for prompts, one request at a time, each prompt read whole"
-    for run_dir in runs:
-        args = ("--agent", "math_calculator", "--limit", "3", "-n", "2", "--reproducible")
-        code, _, err = await run_embedded("run", *args, "-o", str(run_dir), cwd=tmp_path)
+    args = ("--agent", "math_calculator", "--limit", "3", "-n", "2", "--reproducible")
+    # Side by side, each on workers of its own: a run pinned to one thread leaves a core free.
+    ended = await asyncio.gather(
+        *(run_embedded("run", *args, "-o", str(run_dir), cwd=tmp_path) for run_dir in runs)
+    )
+    for (code, _, err), run_dir in zip(ended, runs, strict=True):
         assert code == 0, err
         logs = [log.read_text() for log in (run_dir / "workers").glob("*.log")]
         assert len(logs) == 2 and all(pinned in log for log in logs)

@@ -10,16 +10,21 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from agent_eval.allocation import Allocation
 from agent_eval.backends import WorkerConfig, get_backend
+from agent_eval.backends.llamacpp import embedded_model
 from agent_eval.backends.llamacpp_chat import render
 from agent_eval.backends.llamacpp_fields import COMPLETIONS_PATH
 from agent_eval.testing.ports import free_port
 from tests.helpers.cli_runs import agent_eval, finish
+
+# Imported when a test reads tokens: conftest, and so every xdist worker, imports this module.
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 MULTIPLY = {
     "type": "function",
@@ -113,6 +118,13 @@ def embedded_worker(log: Path) -> Iterator[str]:
         finally:
             process.terminate()
             process.wait(30)
+
+
+def embedded_tokenizer() -> Llama:
+    """The embedded model's tokenizer, without its weights."""
+    from llama_cpp import Llama
+
+    return Llama(model_path=str(embedded_model()), vocab_only=True, verbose=False)
 
 
 def _wait_until_serving(url: str, process: subprocess.Popen[bytes]) -> None:

@@ -12,7 +12,7 @@ from types import CodeType, FunctionType, ModuleType
 import pytest
 
 # Fixtures that bring an outside part along.
-FIXTURES = {"browser": "browser", "on_terminal": "tmux"}
+FIXTURES = {"browser": "browser", "on_terminal": "tmux", "embedded_url": "llamacpp"}
 # Fixtures that are slow themselves: the GSM8K test set perturbed whole, once a session.
 SLOW_FIXTURES = {"gsm8k_variants"}
 # Helper modules whose names, used by a test, mean it drives that outside part.

@@ -8,19 +8,24 @@ import asyncio
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
 from agent_eval.cli import app
+from agent_eval.results.record import AttemptRecord
 from agent_eval.run.config import load_run_config
 from agent_eval.run.evaluation import plan
 from agent_eval.run.serving import Served
 from agent_eval.run.workers import WorkerEndpoint
 from agent_eval.trigger import checkpoint_server
+from agent_eval.trigger.probe import Probe
+from agent_eval.trigger.probing import Outcomes
 from agent_eval.trigger.watch import watch
 from tests.helpers.observer import QuietObserver
 from tests.helpers.proxy import MakeClient, StartProxy, StartWorkers
 from tests.helpers.tune_jobs import two_step_workers, write_sums
+from tests.helpers.view_runs import record
 from tests.helpers.waits import eventually
 from tests.helpers.watches import decisions, fake_serving
 
@@ -85,3 +90,23 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     # Evaluations at 10 and 40 and the check at 30: enough points for a forecast to draw.
     assert collapse["forecast"]["steps"][0] == 42
     assert '<figure id="forecast"><svg' in (out / "report.html").read_text()
+
+
+def test_outcomes_reach_the_probe_in_its_order_not_as_they_finish() -> None:
+    probe = Probe(10, ["a", "b", "c", "d"], False, {"reference": dict.fromkeys("abcd", 1.0)},
+                  0.1, 0.05)  # fmt: skip
+    told: list[str] = []
+    real_add = probe.add
+
+    def add(sample_id: str, outcome: float) -> bool:
+        told.append(sample_id)
+        return real_add(sample_id, outcome)
+
+    probe.add = add  # type: ignore[method-assign]
+    outcomes = Outcomes(probe, attempts=2)
+    finished = [("c", True), ("b", False), ("c", True), ("a", True), ("b", True), ("a", False)]
+    for sample, correct in finished:
+        outcomes.take(AttemptRecord.from_line(orjson.dumps(record(sample, 0, correct)), "test"))
+    # c finished first but waits for a and b; d never came.
+    assert told == ["a", "b", "c"]
+    assert probe.played == 3 and probe.score == pytest.approx((0.5 + 0.5 + 1.0) / 3)

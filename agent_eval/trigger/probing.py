@@ -18,21 +18,36 @@ from agent_eval.trigger.probe import Probe
 
 
 class Outcomes:
-    """Each sample's mean correctness over its scored attempts, told to the probe once all of a
-    sample's attempts are in (a sample whose attempts all failed for want of a worker is left
-    out: it says nothing of the model)."""
+    """Each sample's mean correctness over its scored attempts, told to the probe in the
+    probe's own order once all of the sample's attempts are in.
+
+    In order, not as they finish: attempts that finish sooner may be the wrong ones, and the
+    test's guarantee holds for samples taken in an order drawn before any outcome. A sample
+    whose attempts all failed for want of a worker is passed over: it says nothing of the
+    model."""
 
     def __init__(self, probe: Probe, attempts: int) -> None:
         self._probe = probe
         self._attempts = attempts
         self._seen: defaultdict[str, list[bool | None]] = defaultdict(list)
+        self._ready: dict[str, float | None] = {}
+        self._next = 0  # the position in the probe's order told next
 
     def take(self, record: AttemptRecord) -> None:
         seen = self._seen[record.sample_id]
         seen.append(record.correct if record.scored else None)
-        scored = [bool(c) for c in seen if c is not None]
-        if len(seen) == self._attempts and scored and not self._probe.finished:
-            self._probe.add(record.sample_id, sum(scored) / len(scored))
+        if len(seen) == self._attempts:
+            scored = [bool(c) for c in seen if c is not None]
+            self._ready[record.sample_id] = sum(scored) / len(scored) if scored else None
+            self._tell()
+
+    def _tell(self) -> None:
+        order = self._probe.order
+        while self._next < len(order) and order[self._next] in self._ready:
+            outcome = self._ready.pop(order[self._next])
+            self._next += 1
+            if outcome is not None and not self._probe.finished:
+                self._probe.add(order[self._next - 1], outcome)
 
 
 class ProbeSink:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent_eval.proxy.fleet.watched import Watched
+
 
 class BreakerState(StrEnum):
     """Closed lets traffic through, open stops it, half-open lets one trial through."""
@@ -15,8 +17,10 @@ class BreakerState(StrEnum):
 
 
 @dataclass
-class CircuitBreaker:
+class CircuitBreaker(Watched):
     """Counts failed requests in a row; opens at the threshold and half-opens after the cooldown."""
+
+    WATCHED = frozenset({"state"})
 
     failure_threshold: int
     cooldown: float

@@ -7,13 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.watched import Watched
 from agent_eval.proxy.routes import MESSAGES_ROUTE, RESPONSES_ROUTE
 from agent_eval.proxy.upstream.http1 import Origin
 
 
 @dataclass
-class HealthRecord:
+class HealthRecord(Watched):
     """Active-probe outcome with hysteresis: thresholds of failures and successes in a row."""
+
+    WATCHED = frozenset({"healthy"})
 
     healthy: bool = False
     probed: bool = False
@@ -47,8 +50,10 @@ class HealthRecord:
 
 
 @dataclass(eq=False)
-class Worker:
+class Worker(Watched):
     """A worker's address and everything the proxy tracks about it."""
+
+    WATCHED = frozenset({"health", "breaker", "models"})
 
     url: str
     health_path: str

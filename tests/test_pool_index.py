@@ -74,10 +74,10 @@ def apply(pool: WorkerPool, clock: Clock, op: tuple[str, int, object]) -> None:
             worker.breaker.reset()
     elif name == "mark_down":
         worker.health.mark_down("refused")
-    elif name == "list_models":
-        worker.list_models(tuple(arg))  # type: ignore[call-overload]
-    elif name == "set_models":
-        worker.models = tuple(arg)  # type: ignore[call-overload]
+    elif name == "list_models" and isinstance(arg, list):
+        worker.list_models(tuple(arg))
+    elif name == "set_models" and isinstance(arg, list):
+        worker.models = tuple(arg)
     elif name == "adopt":
         view = WorkerHealth(
             url=url, healthy=bool(arg), probed=True, last_error=None, models=["b"], native={}

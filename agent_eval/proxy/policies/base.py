@@ -78,11 +78,12 @@ class Candidates(Sequence[Worker]):
 
 
 def as_candidates(workers: Sequence[Worker]) -> Candidates:
-    """The workers as Candidates: the pool's own as they are, a plain list indexed by URL."""
+    """The workers as Candidates: the pool's own as they are, a plain list indexed by URL (a
+    URL listed twice counts once)."""
     if isinstance(workers, Candidates):
         return workers
-    listed = list(workers)
-    by_url = {w.url: w for w in listed}
+    by_url = {w.url: w for w in workers}
+    listed = list(by_url.values())
     return Candidates(len(listed), by_url.get, lambda: listed)
 
 

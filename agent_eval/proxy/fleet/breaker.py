@@ -52,6 +52,10 @@ class CircuitBreaker(Watched):
         self.trial_in_flight = False
 
     def record_success(self) -> None:
+        if self.state is BreakerState.CLOSED and not (
+            self.consecutive_failures or self.trial_in_flight
+        ):
+            return  # the common case, each request: nothing to set, nothing for watchers
         self.consecutive_failures = 0
         self.trial_in_flight = False
         self.state = BreakerState.CLOSED

@@ -12,7 +12,7 @@ from agent_eval.proxy.config import HealthConfig
 from agent_eval.proxy.fleet.breaker import BreakerState
 from agent_eval.proxy.fleet.health_copy import WorkerHealth, adopt
 from agent_eval.proxy.fleet.pool import ModelNotServedError, WorkerPool
-from agent_eval.proxy.fleet.worker import HealthRecord, Worker
+from agent_eval.proxy.fleet.worker import Worker
 from agent_eval.proxy.policies import Policy, RequestInfo
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
 
@@ -76,15 +76,11 @@ def apply(pool: WorkerPool, clock: Clock, op: tuple[str, int, object]) -> None:
         worker.health.mark_down("refused")
     elif name == "list_models" and isinstance(arg, list):
         worker.list_models(tuple(arg))
-    elif name == "set_models" and isinstance(arg, list):
-        worker.models = tuple(arg)
     elif name == "adopt":
         view = WorkerHealth(
             url=url, healthy=bool(arg), probed=True, last_error=None, models=["b"], native={}
         )
         adopt(pool, [view])
-    elif name == "new_health":
-        worker.health = HealthRecord(healthy=bool(arg), probed=True)
     elif name == "fail":
         worker.breaker.record_failure(clock.now)
     elif name == "succeed":
@@ -101,9 +97,9 @@ OPS = st.one_of(
         st.integers(0, 4),
         st.none(),
     ),
-    st.tuples(st.sampled_from(["probe", "adopt", "new_health"]), st.integers(0, 4), st.booleans()),
+    st.tuples(st.sampled_from(["probe", "adopt"]), st.integers(0, 4), st.booleans()),
     st.tuples(
-        st.sampled_from(["list_models", "set_models"]),
+        st.just("list_models"),
         st.integers(0, 4),
         st.lists(st.sampled_from(MODELS), max_size=2, unique=True),
     ),

@@ -175,13 +175,13 @@ class WorkerPool:
 
     def _watch(self, worker: Worker) -> None:
         """Index the worker, and again whenever its health, breaker or models change."""
-        worker.changed = partial(self._reindex, worker)
+        worker.changed = worker.health.changed = worker.breaker.changed = partial(
+            self._reindex, worker
+        )
         self._reindex(worker)
 
     def _reindex(self, worker: Worker) -> None:
         self._unindex(worker)
-        # A health record or breaker put in place of the old one is watched from now on.
-        worker.health.changed = worker.breaker.changed = worker.changed
         url = worker.url
         if worker.breaker.state is not BreakerState.CLOSED:
             self._unclosed[url] = worker

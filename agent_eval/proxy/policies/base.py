@@ -50,13 +50,10 @@ class Candidates(Sequence[Worker]):
         self, count: int, find: Callable[[str], Worker | None], listing: Callable[[], list[Worker]]
     ) -> None:
         self._count = count
-        self._find = find
+        self.get = find
+        """The candidate with this URL, if there is one (the finder itself: no call between)."""
         self._listing = listing
         self._listed: list[Worker] | None = None
-
-    def get(self, url: str) -> Worker | None:
-        """The candidate with this URL, if there is one."""
-        return self._find(url)
 
     def __len__(self) -> int:
         return self._count
@@ -83,8 +80,7 @@ def as_candidates(workers: Sequence[Worker]) -> Candidates:
     if isinstance(workers, Candidates):
         return workers
     by_url = {w.url: w for w in workers}
-    listed = list(by_url.values())
-    return Candidates(len(listed), by_url.get, lambda: listed)
+    return Candidates(len(by_url), by_url.get, lambda: list(by_url.values()))
 
 
 class NoSettings(BaseModel):

@@ -1,8 +1,9 @@
 """Objects that tell a watcher when one of a few attributes changes value.
 
 The pool keeps which workers may take a request up to date from these calls, so a request
-costs no scan of the workers; watching the attributes themselves, not the methods that set
-them, means no way of changing a worker's health, breaker or models escapes the pool.
+costs no scan of the workers; watching a health record's and a breaker's attributes
+themselves, not the methods that set them, means no way of changing either escapes the pool.
+(A worker's models are told by `Worker.list_models`: its other attributes change per request.)
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ session sends its first request (memory read at a tenth of the sessions and at a
 then its later ones in a shuffled order, the lone worker killed halfway: the time until the
 proxy marks it down and the requests that failed. sglang-router gets the same workers and
 load, its sticky `manual` policy keyed by X-SMG-Routing-Key. Run from the repository root:
-`python -m bench.scale [--workers N] [--sessions S] [--turns T] [--json [PATH]]`.
+`python -m bench.scale [--workers N] [--sessions S] [--turns T] [--policy-only] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -316,6 +316,9 @@ def _parse_args() -> argparse.Namespace:
         help="agent-eval's probe interval (its default)",
     )
     parser.add_argument("--no-peer", action="store_true", help="leave sglang-router out")
+    parser.add_argument(
+        "--policy-only", action="store_true", help="only the in-process policy figures"
+    )
     add_json_option(parser, "scale")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args()
@@ -354,6 +357,10 @@ def main() -> None:
     console.print(f"timing the session policy in process over {sizes} workers ...")
     policy = [measure_policy(n, policy_sessions) for n in sizes]
     console.print(policy_table(policy))
+    if args.policy_only:
+        console.print(describe(about), highlight=False, soft_wrap=True)
+        write_results(args, {"policy": [asdict(f) for f in policy]}, about)
+        return
 
     def body(fleet: Fleet, work: Path) -> None:
         console.print(

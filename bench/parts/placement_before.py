@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from agent_eval.proxy.fleet.worker import Worker
+from agent_eval.proxy.policies.base import Candidates, as_candidates
 from agent_eval.proxy.policies.session import SessionAffinity
 
 
@@ -14,9 +15,9 @@ class SessionByHash(SessionAffinity):
     """A new session takes the first worker clockwise under the session bound, however many
     requests it has in flight."""
 
-    def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
-        bound = self._bound(len(by_url), extra=0 if moving else 1)
-        under = {url: w for url, w in by_url.items() if self._load.get(url, 0) < bound}
+    def _place(self, key: str, candidates: Candidates, moving: bool) -> Worker:
+        bound = self._bound(len(candidates), extra=0 if moving else 1)
+        under = [w for w in candidates if self._load.get(w.url, 0) < bound]
         if not under:
-            return min(by_url.values(), key=lambda w: self._load.get(w.url, 0))
-        return self._ring.first(key, under)
+            return min(candidates, key=lambda w: self._load.get(w.url, 0))
+        return self._ring.first(key, as_candidates(under))

@@ -55,7 +55,7 @@ def _pool(
     pool.add_all(f"http://127.0.0.1:{20000 + i}" for i in range(workers))
     for worker in pool:
         worker.health.healthy = worker.health.probed = True
-        worker.models = (MODEL,)
+        worker.list_models((MODEL,))
     return pool, policy
 
 

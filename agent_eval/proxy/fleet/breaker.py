@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent_eval.proxy.fleet.watched import Watched
+
 
 class BreakerState(StrEnum):
     """Closed lets traffic through, open stops it, half-open lets one trial through."""
@@ -15,8 +17,10 @@ class BreakerState(StrEnum):
 
 
 @dataclass
-class CircuitBreaker:
+class CircuitBreaker(Watched):
     """Counts failed requests in a row; opens at the threshold and half-opens after the cooldown."""
+
+    WATCHED = frozenset({"state"})
 
     failure_threshold: int
     cooldown: float
@@ -48,6 +52,10 @@ class CircuitBreaker:
         self.trial_in_flight = False
 
     def record_success(self) -> None:
+        if self.state is BreakerState.CLOSED and not (
+            self.consecutive_failures or self.trial_in_flight
+        ):
+            return  # the common case, each request: nothing to set, nothing for watchers
         self.consecutive_failures = 0
         self.trial_in_flight = False
         self.state = BreakerState.CLOSED

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.proxy.fleet.breaker import CircuitBreaker
+from agent_eval.proxy.fleet.watched import Watched
 from agent_eval.proxy.routes import MESSAGES_ROUTE, RESPONSES_ROUTE
 from agent_eval.proxy.upstream.http1 import Origin
 
 
 @dataclass
-class HealthRecord:
+class HealthRecord(Watched):
     """Active-probe outcome with hysteresis: thresholds of failures and successes in a row."""
+
+    WATCHED = frozenset({"healthy"})
 
     healthy: bool = False
     probed: bool = False
@@ -55,6 +59,8 @@ class Worker:
     breaker: CircuitBreaker
     health: HealthRecord = field(default_factory=HealthRecord)
     models: tuple[str, ...] = ()
+    """Set by `list_models`, which tells the pool (a plain attribute: its load changes per
+    request, and watching every attribute set cost each request more than the pool saves)."""
     earlier_models: frozenset[str] = frozenset()
     """Names the worker listed before: SGLang renames its model to the weights' path on a swap
     yet answers to any name, so requests keep naming the model as it was launched."""
@@ -67,6 +73,8 @@ class Worker:
     in_flight: int = 0
     served: int = 0
     failures: int = 0
+    changed: Callable[[], None] | None = field(default=None, repr=False)
+    """Called when the model list changes; the pool watches health and breaker directly."""
 
     def __post_init__(self) -> None:
         self.origin = Origin.parse(self.url)
@@ -79,7 +87,9 @@ class Worker:
     def list_models(self, models: tuple[str, ...]) -> None:
         """Take the names the worker lists now, remembering those it listed before."""
         self.earlier_models = self.earlier_models.union(self.models).difference(models)
-        self.models = models
+        before, self.models = self.models, models
+        if models != before and self.changed is not None:
+            self.changed()
 
     def answers_to(self, model: str) -> bool:
         """Whether the worker serves `model` now or served it before a weight swap."""

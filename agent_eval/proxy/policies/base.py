@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, overload
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,6 +42,47 @@ class RequestInfo:
     """The parsed request body, for policies that route by content; the others never read it."""
 
 
+class Candidates(Sequence[Worker]):
+    """The workers a request may go to: how many and whether one of them has a URL, known
+    without listing them; the list, in the pool's order, is built the first time it is read."""
+
+    def __init__(
+        self, count: int, find: Callable[[str], Worker | None], listing: Callable[[], list[Worker]]
+    ) -> None:
+        self._count = count
+        self.get = find
+        """The candidate with this URL, if there is one (the finder itself: no call between)."""
+        self._listing = listing
+        self._listed: list[Worker] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Worker]:
+        return iter(self._list())
+
+    @overload
+    def __getitem__(self, index: int) -> Worker: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Worker]: ...
+    def __getitem__(self, index: int | slice) -> Worker | Sequence[Worker]:
+        return self._list()[index]
+
+    def _list(self) -> list[Worker]:
+        if self._listed is None:
+            self._listed = self._listing()
+        return self._listed
+
+
+def as_candidates(workers: Sequence[Worker]) -> Candidates:
+    """The workers as Candidates: the pool's own as they are, a plain list indexed by URL (a
+    URL listed twice counts once)."""
+    if isinstance(workers, Candidates):
+        return workers
+    by_url = {w.url: w for w in workers}
+    return Candidates(len(by_url), by_url.get, lambda: list(by_url.values()))
+
+
 class NoSettings(BaseModel):
     """The settings of a policy that takes none."""
 
@@ -60,6 +101,8 @@ class Policy:
         return cls()
 
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
+        """From the pool, `workers` are Candidates: `as_candidates(workers).get(url)` finds one
+        by URL without a scan."""
         raise NotImplementedError
 
     def on_workers_changed(self, urls: Sequence[str]) -> None:

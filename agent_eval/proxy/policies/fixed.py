@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_eval.proxy.fleet.worker import Worker
-from agent_eval.proxy.policies.base import Policy, RequestInfo
+from agent_eval.proxy.policies.base import Policy, RequestInfo, as_candidates
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
 from agent_eval.proxy.policies.ring import ring_hash
 
@@ -23,12 +23,12 @@ class FixedRoutes(Policy):
         self._order = list(urls)
 
     def choose(self, workers: Sequence[Worker], info: RequestInfo) -> Worker | None:
-        by_url = {w.url: w for w in workers}
+        candidates = as_candidates(workers)
         if info.session_key is None or not self._order:
             return fewest_in_flight(workers)
         start = ring_hash(info.session_key) % len(self._order)
         for offset in range(len(self._order)):
-            worker = by_url.get(self._order[(start + offset) % len(self._order)])
+            worker = candidates.get(self._order[(start + offset) % len(self._order)])
             if worker is not None:
                 return worker
         return fewest_in_flight(workers)

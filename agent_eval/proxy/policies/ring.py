@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 
 from agent_eval.proxy.fleet.worker import Worker
+from agent_eval.proxy.policies.base import Candidates
 
 VIRTUAL_NODES = 64
 
@@ -53,7 +54,7 @@ class HashRing:
                 seen.add(url)
                 yield url
 
-    def first(self, key: str | bytes, candidates: Mapping[str, Worker]) -> Worker:
+    def first(self, key: str | bytes, candidates: Candidates) -> Worker:
         """The first of the candidates clockwise from the key's hash."""
         start = bisect.bisect(self._points, ring_hash(key))
         ring = self._ring
@@ -61,4 +62,4 @@ class HashRing:
             worker = candidates.get(ring[(start + offset) % len(ring)][1])
             if worker is not None:
                 return worker
-        return next(iter(candidates.values()))  # none on the ring: only before the first change
+        return candidates[0]  # none on the ring: only before the first change

@@ -25,7 +25,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.proxy.fleet.worker import Worker
-from agent_eval.proxy.policies.base import Policy, RequestInfo
+from agent_eval.proxy.policies.base import Candidates, Policy, RequestInfo, as_candidates
 from agent_eval.proxy.policies.least_requests import fewest_in_flight
 from agent_eval.proxy.policies.ring import HashRing
 
@@ -101,15 +101,15 @@ class SessionAffinity(Policy):
             return fewest_in_flight(workers)
         now = self._clock()
         self._expire(now)
-        by_url = {w.url: w for w in workers}
+        candidates = as_candidates(workers)
         session = self._sessions.get(info.session_key)
         if session is not None:
             session.last_seen = now
             self._sessions.move_to_end(info.session_key)
-            kept = self._keep(session, by_url, info)
+            kept = self._keep(session, candidates)
             if kept is not None:
                 return kept
-        worker = self._place(info.session_key, by_url, moving=session is not None)
+        worker = self._place(info.session_key, candidates, moving=session is not None)
         if session is not None and session.url in info.detour_from:
             return worker  # a retry detours; the session stays where it lives
         self._assign(info.session_key, worker.url, now)
@@ -128,13 +128,11 @@ class SessionAffinity(Policy):
         """Live sessions held by a worker."""
         return self._load.get(url, 0)
 
-    def _keep(
-        self, session: _Session, by_url: dict[str, Worker], info: RequestInfo
-    ) -> Worker | None:
-        worker = by_url.get(session.url)
+    def _keep(self, session: _Session, candidates: Candidates) -> Worker | None:
+        worker = candidates.get(session.url)
         if worker is None:
             return None
-        if self._load.get(session.url, 0) > self._bound(len(by_url), extra=0):
+        if self._load.get(session.url, 0) > self._bound(len(candidates), extra=0):
             return None
         return worker
 
@@ -144,20 +142,20 @@ class SessionAffinity(Policy):
         live = len(self._sessions) + extra
         return max(1, math.ceil(self._factor * live / n_workers))
 
-    def _place(self, key: str, by_url: dict[str, Worker], moving: bool) -> Worker:
+    def _place(self, key: str, candidates: Candidates, moving: bool) -> Worker:
         if self._by_ring:
-            return self._ring.first(key, by_url)
+            return self._ring.first(key, candidates)
         # A moving session is already counted among the live ones; a new one is not yet.
-        bound = self._bound(len(by_url), extra=0 if moving else 1)
+        bound = self._bound(len(candidates), extra=0 if moving else 1)
         load = self._load
-        under = [w for w in by_url.values() if load.get(w.url, 0) < bound]
+        under = [w for w in candidates if load.get(w.url, 0) < bound]
         # None is under it only when a session moves with c = 1 and every worker at the average.
-        under = under or list(by_url.values())
+        under = under or list(candidates)
         fewest = min(w.in_flight for w in under)
         idlest = [w for w in under if w.in_flight == fewest]
         if len(idlest) == 1:
             return idlest[0]
-        return self._ring.first(key, {w.url: w for w in idlest})
+        return self._ring.first(key, as_candidates(idlest))
 
     def _assign(self, key: str, url: str, now: float) -> None:
         old = self._sessions.get(key)

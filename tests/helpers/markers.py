@@ -13,8 +13,9 @@ import pytest
 
 # Fixtures that bring an outside part along.
 FIXTURES = {"browser": "browser", "on_terminal": "tmux", "embedded_url": "llamacpp"}
-# Fixtures that are slow themselves: the GSM8K test set perturbed whole, once a session.
-SLOW_FIXTURES = {"gsm8k_variants"}
+# Fixtures that are slow themselves (the GSM8K test set perturbed whole, once a session), each
+# with the xdist group its users share, so that one worker alone computes it.
+SLOW_FIXTURES = {"gsm8k_variants": "gsm8k"}
 # Helper modules whose names, used by a test, mean it drives that outside part.
 HELPERS = {
     "tests.helpers.browser": "browser",
@@ -83,7 +84,7 @@ def markers_of(item: pytest.Function) -> set[str]:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and callspec.params.get("scheduler") in SCHEDULERS:
         found.add(callspec.params["scheduler"])
-    slow = found & SLOW or helpers & SLOW_HELPERS or SLOW_FIXTURES & set(item.fixturenames)
+    slow = found & SLOW or helpers & SLOW_HELPERS or SLOW_FIXTURES.keys() & set(item.fixturenames)
     return found | ({"slow"} if slow or heavy(item) else set())
 
 
@@ -97,6 +98,7 @@ def group_of(item: pytest.Function, markers: set[str]) -> str | None:
     grouped = [group for group in GROUPS if group in markers] or sorted(
         GROUPED_HELPERS[used] for used in helpers_used(item) if used in GROUPED_HELPERS
     )
+    grouped += sorted(SLOW_FIXTURES[name] for name in item.fixturenames if name in SLOW_FIXTURES)
     return grouped[0] if grouped else None
 
 

@@ -148,7 +148,11 @@ class BoundedTrigger:
     def evaluated(self, step: int, outcomes: Mapping[str, float]) -> None:
         """A full evaluation ran at `step`: its outcomes per sample are the new reference."""
         if not outcomes:
-            raise TriggerError(f"the full evaluation at step {step} gave no sample outcomes")
+            raise TriggerError(
+                f"the full evaluation at step {step} gave no scored attempt (every one failed "
+                "for the infrastructure: see its run's samples.jsonl); start the watch again once "
+                "the workers answer, and it carries on from its saved schedule"
+            )
         self._reference = dict(outcomes)
         if not self._best or _mean(self._reference) >= _mean(self._best):
             self._best = self._reference

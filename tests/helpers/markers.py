@@ -14,7 +14,8 @@ import pytest
 # Fixtures that bring an outside part along.
 FIXTURES = {"browser": "browser", "on_terminal": "tmux", "embedded_url": "llamacpp"}
 # Fixtures that are slow themselves (the GSM8K test set perturbed whole, once a session), each
-# with the xdist group its users share, so that one worker alone computes it.
+# with the xdist group its users share, meant to let one worker alone compute it (under -n the
+# node ids show no group yet, so for now each worker that runs a user computes it).
 SLOW_FIXTURES = {"gsm8k_variants": "gsm8k"}
 # Helper modules whose names, used by a test, mean it drives that outside part.
 HELPERS = {

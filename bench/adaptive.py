@@ -14,7 +14,7 @@ against the sign of the true difference, or ruled out a change of DELTA that was
 Goals (issue: adaptive evaluation with guarantees): the bounded trigger's worst delay no longer
 than the fixed interval it replaces (every INTERVAL steps) in every scenario, with at least 60%
 fewer full evaluations. Run from the repository root:
-`python -m bench.adaptive [--seed 100] [--runs 50] [--json [PATH]]`.
+`python -m bench.adaptive [--seed 100] [--runs 50] [--scenario NAME] [--json [PATH]]`.
 """
 
 from __future__ import annotations
@@ -321,6 +321,9 @@ def main() -> None:
     parser.add_argument(
         "--spread", type=float, default=SPREAD, help="items' difficulty spread, in logits"
     )
+    parser.add_argument(
+        "--scenario", action="append", choices=sorted(SCENARIOS), help="only these (repeatable)"
+    )
     add_json_option(parser, "adaptive")
     args = parser.parse_args()
     about = machine()
@@ -333,7 +336,8 @@ def main() -> None:
         f"{DELTA / 2}. Bounded trigger: {BoundedSettings(delta=DELTA, max_delay_steps=INTERVAL)}"
         "\n"
     )
-    scenarios = {name: scenario_rows(name, seeds, args.spread) for name in SCENARIOS}
+    chosen = args.scenario or list(SCENARIOS)
+    scenarios = {name: scenario_rows(name, seeds, args.spread) for name in chosen}
     for name, rows in scenarios.items():
         print(table(name, rows) + "\n")
     missing = shortfalls(scenarios)

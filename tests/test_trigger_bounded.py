@@ -12,6 +12,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.run.config import load_run_config
 from agent_eval.trigger import TriggerError
 from agent_eval.trigger.bounded import BoundedDecision, BoundedSettings, BoundedTrigger
+from agent_eval.trigger.probe import Probe
 
 ITEMS = 1000
 SETTINGS = BoundedSettings(delta=0.1, max_delay_steps=100, probe_size=50, check_size=1000)
@@ -79,6 +80,33 @@ def test_a_check_that_cannot_rule_a_change_out_fires() -> None:
     reasons = [step_through(trigger, step, drifted).reason for step in range(10, 110, 10)]
     assert reasons[-1] in ("window", "change") and set(reasons[:-1]) <= {"none", "change"}
     assert step_through(trigger, 110, drifted).steps_waited == 10
+
+
+def probed(drift: list[tuple[int, float, float]]) -> Probe:
+    """A check at step 100 whose 1,000 pairs put it 0.05 above the reference (0.6 against 0.55,
+    other answers on a tenth of the items)."""
+    reference = {str(i): float(i % 20 < 11) for i in range(ITEMS)}
+    probe = Probe(100, sorted(reference), True, {"reference": reference}, 0.1, 0.05, drift)
+    for item in probe.order:
+        probe.add(item, float(int(item) % 20 < 12))
+    return probe
+
+
+def test_a_check_rules_a_change_out_only_as_far_ahead_as_the_drift_allows() -> None:
+    still = probed([(step, 0.0, 0.0) for step in range(110, 210, 10)])
+    state = still.comparisons["reference"]
+    assert state.low > 0 and state.high < 0.1  # 0.05 now, a change of 0.1 ruled out
+    assert still.cleared and still.due is None
+    # The forecast climbs 0.01 every 10 steps: the comparison's upper bound moved by the climb
+    # reaches delta a few checkpoints ahead; that is when the next check is due.
+    climbing = probed([(step, 0.0, (step - 100) / 1000) for step in range(110, 210, 10)])
+    expected = next(s for s in range(110, 210, 10) if state.high + (s - 100) / 1000 >= 0.1)
+    assert not climbing.cleared and climbing.due == expected < 200
+    # A fall (0.02 every 10 steps) is checked against the lower bound.
+    falling = probed([(step, -(step - 100) / 500, 0.0) for step in range(110, 210, 10)])
+    assert falling.due == next(
+        s for s in range(110, 210, 10) if state.low - (s - 100) / 500 <= -0.1
+    )
 
 
 def test_the_first_and_the_best_evaluations_are_compared_too() -> None:

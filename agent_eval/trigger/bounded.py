@@ -122,20 +122,21 @@ class BoundedTrigger:
         # A fresh draw of samples each time: one fixed subset would carry the reference's luck
         # on it into every probe, and the same bias would be tested again and again.
         order = random.Random(f"{settings.seed}/{step}").sample(self._ids, size)
-        return Probe(step, order, check, baselines, settings.delta, alpha)
+        drift = self._drift(step, gap) if check else []
+        return Probe(step, order, check, baselines, settings.delta, alpha, drift)
 
     def decide(self, probe: Probe) -> BoundedDecision:
         """Fire on a clear change, or on a check that cannot rule one out; else wait on."""
-        reason = self._reason(probe)
-        waited = None if self._waiting_since is None else probe.step - self._waiting_since
         if self._last_step is not None:
             self._gap = probe.step - self._last_step
         self._last_step = probe.step
+        reason = self._reason(probe)
+        waited = None if self._waiting_since is None else probe.step - self._waiting_since
         if probe.check:
             self._points.append(Point(probe.step, probe.score, probe.played))
         if reason == "cleared":
             self._waiting_since = probe.step
-            self._due = self._foreseen(probe.step)
+            self._due = _earliest(self._foreseen(probe.step), probe.due)
         comparisons = {name: c.to_dict() for name, c in probe.comparisons.items()}
         decision = BoundedDecision(
             probe.step, reason in ("first", "change", "window"), reason, probe.check, waited,
@@ -208,8 +209,23 @@ class BoundedTrigger:
         if self._waiting_since is None:
             return "first"
         if probe.check:
-            return "cleared" if probe.cleared else "change" if probe.moved else "window"
+            # Cleared when a change of delta is ruled out at least until the next checkpoint;
+            # the next check comes before the forecast's drift could bring one.
+            due = probe.due
+            if due is None or due > probe.step + (self._gap or self.settings.max_delay_steps):
+                return "cleared"
+            return "change" if probe.moved else "window"
         return "none" if probe.comparisons["reference"].verdict == "not yet known" else "change"
+
+    def _drift(self, step: int, gap: int) -> list[tuple[int, float, float]]:
+        """The checkpoints a check at `step` covers, and how far the forecast says the curve moves
+        from here by each, as a range (nothing while there is no forecast)."""
+        steps = list(range(step, step + self.settings.max_delay_steps + 1, gap))
+        ahead = self.forecast(steps)
+        if ahead is None:
+            return [(s, 0.0, 0.0) for s in steps[1:]]
+        here = ahead.mean[0]
+        return [(s, m - here, m - here) for s, m in zip(steps[1:], ahead.mean[1:], strict=True)]
 
     def _foreseen(self, now: int) -> int | None:
         """The first step within max_delay_steps where the forecast's band reaches a change of
@@ -224,6 +240,10 @@ class BoundedTrigger:
             if high >= reference + delta or low <= reference - delta:
                 return step
         return None
+
+
+def _earliest(*steps: int | None) -> int | None:
+    return min((s for s in steps if s is not None), default=None)
 
 
 def _mean(outcomes: Mapping[str, float]) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent_eval.metrics.sequential import Comparison, SequentialComparison
 
@@ -18,13 +18,17 @@ class Probe:
         baselines: Mapping[str, Mapping[str, float]],
         delta: float,
         alpha: float,
+        drift: Sequence[tuple[int, float, float]] = (),
     ) -> None:
-        """`delta`: the smallest change worth a full evaluation; `alpha`: each test's error."""
+        """`delta`: the smallest change worth a full evaluation; `alpha`: each test's error;
+        `drift`: for a check, the steps ahead it covers and the forecast band's move by each
+        (its lower and upper edge against the forecast here)."""
         self.step = step
         self.order = order
         self.check = check
         self._delta = delta
         self._baselines = baselines
+        self._drift = drift
         self._tests = {name: SequentialComparison(alpha) for name in baselines}
         self.comparisons: dict[str, Comparison] = {n: t.state() for n, t in self._tests.items()}
         """This checkpoint against the last full evaluation ("reference"), and against the first
@@ -64,6 +68,18 @@ class Probe:
 
     @property
     def cleared(self) -> bool:
-        """The comparison with the reference rules out a change of delta or more."""
+        """The comparison with the reference rules out a change of delta or more, now and, with
+        the forecast's drift added, at every step ahead the check covers."""
+        return self.due is None
+
+    @property
+    def due(self) -> int | None:
+        """The first step, this one or one ahead, where a change of delta is not ruled out (the
+        comparison's bounds moved by the forecast's drift reach delta); None: nowhere."""
         state, delta = self.comparisons.get("reference"), self._delta
-        return state is not None and state.pairs > 0 and -delta < state.low and state.high < delta
+        if state is None:
+            return self.step
+        for step, down, up in ((self.step, 0.0, 0.0), *self._drift):
+            if not -delta < state.low + down or not state.high + up < delta:
+                return step
+        return None

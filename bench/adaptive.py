@@ -7,9 +7,10 @@ scenarios, items of spread difficulty, every attempt a fresh draw). A real chang
 accuracy has moved at least DELTA since the last full evaluation; its delay is the steps until
 the next full evaluation; a move that is over (back within DELTA) before one is an
 excursion, not a change. A false alarm: an evaluation a change fired while the true accuracy
-had moved less than DELTA/2. Items played counts every attempt, probes and full evaluations,
-against the fixed interval's. A wrong verdict: a comparison that said "better" or "worse"
-against the sign of the true difference, or ruled out a change of DELTA that was there.
+had moved less than DELTA/2. Items played counts every attempt, probes and full evaluations
+(which keep their probe's attempts, as the watch does), against the fixed interval's. A wrong
+verdict: a comparison that said "better" or "worse" against the sign of the true difference,
+or ruled out a change of DELTA that was there.
 
 Goals (issue: adaptive evaluation with guarantees): the bounded trigger's worst delay no longer
 than the fixed interval it replaces (every INTERVAL steps) in every scenario, with at least 60%
@@ -78,8 +79,10 @@ def today(run: TrainingRun) -> Schedule:
     probe_items = np.arange(PROBE_ITEMS)
     schedule = Schedule()
     for index, step in enumerate(run.steps):
-        if trigger.observe(step, float(run.outcomes(index, probe_items).mean())):
-            schedule.evals[step] = _full(run, index).mean()
+        probed = run.outcomes(index, probe_items)
+        if trigger.observe(step, float(probed.mean())):
+            kept = {int(i): float(o) for i, o in zip(probe_items, probed, strict=True)}
+            schedule.evals[step] = _full(run, index, kept).mean()
             decision = trigger.last_decision
             if decision is not None and decision.reason == "change":
                 schedule.on_change.add(step)
@@ -92,11 +95,11 @@ def bounded(run: TrainingRun) -> Schedule:
     schedule = Schedule()
     for index, step in enumerate(run.steps):
         probe = trigger.probe(step)
-        _play(run, index, probe)
+        played = _play(run, index, probe)
         decision = trigger.decide(probe)
         _judge(run, index, schedule, decision.comparisons, decision.reason == "cleared")
         if decision.fired:
-            outcomes = _full(run, index)
+            outcomes = _full(run, index, played)
             schedule.evals[step] = outcomes.mean()
             trigger.evaluated(step, {str(i): float(o) for i, o in enumerate(outcomes)})
             if decision.reason == "change":
@@ -120,14 +123,17 @@ def _forecast_errors(
         schedule.persistence_errors.setdefault(k, []).append(abs(score - true))
 
 
-def _play(run: TrainingRun, index: int, probe: Probe) -> None:
-    """Attempts one at a time, in the probe's order, until it may stop."""
+def _play(run: TrainingRun, index: int, probe: Probe) -> dict[int, float]:
+    """Attempts one at a time, in the probe's order, until it may stop; the outcomes played."""
     items = np.array([int(i) for i in probe.order], dtype=int)
     drawn = run.outcomes(index, items)
-    for played, (item, outcome) in enumerate(zip(probe.order, drawn, strict=True), 1):
-        if probe.add(item, float(outcome)):
-            run.played -= len(items) - played
-            return
+    played: dict[int, float] = {}
+    for item, outcome in zip(items, drawn, strict=True):
+        played[int(item)] = float(outcome)
+        if probe.add(str(item), float(outcome)):
+            break
+    run.played -= len(items) - len(played)
+    return played
 
 
 def _judge(
@@ -152,8 +158,16 @@ def _judge(
         schedule.wrong_verdicts += wrong
 
 
-def _full(run: TrainingRun, index: int) -> np.ndarray:
-    return run.outcomes(index, np.arange(ITEMS))
+def _full(run: TrainingRun, index: int, kept: dict[int, float] | None = None) -> np.ndarray:
+    """A full evaluation's outcomes by item: those its probe `kept`, the others played now (as
+    the watch keeps a probe's attempts in the full evaluation it fires)."""
+    kept = kept or {}
+    outcomes = np.zeros(ITEMS)
+    rest = np.array([i for i in range(ITEMS) if i not in kept], dtype=int)
+    outcomes[rest] = run.outcomes(index, rest)
+    for item, outcome in kept.items():
+        outcomes[item] = outcome
+    return outcomes
 
 
 @dataclass(frozen=True)

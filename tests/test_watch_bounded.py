@@ -81,6 +81,10 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     assert found["evidence"] >= 1 / found["alpha"] and found["high"] < 0
     assert found["pairs"] <= collapse["probe"]["attempts"] < PROBE
     assert collapse["full"]["accuracy"]["value"] == 0.0
+    # The full evaluation keeps the probe's attempts and plays only the other samples.
+    probed, full = (_records(out / "step-40" / part) for part in ("probe", "full"))
+    assert probed and all(full[sample] == kept for sample, kept in probed.items())
+    assert len(full) == collapse["full"]["attempts"] == ROWS
     saved = json.loads((out / "trigger.json").read_text())
     assert saved["last_step"] == 40 and saved["trigger"]["waiting_since"] == 40
 
@@ -90,6 +94,11 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     # Evaluations at 10 and 40 and the check at 30: enough points for a forecast to draw.
     assert collapse["forecast"]["steps"][0] == 42
     assert '<figure id="forecast"><svg' in (out / "report.html").read_text()
+
+
+def _records(run_dir: Path) -> dict[str, dict[str, object]]:
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines()
+    return {record["sample_id"]: record for record in map(orjson.loads, lines)}
 
 
 def test_outcomes_reach_the_probe_in_its_order_not_as_they_finish() -> None:

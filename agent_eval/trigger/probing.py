@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from agent_eval.data import Item
 from agent_eval.metrics import Summary
-from agent_eval.results.files import RunDirectory
+from agent_eval.results.files import SAMPLES, RunDirectory
 from agent_eval.results.record import AttemptRecord
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.evaluation import Plan, RunObserver, Selection, play
@@ -85,6 +85,17 @@ async def play_probe(
 
     selection = Selection(pending(), len(probe.order), lambda d: ProbeSink(d, outcomes))
     return await play(plan, served, scorer, run_dir, observer, selection=selection)
+
+
+def carry_over(probe_dir: RunDirectory, full_dir: RunDirectory) -> int:
+    """Begin a full evaluation with its probe's scored attempts, unless it has begun: the same
+    checkpoint played the same samples already. How many attempts it took."""
+    if full_dir.samples.exists() or not probe_dir.samples.exists():
+        return 0
+    kept = [record.to_line() for record in probe_dir.records() if record.scored]
+    full_dir.create()
+    full_dir.write_chunks(SAMPLES, kept)
+    return len(kept)
 
 
 def sample_outcomes(run_dir: RunDirectory) -> dict[str, float]:

@@ -27,7 +27,7 @@ from agent_eval.trigger.adaptive import AdaptiveTrigger, probe_threshold
 from agent_eval.trigger.bounded import BoundedSettings, BoundedTrigger
 from agent_eval.trigger.checkpoint_server import CheckpointServer
 from agent_eval.trigger.checkpoints import Checkpoint, CheckpointFinder
-from agent_eval.trigger.probing import play_probe, sample_outcomes
+from agent_eval.trigger.probing import carry_over, play_probe, sample_outcomes
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,10 @@ async def _handle(
     entry.update(await played.probe(trigger, step, RunDirectory(step_dir / "probe")))
     if entry["fired"]:
         full_dir = RunDirectory(step_dir / "full")
+        # The probe's attempts are this checkpoint's on its samples: the full evaluation keeps
+        # them and plays the rest, so a long check that fires costs little more.
+        kept = await asyncio.to_thread(carry_over, RunDirectory(step_dir / "probe"), full_dir)
+        log.info("step %d: the full evaluation keeps the probe's %d attempts", step, kept)
         entry["full"] = _result(await play(plan, served, scorer, full_dir, observer))
         if isinstance(trigger, BoundedTrigger):
             trigger.evaluated(step, await asyncio.to_thread(sample_outcomes, full_dir))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,3 +29,10 @@ class Exchange:
     """The attempt call this request is, when it came with an attempt key: recorded as it ends."""
     tokens: TokenAsk | None = None
     """What the proxy adds to the request for the call's token ids and logprobs, when it does."""
+    tried_at: float | None = None
+    """When the latest try of a worker began; None before the first."""
+
+    def waited(self) -> float:
+        """Seconds before the latest try: what it waited for a free worker (all, untried)."""
+        until = self.tried_at if self.tried_at is not None else time.monotonic()
+        return round(until - self.started, 6)

@@ -1,0 +1,45 @@
+"""eval.limits on agent programs (`agent-eval run --agent command`): the proxy refuses the
+program's call past its attempt's tokens or cost, the program sees a clear error, and the
+attempt ends as limit_exceeded naming the limit, with the calls made up to there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_eval.testing.replies import Reply, ToolCall
+from tests.helpers.agent_programs import python_example
+from tests.helpers.command_runs import dataset, run_command
+from tests.helpers.proxy import StartWorkers
+
+ROW = {"question": "A crate holds 16 bottles. How many bottles are in 3 crates?", "answer": "48"}
+CALCULATE = ToolCall("calculator", json.dumps({"expression": "16 * 3"}))
+PRICES = ("eval.prices.mock-model.prompt=1000000", "eval.prices.mock-model.completion=1000000")
+"""A token costs 1: a cost limit reads as a token limit."""
+
+
+@pytest.mark.parametrize(("limit", "settings"), [("tokens", ()), ("cost", PRICES)])
+async def test_a_programs_call_past_its_tokens_is_refused_and_the_attempt_ends_there(
+    start_workers: StartWorkers, tmp_path: Path, limit: str, settings: tuple[str, ...]
+) -> None:
+    [worker] = await start_workers(1)
+    worker.script(Reply(tool_calls=[CALCULATE]), Reply("48"))
+    data = dataset(tmp_path / "data.jsonl", ROW)
+    # Any first call uses a token: the second would go past.
+    code, err, [record] = await run_command(
+        python_example("anthropic_tool_loop.py"), data, [worker], tmp_path / "run",
+        f"eval.limits.{limit}=1", *settings,
+    )  # fmt: skip
+    assert code == 0, err
+    error = record["error"]
+    assert (error["kind"], error["class"], error["limit"]) == ("limit_exceeded", "model", limit)
+    assert f"eval.limits.{limit}" in error["message"], error
+    assert (record["reward"], record["correct"]) == (0.0, False)
+    # The proxy refused the second call before any worker saw it; the first is kept.
+    assert len(worker.served()) == 1 and record["model_calls"] == 1
+    [call] = record["trajectory"]["model_calls"]
+    assert call["prompt_tokens"] + call["completion_tokens"] >= 1
+    # The program was told why: the proxy's error, which its stderr shows.
+    assert "so its calls are refused" in record["trajectory"]["program"]["stderr_tail"]

@@ -88,6 +88,11 @@ async def test_the_call_past_model_calls_is_never_sent(
     errors = summary(tmp_path / "calls")["efficiency"]["errors"]
     assert errors["by_kind"] == {"limit_exceeded": ATTEMPTS}
     assert errors["by_limit"] == {"model_calls": ATTEMPTS}
+    process = await agent_eval("report", str(tmp_path / "calls"), cwd=tmp_path)
+    code, _, err = await finish(process)
+    assert code == 0, err
+    report = (tmp_path / "calls" / "report.html").read_text()
+    assert f"limit_exceeded {ATTEMPTS} (model_calls {ATTEMPTS})" in report
 
 
 async def test_tokens_and_cost_stop_the_call_that_would_pass_them(

@@ -5,6 +5,7 @@ attempt ends as limit_exceeded naming the limit, with the calls made up to there
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.agent_programs import python_example
 from tests.helpers.command_runs import dataset, run_command
+from tests.helpers.programs import agent_script
 from tests.helpers.proxy import StartWorkers
 
 ROW = {"question": "A crate holds 16 bottles. How many bottles are in 3 crates?", "answer": "48"}
@@ -43,3 +45,37 @@ async def test_a_programs_call_past_its_tokens_is_refused_and_the_attempt_ends_t
     assert call["prompt_tokens"] + call["completion_tokens"] >= 1
     # The program was told why: the proxy's error, which its stderr shows.
     assert "so its calls are refused" in record["trajectory"]["program"]["stderr_tail"]
+
+
+ONE_CALL = """
+import urllib.request
+asked = {"model": os.environ["OPENAI_MODEL"], "messages": [{"role": "user", "content": "?"}]}
+request = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    json.dumps(asked).encode(),
+    {"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"},
+)
+print(json.load(urllib.request.urlopen(request))["choices"][0]["message"]["content"])
+"""
+"""A program of one call, from the standard library: it works a fraction of a second."""
+
+
+async def test_a_programs_working_time_leaves_out_its_calls_wait_for_a_free_worker(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    busy, free = await start_workers(2)
+    busy.behavior.error_status = 429  # the call tries it first, then waits to go to `free`
+    free.script(Reply("48"))
+    data = dataset(tmp_path / "data.jsonl", ROW)
+    program = [sys.executable, str(agent_script(tmp_path, ONE_CALL))]
+    # The call waits 3 to 6 s, longer than the program's working time; the engine reads the
+    # wait so far in the proxy's record while the call still waits.
+    code, err, [record] = await run_command(
+        program, data, [busy, free], tmp_path / "run", "eval.limits.working_time=2",
+        "proxy.policy=round_robin", "proxy.retry.backoff_base=6", "proxy.retry.backoff_max=6",
+    )  # fmt: skip
+    assert code == 0, err
+    assert record["error"] is None and record["correct"] is True, record["error"]
+    assert record["latency_s"] > 2
+    [call] = record["trajectory"]["model_calls"]
+    assert call["worker"] == free.url

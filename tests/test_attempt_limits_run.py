@@ -40,10 +40,15 @@ async def _two_step(start_workers: StartWorkers) -> MockWorker:
     return worker
 
 
+def _spent(record: dict[str, Any]) -> list[tuple[int, int]]:
+    """Each model call's prompt and completion tokens."""
+    calls = record["trajectory"]["model_calls"]
+    return [(call["prompt_tokens"], call["completion_tokens"]) for call in calls]
+
+
 def _outcome(record: dict[str, Any]) -> tuple[Any, ...]:
     """What an attempt did and scored; its messages by role (their ids differ run to run)."""
-    trajectory = record["trajectory"]
-    spent = [(c["prompt_tokens"], c["completion_tokens"]) for c in trajectory["model_calls"]]
+    trajectory, spent = record["trajectory"], _spent(record)
     roles = [message.get("role", message.get("type")) for message in trajectory["messages"]]
     calls = trajectory["tool_calls"]
     return record["answer"], record["reward"], record["error"], roles, calls, spent
@@ -101,27 +106,16 @@ async def test_tokens_and_cost_stop_the_call_that_would_pass_them(
     worker = await _two_step(start_workers)
     plain = await _run(tmp_path, "plain", [worker])
     # The first call's tokens: the second call would pass a limit of them.
-    first = min(
-        r["trajectory"]["model_calls"][0]["prompt_tokens"]
-        + r["trajectory"]["model_calls"][0]["completion_tokens"]
-        for r in plain
-    )
+    first = min(sum(_spent(r)[0]) for r in plain)
     served = worker.stats.generation_requests
     for limit, settings in (("tokens", ()), ("cost", PRICES)):
         records = await _run(tmp_path, limit, [worker], f"eval.limits.{limit}={first}", *settings)
         for record in records:
             _assert_limited(record, limit, 1)
     assert worker.stats.generation_requests == served + 2 * ATTEMPTS
-
-
-async def test_an_attempt_past_its_last_calls_tokens_ends_past_the_limit(
-    start_workers: StartWorkers, tmp_path: Path
-) -> None:
-    worker = await _two_step(start_workers)
-    plain = await _run(tmp_path, "plain", [worker])
-    least = min(r["prompt_tokens"] + r["completion_tokens"] for r in plain)
-    records = await _run(tmp_path, "tokens", [worker], f"eval.limits.tokens={least - 1}")
-    for record in records:
+    # One token short of the two calls': the second, sent, passes the limit as it ends.
+    least = min(sum(map(sum, _spent(r))) for r in plain)
+    for record in await _run(tmp_path, "last", [worker], f"eval.limits.tokens={least - 1}"):
         _assert_limited(record, "tokens", 2)
 
 

@@ -133,13 +133,12 @@ class Forwarder:
                     self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
                     await asyncio.sleep(self._backoff(attempt, failure))
                 tried.append(worker)
-                exchange.tried_at = time.monotonic()
-                if exchange.call is not None:
-                    exchange.call.tried_at = exchange.tried_at
+                exchange.trying(time.monotonic())
                 outcome = await self._attempt(exchange, worker, deadline, headers, attempt)
                 if not isinstance(outcome, Failure):
                     self._charge(suspect)  # another worker managed: the first one was at fault
                     return outcome
+                exchange.trying(None)
                 failure = outcome
                 log.debug("attempt %d failed: %s", attempt + 1, failure.message)
                 if suspect is not None and failure.repeats(suspect[1]):

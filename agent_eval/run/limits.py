@@ -128,12 +128,13 @@ class AttemptWatch:
                 raise
             raise LimitExceeded(self._error(self._reached)) from None
         finally:
+            self._timeout = None  # a task the runner left behind may call on: let it
             _WATCHING.reset(token)
 
     async def before_call(self) -> None:
         """Stop the attempt here, its call unsent, when the call would pass a limit."""
         reached = self.limits.spending_over(self.trajectory, calling=True)
-        if reached is None:
+        if reached is None or self._timeout is None:
             return
         self._stop(reached)
         # The deadline is now: its cancellation ends this wait, before the call is sent.
@@ -195,8 +196,8 @@ class AttemptWatch:
         """End the attempt now, past the limit `name`."""
         if self._reached is None:
             self._reached = name
-        assert self._timeout is not None
-        self._timeout.reschedule(asyncio.get_running_loop().time())
+        if self._timeout is not None:
+            self._timeout.reschedule(asyncio.get_running_loop().time())
 
 
 _WATCHING: ContextVar[AttemptWatch | None] = ContextVar("agent_eval_limits", default=None)

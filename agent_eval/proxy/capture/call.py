@@ -63,10 +63,10 @@ class Call:
     """The answer's token ids and logprobs, when the proxy asked for them (`capture.tokens`)."""
     done: bool = False
     tried_at: float | None = None
-    """When its latest try of a worker began; None before the first."""
+    """When the try of a worker under way began; None while it waits for one."""
 
     def waited(self, now: float) -> float:
-        """Seconds before its latest try: so far, what it waited for a free worker."""
+        """Seconds it waited for a free worker so far: all of them while it waits."""
         return (self.tried_at if self.tried_at is not None else now) - self.started
 
     def sent(self, request: dict[str, Any], body: bytes) -> None:

@@ -13,7 +13,7 @@ import pytest
 from agent_eval.testing.replies import Reply, ToolCall
 from tests.helpers.agent_programs import python_example
 from tests.helpers.command_runs import dataset, run_command
-from tests.helpers.programs import agent_script
+from tests.helpers.programs import agent_script, running
 from tests.helpers.proxy import StartWorkers
 
 ROW = {"question": "A crate holds 16 bottles. How many bottles are in 3 crates?", "answer": "48"}
@@ -79,3 +79,26 @@ async def test_a_programs_working_time_leaves_out_its_calls_wait_for_a_free_work
     assert record["latency_s"] > 2
     [call] = record["trajectory"]["model_calls"]
     assert call["worker"] == free.url
+
+
+async def test_a_program_past_its_wall_time_is_stopped_and_never_replayed(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    [worker] = await start_workers(1)
+    data = dataset(tmp_path / "data.jsonl", ROW)
+    pid_file = tmp_path / "pid"
+    body = f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+    program = [sys.executable, str(agent_script(tmp_path, body))]
+    code, err, [record] = await run_command(
+        program, data, [worker], tmp_path / "run", "eval.limits.wall_time=2"
+    )
+    assert code == 0, err
+    error = record["error"]
+    # Its time spent before any model call is still its own: the model's failure, kept.
+    assert (error["kind"], error["class"], error["limit"]) == (
+        "limit_exceeded",
+        "model",
+        "wall_time",
+    )
+    assert record["trajectory"]["replays"] == [] and record["correct"] is False
+    assert not running(int(pid_file.read_text()))

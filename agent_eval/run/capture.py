@@ -78,9 +78,10 @@ def _refused(limit: str, error: TrajectoryError) -> TrajectoryError:
 
 def _without_model(played: Trajectory) -> Trajectory:
     """A play that failed before its first model call failed of its setup (a program not
-    found, a missing module, a wrong path), which says nothing of the model: infrastructure's."""
+    found, a missing module, a wrong path), which says nothing of the model: infrastructure's.
+    One stopped past an eval.limits time limit spent the time it was given: still its own."""
     error = played.error
-    if error is not None and error.whose is FailureClass.MODEL:
+    if error is not None and error.whose is FailureClass.MODEL and error.limit is None:
         message = f"the agent ended before its first model call ({error.kind}: {error.message})"
         played.error = TrajectoryError("no_model_call", message)
     return played

@@ -37,7 +37,7 @@ async def test_a_programs_call_past_its_tokens_is_refused_and_the_attempt_ends_t
     assert code == 0, err
     error = record["error"]
     assert (error["kind"], error["class"], error["limit"]) == ("limit_exceeded", "model", limit)
-    assert f"eval.limits.{limit}" in error["message"], error
+    assert f"eval.limits.{limit}=1" in error["message"], error
     assert (record["reward"], record["correct"]) == (0.0, False)
     # The proxy refused the second call before any worker saw it; the first is kept.
     assert len(worker.served()) == 1 and record["model_calls"] == 1

@@ -45,6 +45,8 @@ class KeyedPlay:
     problem: str | None = None
     limit: str | None = None
     """The limit of the attempt's key its calls went past, as the record names it."""
+    limits: Limits = field(default_factory=Limits)
+    """The limits the key was opened with."""
 
     def trajectory(self, played: Trajectory) -> Trajectory:
         """The runner's trajectory with the calls, conversation and tool calls the proxy
@@ -53,9 +55,9 @@ class KeyedPlay:
         if self.problem is not None and played.error is None:
             played.error = TrajectoryError("connection_error", self.problem)
             played.final_output = None
-        if played.error is not None and self.limit is not None:
+        if played.error is not None and played.error.limit is None and self.limit is not None:
             # Refused past a limit, the program failed of it: the model's spending, not a fault.
-            played.error = _refused(self.limit, played.error)
+            played.error = _refused(self.limit, self.limits, played.error)
         if not self.calls:
             return _without_model(played) if self.limit is None else played
         if played.error is not None and (cause := infra_failure(self.calls)) is not None:
@@ -67,10 +69,14 @@ class KeyedPlay:
         return played
 
 
-def _refused(limit: str, error: TrajectoryError) -> TrajectoryError:
-    """The error of a play whose call the proxy refused past `limit`, as its record names it."""
+def _refused(limit: str, limits: Limits, error: TrajectoryError) -> TrajectoryError:
+    """The error of a play whose call the proxy refused past `limit`, as its record names it
+    (one of `limits`, or the proxy's own bound on a record's bytes)."""
     name = PROXY_NAMES.get(limit)
-    setting = f"eval.limits.{name}" if name is not None else f"proxy.capture.{limit}"
+    setting, value = f"proxy.capture.{limit}", None
+    if name is not None:
+        setting, value = f"eval.limits.{name}", getattr(limits, name)
+    setting += f"={value:g}" if value is not None else ""
     message = f"the proxy refused a model call past the attempt's {name or limit} limit "
     message += f"({setting}); the play then ended in {error.kind}: {error.message}"
     return TrajectoryError("limit_exceeded", message, limit=name or limit)
@@ -109,7 +115,7 @@ class AttemptKeys:
             opened = await self._open(session_id)
         except _PROBLEMS as exc:
             raise KeyUnavailable(f"the proxy opened no key for the attempt ({exc!r})") from None
-        keyed = KeyedPlay(opened)
+        keyed = KeyedPlay(opened, limits=self._limits)
         try:
             yield keyed
         finally:

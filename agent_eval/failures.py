@@ -43,7 +43,10 @@ KINDS: dict[str, FailureKind] = {
             "agent_error", _MODEL, "the agent program exited non-zero or was killed, no answer"
         ),
         FailureKind(
-            "limit_exceeded", _MODEL, "the agent went past its memory or the proxy's attempt limits"
+            "limit_exceeded",
+            _MODEL,
+            "the attempt went past one of eval.limits (its record's error names which), or an "
+            "agent program past its memory",
         ),
         FailureKind("no_healthy_worker", _INFRA, "the proxy had no worker to send a call to"),
         FailureKind("upstream_error", _INFRA, "a 5xx or 429 after the proxy's own retries"),

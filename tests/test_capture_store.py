@@ -6,7 +6,7 @@ import orjson
 import pytest
 from aiohttp import web
 
-from agent_eval.proxy.capture.attempt import AttemptLimits
+from agent_eval.proxy.capture.attempt import AttemptLimits, CallUsage
 from agent_eval.proxy.capture.call import Call
 from agent_eval.proxy.capture.settings import CaptureConfig
 from agent_eval.proxy.capture.store import AttemptStore
@@ -35,7 +35,7 @@ async def test_an_ended_attempt_frees_its_bytes_and_refuses_its_key() -> None:
     key, attempt = store.open("a", None, AttemptLimits(max_calls=5))
     call = store.admit(key)
     assert isinstance(call, Call)
-    store.record(call, b'{"index": 0}', 12, 3)
+    store.record(call, b'{"index": 0}', 12, CallUsage(1, 2))
     assert store.size == 12 and attempt.tokens == 3
     record = orjson.loads(await store.end(key) or b"")
     assert record["calls"] == [{"index": 0}] and record["state"] == "ended"

@@ -24,6 +24,7 @@ from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import attempt_keys
 from agent_eval.run.config import RunConfig
 from agent_eval.run.engine import Engine
+from agent_eval.run.limits import Limits
 from agent_eval.run.parts import engine_config
 from tests.helpers.attempts import ADMIN_TOKEN, attempt_client
 from tests.helpers.proxy import StartProxy, StartWorkers
@@ -369,11 +370,14 @@ async def test_a_play_past_its_call_limit_ends_as_limit_exceeded(
     async with (
         RewardScorer(max_workers=1) as scorer,
         AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client,
-        attempt_keys(base_url, ADMIN_TOKEN, 60, False, (1, None)) as keys,
+        attempt_keys(base_url, ADMIN_TOKEN, 60, False, Limits(model_calls=1)) as keys,
     ):
         await Engine(GivesUp(calls=2), scorer, client, config, keys=keys).play(samples, set(), sink)
     [record] = sink.records
     assert record.error is not None
     assert (record.error["kind"], record.error["class"]) == ("limit_exceeded", "model")
-    assert "max_calls" in record.error["message"]
+    assert (
+        record.error["limit"] == "model_calls"
+        and "eval.limits.model_calls" in record.error["message"]
+    )
     assert record.model_calls == 1 and worker.stats.generation_requests == 1

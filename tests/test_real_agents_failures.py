@@ -1,6 +1,7 @@
 """How real agent programs fail through `agent-eval run --agent command`: a worker that dies
-under them is the infrastructure's (replayed, then unscored), a call past `eval.max_calls` is
-the model's limit, and a program that crashes on its own is the agent's error."""
+under them is the infrastructure's (replayed, then unscored), a call past
+`eval.limits.model_calls` is the model's limit, and a program that crashes on its own is the
+agent's error."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ async def test_a_call_past_max_calls_is_the_models_limit_counted_wrong(
     worker.script(Reply(tool_calls=[CALCULATE]), Reply("48"))
     data = dataset(tmp_path / "data.jsonl", ROW)
     code, err, [record] = await run_command(
-        ANTHROPIC, data, [worker], tmp_path / "run", "eval.max_calls=1"
+        ANTHROPIC, data, [worker], tmp_path / "run", "eval.limits.model_calls=1"
     )
     assert code == 0, err
     error = record["error"]

@@ -95,6 +95,8 @@ class TrajectoryError:
     """Whose failure, for a kind the table does not know; None: the table's class."""
     worker: str | None = None
     """The worker whose error answer this is, when the answer named one."""
+    limit: str | None = None
+    """For limit_exceeded: the limit passed, as eval.limits names it (tokens, wall_time, ...)."""
 
     @property
     def whose(self) -> FailureClass:
@@ -102,13 +104,15 @@ class TrajectoryError:
         return self.failure_class or failure_class(self.kind)
 
     def to_dict(self) -> dict[str, str | None]:
-        """As the record keeps it: kind, class, message and the worker that answered."""
-        return {
+        """As the record keeps it: kind, class, message, the worker that answered, and the
+        limit passed when there is one."""
+        recorded = {
             "kind": self.kind,
             "class": str(self.whose),
             "message": self.message,
             "worker": self.worker,
         }
+        return recorded if self.limit is None else {**recorded, "limit": self.limit}
 
 
 @dataclass

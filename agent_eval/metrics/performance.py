@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import fmean
 
 from agent_eval.metrics.base import NAN, metric, ratio
@@ -163,11 +163,20 @@ class ErrorSummary:
     total: int
     rate: float
     by_kind: dict[str, int]
+    by_limit: dict[str, int] = field(default_factory=dict)
+    """The limit_exceeded ones by the limit passed (tokens, wall_time, ...), most first."""
 
 
 @metric(higher_is_better=False)
-def error_summary(by_kind: Mapping[str, int], attempts: int) -> ErrorSummary:
-    """Errors counted by kind and their rate per attempt (NaN without attempts)."""
-    ordered = dict(sorted(by_kind.items(), key=lambda item: (-item[1], item[0])))
+def error_summary(
+    by_kind: Mapping[str, int], attempts: int, by_limit: Mapping[str, int] | None = None
+) -> ErrorSummary:
+    """Errors counted by kind (and limit_exceeded by limit) and their rate per attempt (NaN
+    without attempts)."""
+    ordered = _most_first(by_kind)
     total = sum(ordered.values())
-    return ErrorSummary(total=total, rate=ratio(total, attempts), by_kind=ordered)
+    return ErrorSummary(total, ratio(total, attempts), ordered, _most_first(by_limit or {}))
+
+
+def _most_first(counts: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))

@@ -312,7 +312,7 @@ def summarize_tally(
         tokens=tokens,
         throughput=throughput(counts.attempts, tokens, wall_time_s),
         calls=call_summary(tally.model_calls, tally.tool_calls, tally.tool_errors, counts.attempts),
-        errors=error_summary(counts.errors, counts.attempts),
+        errors=error_summary(counts.errors, counts.attempts, counts.limits),
         cache_hit_rate=cache_hit_rate(tally.cached_tokens, tally.cache_prompt_tokens),
         ttft_s=latency_summary(tally.ttfts),
         utility=utility(tally.security, confidence),

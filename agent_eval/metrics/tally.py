@@ -122,12 +122,19 @@ class AttemptCounts:
     unscored: Counter[str] = field(default_factory=Counter)
     """Attempts the infrastructure stopped, by error kind."""
     errors: Counter[str] = field(default_factory=Counter)
+    limits: Counter[str] = field(default_factory=Counter)
+    """The limit_exceeded errors among those, by the limit passed."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
     def copy(self) -> AttemptCounts:
         """A copy that the attempts counted later leave as it is."""
-        return replace(self, unscored=self.unscored.copy(), errors=self.errors.copy())
+        return replace(
+            self,
+            unscored=self.unscored.copy(),
+            errors=self.errors.copy(),
+            limits=self.limits.copy(),
+        )
 
     def add(self, attempt: Attempt) -> None:
         """Count one attempt: its cost always, its result only when it is scored."""
@@ -137,6 +144,8 @@ class AttemptCounts:
         kind = attempt.error_kind
         if kind is not None:
             self.errors[kind] += 1
+        if kind == "limit_exceeded" and attempt.error and (limit := attempt.error.get("limit")):
+            self.limits[limit] += 1
         if not attempt.scored:
             self.unscored[kind or "unknown"] += 1
             return

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import aiohttp
 
 from agent_eval.proxy.admin_client import on_host, proxy_root, url_host
+from agent_eval.proxy.capture.attempt import Price
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,19 @@ class AttemptClient:
         ttl_s: float | None = None,
         max_calls: int | None = None,
         max_tokens: int | None = None,
+        max_cost: float | None = None,
+        price: Price | None = None,
     ) -> OpenedAttempt:
-        """A new key for the attempt `label` (its session id), with its limits."""
+        """A new key for the attempt `label` (its session id), with its limits; `max_cost`
+        prices its tokens at `price`."""
         body: dict[str, Any] = {"attempt": label, "limits": {}}
         if ttl_s is not None:
             body["ttl_s"] = ttl_s
-        for name, value in (("max_calls", max_calls), ("max_tokens", max_tokens)):
-            if value is not None:
-                body["limits"][name] = value
+        limits: dict[str, Any] = {"max_calls": max_calls, "max_tokens": max_tokens}
+        limits["max_cost"] = max_cost
+        if price is not None:
+            limits["price"] = asdict(price)
+        body["limits"] = {name: value for name, value in limits.items() if value is not None}
         opened = await self._call("POST", "/attempts", body)
         key = opened["key"]
         # The process holding the record, reached by the host this client reaches the proxy by

@@ -6,6 +6,7 @@ import orjson
 from aiohttp import web
 
 from agent_eval.proxy.routes import is_anthropic
+from agent_eval.wire import SHOULD_RETRY_HEADER
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -230,12 +231,15 @@ def attempt_closed(state: str) -> web.Response:
 
 
 def attempt_limit_exceeded(limit: str) -> web.Response:
-    return error_response(
+    response = error_response(
         429,
         "attempt_limit_exceeded",
         f"this attempt is over its {limit} limit, so its calls are refused; its record says "
         "so. Open the attempt with a larger limit (POST /attempts) or let it use less",
     )
+    # Sent again, the call would be refused again: the SDKs honour this and do not retry.
+    response.headers[SHOULD_RETRY_HEADER] = "false"
+    return response
 
 
 def too_many_attempts(limit: int) -> web.Response:

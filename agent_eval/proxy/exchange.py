@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,3 +29,17 @@ class Exchange:
     """The attempt call this request is, when it came with an attempt key: recorded as it ends."""
     tokens: TokenAsk | None = None
     """What the proxy adds to the request for the call's token ids and logprobs, when it does."""
+    tried_at: float | None = None
+    """When the try of a worker under way began; None while it waits for one."""
+
+    def trying(self, at: float | None) -> None:
+        """A try of a worker began `at`; None: it failed, and the request waits again."""
+        self.tried_at = at
+        if self.call is not None:
+            self.call.tried_at = at
+
+    def waited(self) -> float:
+        """Seconds before the try under way (or that answered): what it waited for a free
+        worker; all of them while it waits."""
+        until = self.tried_at if self.tried_at is not None else time.monotonic()
+        return round(until - self.started, 6)

@@ -59,7 +59,7 @@ from agent_eval.proxy.upstream.headers import (
 from agent_eval.proxy.upstream.http1 import ProxyOutOfResources, UpstreamResponse
 from agent_eval.proxy.upstream.streaming import Passthrough, Relay, pipe_stream
 from agent_eval.proxy.upstream.translated import ChatTranslation
-from agent_eval.wire import RETRIES_HEADER, SHOULD_RETRY_HEADER, WORKER_HEADER
+from agent_eval.wire import RETRIES_HEADER, SHOULD_RETRY_HEADER, WAITED_HEADER, WORKER_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +133,12 @@ class Forwarder:
                     self._metrics.retries.labels(exchange.info.route, failure.reason).inc()
                     await asyncio.sleep(self._backoff(attempt, failure))
                 tried.append(worker)
+                exchange.trying(time.monotonic())
                 outcome = await self._attempt(exchange, worker, deadline, headers, attempt)
                 if not isinstance(outcome, Failure):
                     self._charge(suspect)  # another worker managed: the first one was at fault
                     return outcome
+                exchange.trying(None)
                 failure = outcome
                 log.debug("attempt %d failed: %s", attempt + 1, failure.message)
                 if suspect is not None and failure.repeats(suspect[1]):
@@ -343,7 +345,7 @@ class Forwarder:
             status=status,
             body=body,
             content_type="application/json",
-            headers=served_by(worker.url, retries),
+            headers=served_by(worker.url, retries, exchange.waited()),
         )
         return self._finish(exchange, response, worker, answer, translation is not None)
 
@@ -405,6 +407,8 @@ class Forwarder:
         elapsed = time.monotonic() - exchange.started
         route = exchange.info.route
         response = in_envelope(route, response)
+        if not response.prepared:  # a stream's head, sent already, said it
+            response.headers.setdefault(WAITED_HEADER, f"{exchange.waited():g}")
         worker_label = worker.url if worker else "none"
         self._metrics.requests.labels(route, str(response.status), worker_label).inc()
         self._metrics.latency.labels(route).observe(elapsed)

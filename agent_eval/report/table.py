@@ -246,5 +246,10 @@ def _errors(summary: Summary) -> str | None:
     errors = summary.errors
     if math.isnan(errors.rate):
         return None
-    kinds = ", ".join(f"{kind} {count}" for kind, count in errors.by_kind.items())
+    # The limit_exceeded ones say which limits they passed: "limit_exceeded 3 (tokens 2, ...)".
+    passed = ", ".join(f"{limit} {count}" for limit, count in errors.by_limit.items())
+    kinds = ", ".join(
+        f"{kind} {count}" + (f" ({passed})" if kind == "limit_exceeded" and passed else "")
+        for kind, count in errors.by_kind.items()
+    )
     return f"{errors.total} ({errors.rate:.1%})" + (f": {kinds}" if kinds else "")

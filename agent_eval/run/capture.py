@@ -22,6 +22,7 @@ from agent_eval.agents.trajectory import Trajectory, TrajectoryError
 from agent_eval.failures import FailureClass
 from agent_eval.proxy.attempt_client import AttemptClient, OpenedAttempt
 from agent_eval.run.config import RunConfig
+from agent_eval.run.limits import PROXY_NAMES, Limits
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +30,6 @@ KEY_SLACK = 60.0
 """Seconds a key lives past its play's timeout."""
 _PROBLEMS = (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError)
 """What asking the proxy can raise: no answer, an error status, a body of another shape."""
-
-
-AttemptLimits = tuple[int | None, int | None]
-"""Most model calls and most tokens an attempt's key may use; None: no limit."""
 
 
 class KeyUnavailable(Exception):
@@ -48,6 +45,8 @@ class KeyedPlay:
     problem: str | None = None
     limit: str | None = None
     """The limit of the attempt's key its calls went past, as the record names it."""
+    limits: Limits = field(default_factory=Limits)
+    """The limits the key was opened with."""
 
     def trajectory(self, played: Trajectory) -> Trajectory:
         """The runner's trajectory with the calls, conversation and tool calls the proxy
@@ -56,11 +55,9 @@ class KeyedPlay:
         if self.problem is not None and played.error is None:
             played.error = TrajectoryError("connection_error", self.problem)
             played.final_output = None
-        if played.error is not None and self.limit is not None:
+        if played.error is not None and played.error.limit is None and self.limit is not None:
             # Refused past a limit, the program failed of it: the model's spending, not a fault.
-            message = f"the attempt went past its {self.limit} (eval.max_calls, "
-            message += f"eval.max_attempt_tokens); the play then ended in {played.error.kind}"
-            played.error = TrajectoryError("limit_exceeded", message)
+            played.error = _refused(self.limit, self.limits, played.error)
         if not self.calls:
             return _without_model(played) if self.limit is None else played
         if played.error is not None and (cause := infra_failure(self.calls)) is not None:
@@ -72,11 +69,25 @@ class KeyedPlay:
         return played
 
 
+def _refused(limit: str, limits: Limits, error: TrajectoryError) -> TrajectoryError:
+    """The error of a play whose call the proxy refused past `limit`, as its record names it
+    (one of `limits`, or the proxy's own bound on a record's bytes)."""
+    name = PROXY_NAMES.get(limit)
+    setting, value = f"proxy.capture.{limit}", None
+    if name is not None:
+        setting, value = f"eval.limits.{name}", getattr(limits, name)
+    setting += f"={value:g}" if value is not None else ""
+    message = f"the proxy refused a model call past the attempt's {name or limit} limit "
+    message += f"({setting}); the play then ended in {error.kind}: {error.message}"
+    return TrajectoryError("limit_exceeded", message, limit=name or limit)
+
+
 def _without_model(played: Trajectory) -> Trajectory:
     """A play that failed before its first model call failed of its setup (a program not
-    found, a missing module, a wrong path), which says nothing of the model: infrastructure's."""
+    found, a missing module, a wrong path), which says nothing of the model: infrastructure's.
+    One stopped past an eval.limits time limit spent the time it was given: still its own."""
     error = played.error
-    if error is not None and error.whose is FailureClass.MODEL:
+    if error is not None and error.whose is FailureClass.MODEL and error.limit is None:
         message = f"the agent ended before its first model call ({error.kind}: {error.message})"
         played.error = TrajectoryError("no_model_call", message)
     return played
@@ -85,9 +96,7 @@ def _without_model(played: Trajectory) -> Trajectory:
 class AttemptKeys:
     """Opens a key per play and takes its record after, on one proxy."""
 
-    def __init__(
-        self, client: AttemptClient, ttl_s: float, everyone: bool, limits: AttemptLimits
-    ) -> None:
+    def __init__(self, client: AttemptClient, ttl_s: float, everyone: bool, limits: Limits) -> None:
         """`everyone`: every runner's plays get keys (`eval.capture`), not only those that
         ask (`uses_attempt_keys`)."""
         self._client = client
@@ -106,7 +115,7 @@ class AttemptKeys:
             opened = await self._open(session_id)
         except _PROBLEMS as exc:
             raise KeyUnavailable(f"the proxy opened no key for the attempt ({exc!r})") from None
-        keyed = KeyedPlay(opened)
+        keyed = KeyedPlay(opened, limits=self._limits)
         try:
             yield keyed
         finally:
@@ -115,13 +124,28 @@ class AttemptKeys:
     async def _open(self, session_id: str) -> OpenedAttempt:
         """A new key; shielded, because a cancellation (Ctrl-C) while the proxy mints it would
         leave the key open in the proxy with no one to end it: such a key is ended at once."""
-        opening = asyncio.ensure_future(self._client.open(session_id, self._ttl, *self._limits))
+        limits = self._limits
+        opening = asyncio.ensure_future(
+            self._client.open(
+                session_id, self._ttl, limits.model_calls, limits.tokens, limits.cost, limits.price
+            )
+        )
         try:
             return await asyncio.shield(opening)
         except asyncio.CancelledError:
             with contextlib.suppress(*_PROBLEMS):
                 await self._client.end((await opening).key)
             raise
+
+    async def waited(self, opened: OpenedAttempt) -> float:
+        """Seconds the calls of `opened` waited in the proxy for a free worker so far; 0 when
+        its record cannot be read."""
+        try:
+            record = await self._client.read(opened.key)
+            return float(record.get("waited_s") or 0.0)
+        except _PROBLEMS as exc:
+            log.warning("the waits of %s could not be read (%r)", opened.attempt_base_url, exc)
+            return 0.0
 
     async def _take(self, keyed: KeyedPlay) -> None:
         try:
@@ -138,22 +162,23 @@ async def attempt_keys(
     admin_token: str,
     ttl_s: float,
     everyone: bool,
-    limits: AttemptLimits = (None, None),
+    limits: Limits | None = None,
 ) -> AsyncIterator[AttemptKeys]:
     """Attempt keys of the proxy at `base_url` inside the block."""
     # Ending an attempt waits for its calls in flight: a long but bounded answer.
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(timeout=timeout) as http:
-        yield AttemptKeys(AttemptClient(http, base_url, admin_token), ttl_s, everyone, limits)
+        client = AttemptClient(http, base_url, admin_token)
+        yield AttemptKeys(client, ttl_s, everyone, limits or Limits())
 
 
 def engine_keys(
-    config: RunConfig, base_url: str, admin_token: str | None
+    config: RunConfig, base_url: str, admin_token: str | None, limits: Limits
 ) -> contextlib.AbstractAsyncContextManager[AttemptKeys | None]:
-    """The run's attempt keys on the proxy at `base_url`; None without its admin token."""
+    """The run's attempt keys on the proxy at `base_url`, opened with `limits`; None without
+    its admin token."""
     if admin_token is None:
         return contextlib.nullcontext(None)
     # A key outlives its play's timeout, so that the play's end, not the key's, stops it.
     ttl = config.eval.attempt_timeout + KEY_SLACK
-    limits = config.eval.max_calls, config.eval.max_attempt_tokens
     return attempt_keys(base_url, admin_token, ttl, config.eval.capture, limits)

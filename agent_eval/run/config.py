@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from agent_eval.agents.base import Sampling
 from agent_eval.data.loaders import DATASETS
+from agent_eval.errors import ConfigError
 from agent_eval.launch.config import LaunchConfig, pick_token_fields, pin_routes
 from agent_eval.perturb import PERTURBATIONS
 from agent_eval.proxy.config import ProxyConfig
@@ -102,6 +103,49 @@ class DatasetSection(Section):
     )
 
 
+class LimitsSection(Section):
+    """What one attempt may spend; past any, it ends as limit_exceeded (the model's failure)."""
+
+    wall_time: float | None = Field(
+        None, gt=0, description="Seconds an attempt may take (at most eval.attempt_timeout)."
+    )
+    working_time: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds an attempt may take less those its model calls waited in the "
+        "proxy for a free worker.",
+    )
+    tokens: int | None = Field(
+        None, ge=1, description="Prompt and completion tokens an attempt's model calls may use."
+    )
+    model_calls: int | None = Field(None, ge=1, description="Model calls an attempt may make.")
+    cost: float | None = Field(
+        None, gt=0, description="What an attempt's tokens may cost, at eval.prices."
+    )
+
+
+class PriceSection(Section):
+    """What a million tokens of one model cost."""
+
+    prompt: float = Field(ge=0, description="Price of a million prompt tokens.")
+    completion: float = Field(ge=0, description="Price of a million completion tokens.")
+
+
+_OLD_LIMIT_KEYS = {"max_calls": "model_calls", "max_attempt_tokens": "tokens"}
+"""Keys of `eval` that are now keys of `eval.limits`, which files written before still hold."""
+
+
+def _moved_limits(data: Any) -> Any:
+    """`eval` data with its old limit keys moved into `limits`; a new key given beside wins."""
+    if not isinstance(data, dict) or not _OLD_LIMIT_KEYS.keys() & data.keys():
+        return data
+    moved = {new: data[old] for old, new in _OLD_LIMIT_KEYS.items() if data.get(old) is not None}
+    limits = data.get("limits")
+    given = limits if isinstance(limits, dict) else {}
+    rest = {key: value for key, value in data.items() if key not in _OLD_LIMIT_KEYS}
+    return {**rest, "limits": {**moved, **given}}
+
+
 class EvalSection(Section):
     """How many attempts, how many at once, and how long each may take."""
 
@@ -146,24 +190,52 @@ class EvalSection(Section):
         "samples.jsonl (turns on eval.capture and the proxy's capture.tokens, in the fields "
         "the backend's server takes; an external endpoint's: proxy.capture.token_fields).",
     )
-    max_calls: int | None = Field(
-        None,
-        ge=1,
-        description="Most model calls one attempt's key may make; past it the proxy refuses "
-        "them and the attempt ends as limit_exceeded (keyed attempts only; none: no limit).",
-    )
-    max_attempt_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="Most prompt and completion tokens one attempt's key may spend; past it, "
-        "as max_calls (keyed attempts only; none: no limit).",
+    limits: LimitsSection = Field(default_factory=LimitsSection)
+    prices: dict[str, PriceSection] = Field(
+        default_factory=dict,
+        description="Token prices by model name, for eval.limits.cost: "
+        "{MODEL: {prompt: X, completion: Y}}, each the price of a million tokens.",
     )
 
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data: Any) -> Any:
-        # Replays were once `retries`, the word the proxy's re-sends keep.
-        return renamed_keys(data, _OLD_EVAL_KEYS)
+        # Replays were once `retries`, the word the proxy's re-sends keep; the limits were
+        # eval.max_calls and eval.max_attempt_tokens.
+        return _moved_limits(renamed_keys(data, _OLD_EVAL_KEYS))
+
+    @model_validator(mode="after")
+    def _limits_fit(self) -> Self:
+        """A time limit past attempt_timeout would never be reached; a cost needs prices."""
+        limits = self.limits
+        for name in ("wall_time", "working_time"):
+            value = getattr(limits, name)
+            if value is not None and value > self.attempt_timeout:
+                raise ValueError(
+                    f"eval.limits.{name}={value:g} is longer than eval.attempt_timeout="
+                    f"{self.attempt_timeout:g}, which would stop the attempt first, as the "
+                    f"infrastructure's timeout: raise eval.attempt_timeout to at least {value:g}"
+                )
+        if limits.cost is not None and not self.prices:
+            raise ValueError(
+                "eval.limits.cost needs eval.prices: the price of a million prompt and "
+                "completion tokens of the run's model, e.g. eval.prices.MODEL.prompt=0.15"
+            )
+        return self
+
+    def price(self, model: str) -> PriceSection | None:
+        """The price of `model`'s tokens; None without eval.limits.cost.
+
+        Raises: ConfigError when eval.limits.cost is set and eval.prices has no `model`."""
+        if self.limits.cost is None:
+            return None
+        if model not in self.prices:
+            known = ", ".join(sorted(self.prices))
+            raise ConfigError(
+                f"eval.limits.cost is set but eval.prices has no price for the run's model "
+                f"{model!r} (it prices: {known}); add eval.prices.{model}.prompt and .completion"
+            )
+        return self.prices[model]
 
     def k_values(self) -> tuple[int, ...]:
         """The k values, none above n_samples."""

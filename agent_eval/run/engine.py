@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import math
 import random
@@ -26,6 +27,7 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
+from agent_eval.run.limits import AttemptWatch, LimitExceeded, Limits, Waited, watch_calls
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
@@ -52,6 +54,8 @@ class EngineConfig:
     """What `seed` fixes on the run's backend, for summary.json to say."""
     run_dir: Path | None
     """Where runners may keep what an attempt leaves for debugging; None: nowhere."""
+    limits: Limits
+    """What one attempt may spend (eval.limits)."""
 
 
 @dataclass
@@ -114,6 +118,8 @@ class Engine:
         self.runner, self.scorer, self.client, self.config = runner, scorer, client, config
         self.on_progress = on_progress
         self.keys = keys if keys is not None and keys.wanted(runner) else None
+        if config.limits:
+            watch_calls(client)
         self.progress = Progress()
         self._budget: int | None = None
         # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
@@ -225,14 +231,16 @@ class Engine:
     async def _play(self, item: Item, session_id: str, seed: int) -> tuple[Trajectory, float]:
         """One play of an attempt: its trajectory, stopped where it failed, and its seconds;
         with a key of its own when the runner uses them, its calls as the proxy recorded them."""
-        if self.keys is None:
-            return await self._run(item, self._context(session_id, seed, None))
+        if (keys := self.keys) is None:
+            trajectory, seconds = await self._run(item, self._context(session_id, seed, None))
+            return self._within_limits(trajectory), seconds
         try:
-            async with self.keys.play(session_id) as keyed:
-                played = await self._run(item, self._context(session_id, seed, keyed.opened))
+            async with keys.play(session_id) as keyed:
+                ctx = self._context(session_id, seed, keyed.opened)
+                played = await self._run(item, ctx, functools.partial(keys.waited, keyed.opened))
         except KeyUnavailable as exc:
             return stopped(Trajectory(), TrajectoryError("connection_error", str(exc))), 0.0
-        return keyed.trajectory(played[0]), played[1]
+        return self._within_limits(keyed.trajectory(played[0])), played[1]
 
     def _context(self, session_id: str, seed: int, opened: OpenedAttempt | None) -> RunContext:
         config = self.config
@@ -248,14 +256,20 @@ class Engine:
             ctx.attempt_base_url = opened.attempt_base_url
         return ctx
 
-    async def _run(self, item: Item, ctx: RunContext) -> tuple[Trajectory, float]:
-        """The runner's play in `ctx`, stopped where it failed, and its seconds."""
+    async def _run(
+        self, item: Item, ctx: RunContext, waited: Waited | None = None
+    ) -> tuple[Trajectory, float]:
+        """The runner's play in `ctx`, stopped where it failed or passed a limit, and its
+        seconds; `waited`: where the proxy's record says how long its calls waited."""
         started = time.monotonic()
+        watch = AttemptWatch(self.config.limits, ctx.trajectory, waited)
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
             # arrives as the attempt ends, and the run would go on after Ctrl-C.
-            async with asyncio.timeout(self.config.attempt_timeout):
+            async with asyncio.timeout(self.config.attempt_timeout), watch.enforcing():
                 trajectory = await self.runner.run(item, ctx)
+        except LimitExceeded as exc:
+            trajectory = stopped(ctx.trajectory, exc.error)
         except TimeoutError:
             message = f"the attempt took longer than {self.config.attempt_timeout:g} s"
             trajectory = stopped(ctx.trajectory, TrajectoryError("timeout", message))
@@ -263,6 +277,14 @@ class Engine:
             message = f"{type(exc).__name__}: {exc}"
             trajectory = stopped(ctx.trajectory, TrajectoryError("runner_error", message))
         return trajectory, round(time.monotonic() - started, 6)
+
+    def _within_limits(self, trajectory: Trajectory) -> Trajectory:
+        """The trajectory, failed of limit_exceeded when its calls went past a limit (the last
+        one may, before anything could stop it) and it has no error of its own."""
+        limits = self.config.limits
+        if trajectory.error is None and (name := limits.spending_over(trajectory, False)):
+            return stopped(trajectory, limits.exceeded(name, trajectory))
+        return trajectory
 
     def _summarize(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         # Rates are of the attempts played in this wall time: a resumed run did not play

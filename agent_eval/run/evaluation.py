@@ -152,7 +152,8 @@ async def play(
     """Every attempt of the plan (or of its first `limit` items, or the `selection`) against a
     served model."""
     settings = engine_config(plan.config, served.model)
-    async with engine_keys(plan.config, served.base_url, served.admin_token) as keys:
+    keyed = engine_keys(plan.config, served.base_url, served.admin_token, settings.limits)
+    async with keyed as keys:
         engine = Engine(plan.runner, scorer, served.client, settings, observer.on_progress, keys)
         total = plan.total if limit is None else min(limit, plan.total)
         started = time.monotonic()

@@ -15,10 +15,12 @@ from agent_eval.data import Item, load_dataset
 from agent_eval.data.edits import benchmark_edits
 from agent_eval.data.subset import seeded_subset
 from agent_eval.perturb.expand import perturbed
+from agent_eval.proxy.capture.attempt import Price
 from agent_eval.rewards import RewardScorer
 from agent_eval.rewards.scorer import default_workers
 from agent_eval.run.config import RunConfig
 from agent_eval.run.engine import EngineConfig
+from agent_eval.run.limits import Limits
 
 
 def dataset_items(config: RunConfig, limit: int | None = None) -> Iterator[Item]:
@@ -48,6 +50,18 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
         ks=config.eval.k_values(),
         seed_scope=config.seed_scope(),
         run_dir=config.output.dir,
+        limits=attempt_limits(config, model),
+    )
+
+
+def attempt_limits(config: RunConfig, model: str) -> Limits:
+    """The run's per-attempt limits, its cost priced at `model`'s tokens.
+
+    Raises: ConfigError when eval.limits.cost is set and eval.prices has no `model`."""
+    limits, priced = config.eval.limits, config.eval.price(model)
+    price = None if priced is None else Price(priced.prompt, priced.completion)
+    return Limits(
+        limits.wall_time, limits.working_time, limits.tokens, limits.model_calls, limits.cost, price
     )
 
 

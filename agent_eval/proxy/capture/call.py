@@ -10,15 +10,15 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from agent_eval.proxy.capture.attempt import Attempt
+from agent_eval.proxy.capture.attempt import Attempt, CallUsage
 from agent_eval.proxy.upstream.assemble import StreamAssembler
 from agent_eval.proxy.upstream.sse import MalformedStream, SSEReader
 from agent_eval.usage import reported_tokens
-from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
+from agent_eval.wire import RETRIES_HEADER, WAITED_HEADER, WORKER_HEADER, waited_seconds
 
-Recording = Callable[["Call", "bytes | PendingStream", int, int], None]
-"""Where a finished call goes: its entry, its size in bytes and the tokens it used (the
-store's `record`)."""
+Recording = Callable[["Call", "bytes | PendingStream", int, CallUsage], None]
+"""Where a finished call goes: its entry, its size in bytes and what it used (the store's
+`record`)."""
 
 # The proxy's codes for failures of a worker's, and of its own; a 4xx is the client's fault.
 WORKER_FAULTS = frozenset(
@@ -62,6 +62,12 @@ class Call:
     tokens: dict[str, Any] | None = None
     """The answer's token ids and logprobs, when the proxy asked for them (`capture.tokens`)."""
     done: bool = False
+    tried_at: float | None = None
+    """When the try of a worker under way began; None while it waits for one."""
+
+    def waited(self, now: float) -> float:
+        """Seconds it waited for a free worker so far: all of them while it waits."""
+        return (self.tried_at if self.tried_at is not None else now) - self.started
 
     def sent(self, request: dict[str, Any], body: bytes) -> None:
         """Note the request the client sent: `body`, which parsed as the object `request`."""
@@ -82,19 +88,20 @@ class Call:
         counted = self.usage if pending else answer
         # A failure passed on after the retries names its worker only in its head.
         worker = worker or response.headers.get(WORKER_HEADER)
-        head = self._head(response.status, worker, counted, _retries(response))
+        waited = waited_seconds(response.headers.get(WAITED_HEADER))
+        head = self._head(response.status, worker, counted, _retries(response), waited)
         head["error"] = self._error(response)
         if self.tokens is not None:
             head["tokens"] = self.tokens
-        tokens = int(head["prompt_tokens"]) + int(head["completion_tokens"])
+        used = CallUsage(head["prompt_tokens"], head["completion_tokens"], head["waited_s"])
         if not pending or self.raw is None:
             data = self._entry(head, _answer_bytes(response, answer))
-            self.recording(self, data, len(data), tokens)
+            self.recording(self, data, len(data), used)
             return
         # Assembling a stream costs a parse of every event: done when the record is read,
         # off the request path, from the bytes the client got.
         stream = PendingStream(self._before_answer(head), b"".join(self.raw))
-        self.recording(self, stream, len(stream.entry) + len(stream.raw), tokens)
+        self.recording(self, stream, len(stream.entry) + len(stream.raw), used)
 
     def abandon(self, response: web.StreamResponse | None) -> None:
         """Record a call that ended before the forwarder did: refused early, or its client left."""
@@ -105,10 +112,15 @@ class Call:
         head = self._head(status, None, None, 0)
         head["error"] = self._error(response) if response is not None else _CLIENT_LEFT
         data = self._entry(head, _answer_bytes(response, None) if response is not None else b"null")
-        self.recording(self, data, len(data), 0)
+        self.recording(self, data, len(data), CallUsage())
 
     def _head(
-        self, status: int, worker: str | None, answer: dict[str, Any] | None, retries: int
+        self,
+        status: int,
+        worker: str | None,
+        answer: dict[str, Any] | None,
+        retries: int,
+        waited: float = 0.0,
     ) -> dict[str, Any]:
         usage = answer.get("usage") if answer is not None else None
         reported = reported_tokens(usage)
@@ -121,6 +133,7 @@ class Call:
             "latency_s": round(time.monotonic() - self.started, 6),
             "ttft_s": None if self.first_byte is None else round(self.first_byte, 6),
             "retries": retries,
+            "waited_s": waited,
             "prompt_tokens": reported[0] if reported else 0,
             "completion_tokens": _completion(usage),
             "cached_tokens": reported[1] if reported else None,

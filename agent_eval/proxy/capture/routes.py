@@ -7,9 +7,16 @@ from typing import Annotated
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
-from agent_eval.proxy.capture.attempt import AttemptLimits
+from agent_eval.proxy.capture.attempt import AttemptLimits, Price
 from agent_eval.proxy.capture.store import AttemptStore
 from agent_eval.proxy.errors import error_response, invalid_json, too_many_attempts, unknown_attempt
 
@@ -20,11 +27,32 @@ ATTEMPT_PREFIX = "/a/{key}"
 """Where the generation routes are for a client that can only set a base URL."""
 
 
+class PriceBody(BaseModel):
+    """What a million prompt and completion tokens cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: float = Field(ge=0)
+    completion: float = Field(ge=0)
+
+
 class LimitsBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_calls: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, gt=0)
+    price: PriceBody | None = None
+
+    @model_validator(mode="after")
+    def _priced(self) -> LimitsBody:
+        if self.max_cost is not None and self.price is None:
+            raise ValueError("max_cost needs a price")
+        return self
+
+    def limits(self) -> AttemptLimits:
+        price = None if self.price is None else Price(self.price.prompt, self.price.completion)
+        return AttemptLimits(self.max_calls, self.max_tokens, self.max_cost, price)
 
 
 class OpenBody(BaseModel):
@@ -61,9 +89,8 @@ async def open_attempt(request: web.Request) -> web.Response:
         return invalid_json(str(exc))
     except ValidationError as exc:
         return _bad_fields(exc)
-    limits = AttemptLimits(body.limits.max_calls, body.limits.max_tokens)
     try:
-        key, attempt = request.app[ATTEMPTS].open(body.attempt, body.ttl_s, limits)
+        key, attempt = request.app[ATTEMPTS].open(body.attempt, body.ttl_s, body.limits.limits())
     except OverflowError as exc:
         return too_many_attempts(exc.args[0])
     opened = {"key": key, "base_path": f"/a/{key}", "expires_at": attempt.expires_at}
@@ -98,6 +125,7 @@ def _bad_fields(exc: ValidationError) -> web.Response:
         400,
         "invalid_attempt",
         f'the attempt\'s fields are wrong ({where}); send {{"attempt": "LABEL", '
-        '"ttl_s": SECONDS, "limits": {"max_calls": N, "max_tokens": N}}; all but attempt are '
-        "optional",
+        '"ttl_s": SECONDS, "limits": {"max_calls": N, "max_tokens": N, "max_cost": X, '
+        '"price": {"prompt": X, "completion": X}}}; all but attempt are optional, and max_cost '
+        "needs a price (of a million tokens)",
     )

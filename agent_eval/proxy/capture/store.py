@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 from aiohttp import web
 
-from agent_eval.proxy.capture.attempt import Attempt, AttemptLimits
+from agent_eval.proxy.capture.attempt import Attempt, AttemptLimits, CallUsage
 from agent_eval.proxy.capture.call import Call, PendingStream
 from agent_eval.proxy.capture.settings import CaptureConfig
 from agent_eval.proxy.errors import attempt_closed, attempt_limit_exceeded
@@ -95,12 +95,15 @@ class AttemptStore:
         attempt.calls += 1
         attempt.in_flight += 1
         attempt.idle.clear()
-        return Call(self.record, attempt, attempt.calls - 1, time.monotonic())
+        call = Call(self.record, attempt, attempt.calls - 1, time.monotonic())
+        attempt.flying[call.index] = call
+        return call
 
-    def record(self, call: Call, kept: bytes | PendingStream, size: int, tokens: int) -> None:
+    def record(self, call: Call, kept: bytes | PendingStream, size: int, usage: CallUsage) -> None:
         """Keep a finished call in its attempt's record, unless the record was taken."""
         attempt = call.attempt
-        attempt.tokens += tokens
+        attempt.add(usage)
+        attempt.flying.pop(call.index, None)
         if not attempt.closed:
             attempt.entries.append((call.index, kept))
             attempt.size += size
@@ -136,6 +139,9 @@ class AttemptStore:
             return "max_calls"
         if limits.max_tokens is not None and attempt.tokens >= limits.max_tokens:
             return "max_tokens"
+        cost = attempt.cost()
+        if limits.max_cost is not None and cost is not None and cost >= limits.max_cost:
+            return "max_cost"
         if attempt.size >= config.max_record_bytes:
             return "max_record_bytes"
         if self.size >= config.max_total_bytes:

@@ -6,7 +6,7 @@ from multidict import CIMultiDictProxy
 from pydantic import SecretStr
 
 from agent_eval.proxy.fleet.worker import Worker
-from agent_eval.wire import RETRIES_HEADER, WORKER_HEADER
+from agent_eval.wire import RETRIES_HEADER, WAITED_HEADER, WORKER_HEADER
 
 # Hop-by-hop headers, those the proxy sets itself, and those that describe the body as the
 # client sent it: the proxy forwards the decoded body, so `Content-Encoding: gzip` over plain
@@ -33,9 +33,10 @@ _DROPPED_REQUEST_HEADERS = frozenset(
 )
 
 
-def served_by(worker_url: str, retries: int) -> dict[str, str]:
-    """The headers that name the worker that answered and the retries it took to reach it."""
-    return {WORKER_HEADER: worker_url, RETRIES_HEADER: str(retries)}
+def served_by(worker_url: str, retries: int, waited: float) -> dict[str, str]:
+    """The headers that name the worker that answered, the retries it took to reach it and
+    the seconds the request waited before."""
+    return {WORKER_HEADER: worker_url, RETRIES_HEADER: str(retries), WAITED_HEADER: f"{waited:g}"}
 
 
 def bearer(key: SecretStr | None) -> dict[str, str]:

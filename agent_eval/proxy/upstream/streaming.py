@@ -165,7 +165,7 @@ async def pipe_stream(
         headers={
             "Content-Type": upstream.headers.get("content-type", "text/event-stream"),
             "Cache-Control": "no-cache",
-            **served_by(worker.url, retries),
+            **served_by(worker.url, retries, exchange.waited()),
         },
     )
     finished = False

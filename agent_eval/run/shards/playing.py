@@ -21,9 +21,10 @@ async def shard_engine(
     """An engine against the proxy at `base_url`, with its own client and scoring processes."""
     runner = load_runner(config.agent.name, **config.agent.runner_options())
     client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+    settings = engine_config(config, model)
     async with (
         warm_scorer(config) as scorer,
         client,
-        engine_keys(config, base_url, admin_token) as keys,
+        engine_keys(config, base_url, admin_token, settings.limits) as keys,
     ):
-        yield Engine(runner, scorer, client, engine_config(config, model), keys=keys)
+        yield Engine(runner, scorer, client, settings, keys=keys)

@@ -27,6 +27,7 @@ class Catalog:
         self._locks: dict[Path, asyncio.Lock] = {}
         self._reports: OrderedDict[Path, tuple[Stamp, Run]] = OrderedDict()
         self._report_locks: dict[Path, asyncio.Lock] = {}
+        self._warming: set[asyncio.Task[RunIndex]] = set()
 
     async def runs(self) -> list[RunDir]:
         """Every run under the roots, found again (new runs appear), by id."""
@@ -53,6 +54,24 @@ class Catalog:
                 dropped, _ = self._indexes.popitem(last=False)
                 self._locks.pop(dropped, None)
         return index
+
+    def indexed(self, run: RunDir) -> bool:
+        """Whether the run's index is built and kept (it may lag the file until refreshed)."""
+        return run.path in self._indexes
+
+    def warm(self, run: RunDir) -> None:
+        """Build the run's index in the background, unless it is kept or being built."""
+        lock = self._locks.get(run.path)
+        if self.indexed(run) or (lock is not None and lock.locked()):
+            return
+        task = asyncio.create_task(self.index(run))
+        self._warming.add(task)
+        task.add_done_callback(self._warmed)
+
+    def _warmed(self, task: asyncio.Task[RunIndex]) -> None:
+        self._warming.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a corrupt line is said by the next request instead
 
     async def report(self, run: RunDir) -> Run:
         """The run as `agent-eval report` reads it (every score, the summary rebuilt from them),

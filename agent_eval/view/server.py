@@ -14,11 +14,12 @@ from aiohttp import web
 from agent_eval.errors import ConfigError
 from agent_eval.report.html import NO_WORKERS
 from agent_eval.report.runs import read_workers
-from agent_eval.results.files import WORKERS
+from agent_eval.results.files import SAMPLES, WORKERS
 from agent_eval.system.lifecycle import forever
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
 from agent_eval.view.figures import Plots, standalone
+from agent_eval.view.head import head_page, plain_query
 from agent_eval.view.headline import run_headline
 from agent_eval.view.hosts import AllowedHosts
 from agent_eval.view.index import RunIndex
@@ -167,11 +168,16 @@ async def _row(catalog: Catalog, run: RunDir) -> dict[str, Any]:
 
 async def _found(request: web.Request) -> tuple[RunDir, RunIndex]:
     """The run the URL names and its refreshed index; a 404 for any id not found under a root."""
-    catalog = request.app[CATALOG]
-    run = await catalog.run(request.match_info["id"])
+    run = await _run_of(request)
+    return run, await request.app[CATALOG].index(run)
+
+
+async def _run_of(request: web.Request) -> RunDir:
+    """The run the URL names; a 404 for any id not found under a root."""
+    run = await request.app[CATALOG].run(request.match_info["id"])
     if run is None:
         raise _not_found(f"run {request.match_info['id']!r} under the roots served")
-    return run, await catalog.index(run)
+    return run
 
 
 async def _summary(request: web.Request) -> web.Response:
@@ -189,7 +195,15 @@ async def _summary(request: web.Request) -> web.Response:
 
 
 async def _rows(request: web.Request) -> web.Response:
-    _run, index = await _found(request)
+    catalog = request.app[CATALOG]
+    run = await _run_of(request)
+    plain = plain_query(request.query)
+    if plain is not None and not catalog.indexed(run):
+        # A big run's first rows without waiting for its index, which is built meanwhile.
+        catalog.warm(run)
+        page = await asyncio.to_thread(head_page, run.path / SAMPLES, plain.offset, plain.limit)
+        return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})
+    index = await catalog.index(run)
     query = parse_query(request.query, index.perturbations)
     page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
     return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})

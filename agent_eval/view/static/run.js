@@ -166,11 +166,15 @@ function samplesPart(id, state) {
 export async function runView(id) {
   const state = states[id] ||= { outcome: "", worker: "", perturbation: "", q: "", ranges: {},
     sort: "row", desc: false, offset: 0, asked: 0, kinds: false };
-  const body = await api(runPath(id) + "/summary");
   const samples = samplesPart(id, state);
-  const parts = [headlinePart(id), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
-    workersPart(id, samples.choose), figuresPart(id), samples];
+  // The first rows come before anything that reads every attempt (the summary's counts need
+  // the run's index, the headline and plots its report): a big run shows them at once.
+  const firstRows = state.refresh();
+  const afterRows = (part) => ({ ...part, update: (summary) => firstRows.then(() => part.update(summary)) });
+  const parts = [afterRows(headlinePart(id)), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
+    workersPart(id, samples.choose), afterRows(figuresPart(id)), samples];
   show(el("h1", { text: id }), ...parts.map((part) => part.node));
+  const body = await api(runPath(id) + "/summary");
   const update = (summary) => Promise.all(parts.map((part) => part.update(summary)));
   await update(body);
   if (body.run.status === "running") poll(async (stillShown) => {
@@ -193,11 +197,16 @@ async function loadRows(id, state, holder, count, pager) {
   const headers = COLUMNS.map(([key, label]) => el("th", { "data-sort": key,
     text: label + (state.sort === key ? (state.desc ? " ▼" : " ▲") : ""),
     onclick: () => { state.desc = state.sort === key ? !state.desc : false; state.sort = key; state.refresh(); } }));
-  // A run with variants gets a kind column after the sample's.
+  // After the sample: its question and the answer (shortened by the server; unparsed, the final
+  // output), then a run with variants gets a kind column.
+  headers.splice(1, 0, el("th", { text: "question" }), el("th", { text: "answer" }));
   if (state.kinds) headers.splice(1, 0, el("th", { text: "kind" }));
   const kind = (r) => (state.kinds ? [el("td", { class: "kind", text: r.perturbation ?? "original" })] : []);
+  const answer = (r) => r.answer ?? r.final_output;
   const rows = page.rows.map((r) => el("tr", { "data-index": r.index, class: outcome(r) },
     el("td", {}, el("a", { href: sampleHref(id, r.sample_id, r.attempt), text: r.sample_id })), ...kind(r),
+    el("td", { class: "question", title: r.question, text: r.question }),
+    el("td", { class: "answer", title: r.final_output, text: answer(r) }),
     el("td", { text: r.attempt }), el("td", { text: outcome(r) }), el("td", { text: num(r.reward) }),
     el("td", { text: r.error_kind ?? "" }), el("td", { text: r.model_calls }),
     el("td", { text: r.tool_calls }), el("td", { text: r.tokens }),

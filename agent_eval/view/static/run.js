@@ -2,7 +2,7 @@
 // kind, per-worker load, the report's plots, then its attempts, filtered, sorted and paged on the server. Each part of the page is
 // { node, update(summary) }, updated together when the page opens and while the run is running.
 import {
-  api, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
+  api, asset, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
 } from "./common.js";
 import { robustnessPart } from "./robustness.js";
 import { sessionsPart } from "./sessions.js";
@@ -87,7 +87,7 @@ function figuresPart(id) {
     const version = summary.run.attempts;
     node.replaceChildren(node.firstChild, ...figures.map((f) => el("figure", { "data-figure": f.name },
       el("img", { class: "figure", alt: f.caption,
-        src: `${runPath(id)}/figures/${encodeURIComponent(f.name)}.svg?v=${version}` }),
+        src: asset(`${runPath(id)}/figures/${encodeURIComponent(f.name)}.svg?v=${version}`) }),
       el("figcaption", { text: f.caption }))),
     ...(note ? [el("p", { class: "note", text: note })] : []));
     shown = version;

@@ -78,10 +78,10 @@ class Catalog:
         read again only when samples.jsonl or summary.json changes; a ConfigError if unreadable."""
         # A page asks for its headline, workers and every plot at once: they share one read.
         async with self._report_locks.setdefault(run.path, asyncio.Lock()):
-            stamp = _stamp(run.path / SAMPLES, run.path / SUMMARY)
+            now = stamp(run.path / SAMPLES, run.path / SUMMARY)
             kept = self._reports.pop(run.path, None)
-            if kept is None or kept[0] != stamp:
-                kept = (stamp, await asyncio.to_thread(load_run, run.path))
+            if kept is None or kept[0] != now:
+                kept = (now, await asyncio.to_thread(load_run, run.path))
             self._reports[run.path] = kept
             while len(self._reports) > KEPT:
                 dropped, _ = self._reports.popitem(last=False)
@@ -89,7 +89,7 @@ class Catalog:
         return kept[1]
 
 
-def _stamp(*paths: Path) -> Stamp:
+def stamp(*paths: Path) -> Stamp:
     """Each file's modification time and size, or None when it is missing."""
     stamps: list[tuple[int, int] | None] = []
     for path in paths:

@@ -87,7 +87,8 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
     app[HOSTS] = AllowedHosts.bound_to(host)
     app[CATALOG] = Catalog(roots)
     app[COMPARISONS] = Comparisons(app[CATALOG])
-    app[PLOTS] = Plots(app[CATALOG])
+    app[PLOTS] = Plots()
+    app.on_cleanup.append(_close_plots)
     app.router.add_get("/", _page)
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/runs", _runs)
@@ -106,6 +107,10 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/figures", _figures)
     app.router.add_get("/api/runs/{id:.+}/figures/{name}.svg", _figure)
     return app
+
+
+async def _close_plots(app: web.Application) -> None:
+    await app[PLOTS].close()
 
 
 @web.middleware
@@ -199,8 +204,10 @@ async def _rows(request: web.Request) -> web.Response:
     run = await _run_of(request)
     plain = plain_query(request.query)
     if plain is not None and not catalog.indexed(run):
-        # A big run's first rows without waiting for its index, which is built meanwhile.
+        # A big run's first rows without waiting for its index, which is built meanwhile, as
+        # are its plots: the page asks for them next.
         catalog.warm(run)
+        request.app[PLOTS].start(run)
         page = await asyncio.to_thread(head_page, run.path / SAMPLES, plain.offset, plain.limit)
         return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})
     index = await catalog.index(run)

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agent_eval.results.record import AttemptRecord
-from agent_eval.view.index import CHUNK, Page, Row, workers_of
+from agent_eval.view.index import Page, Row, workers_of
 from agent_eval.view.params import Query, parse_query
 
+COUNTED = 1 << 20
+"""Bytes counted at a time: a chunk that stays in the CPU's cache counts twice as fast as 8 MB."""
 ORDER = ("offset", "limit", "sort", "desc")
 """The rows parameters that choose a page and its order, not which attempts."""
 
@@ -56,6 +58,6 @@ def _row(path: Path, index: int, offset: int, line: bytes) -> Row:
 def _lines_left(file: BinaryIO) -> int:
     """Complete lines from the file's position on."""
     count = 0
-    while chunk := file.read(CHUNK):
+    while chunk := file.read(COUNTED):
         count += chunk.count(b"\n")
     return count

@@ -204,11 +204,11 @@ async def _rows(request: web.Request) -> web.Response:
     run = await _run_of(request)
     plain = plain_query(request.query)
     if plain is not None and not catalog.indexed(run):
-        # A big run's first rows without waiting for its index, which is built meanwhile, as
-        # are its plots: the page asks for them next.
+        # A big run's first rows without waiting for its index; then the index is built, and
+        # the plots drawn, in the background: the page asks for them next.
+        page = await asyncio.to_thread(head_page, run.path / SAMPLES, plain.offset, plain.limit)
         catalog.warm(run)
         request.app[PLOTS].start(run)
-        page = await asyncio.to_thread(head_page, run.path / SAMPLES, plain.offset, plain.limit)
         return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})
     index = await catalog.index(run)
     query = parse_query(request.query, index.perturbations)

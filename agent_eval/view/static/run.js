@@ -174,6 +174,7 @@ export async function runView(id) {
   const parts = [afterRows(headlinePart(id)), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
     workersPart(id, samples.choose), afterRows(figuresPart(id)), samples];
   show(el("h1", { text: id }), ...parts.map((part) => part.node));
+  await firstRows;
   const body = await api(runPath(id) + "/summary");
   const update = (summary) => Promise.all(parts.map((part) => part.update(summary)));
   await update(body);

@@ -11,7 +11,7 @@ from agent_eval.rewards.processes import pool_processes
 from agent_eval.view import figures
 from agent_eval.view.figures import Plots
 from agent_eval.view.runs import RunDir
-from tests.helpers.view_runs import append, record, write_run
+from tests.helpers.view_runs import append, finish, record, write_run
 
 DRAWN = {"accuracy", "latency", "prompt-tokens", "completion-tokens"}
 
@@ -29,13 +29,13 @@ async def test_a_big_runs_plots_come_from_a_process_ended_on_close(
     monkeypatch.setattr(figures, "PROCESS_BYTES", 0)  # any run is big
     plots = Plots()
     try:
-        drawn = await plots.of(run)
+        drawn = (await plots.of(run)).plots
         assert set(drawn) == DRAWN
         assert "6 scored attempts" in drawn["accuracy"].caption
         processes = pool_processes(plots._pool)  # type: ignore[arg-type]
         assert len(processes) == 1 and processes[0].is_alive()
         append(run.path, [record("s6", 0, True)])  # a new version of the run: drawn again
-        assert "7 scored attempts" in (await plots.of(run))["accuracy"].caption
+        assert "7 scored attempts" in (await plots.of(run)).plots["accuracy"].caption
     finally:
         await plots.close()
     assert not processes[0].is_alive()
@@ -43,7 +43,7 @@ async def test_a_big_runs_plots_come_from_a_process_ended_on_close(
 
 async def test_a_small_runs_plots_need_no_process(run: RunDir) -> None:
     plots = Plots()
-    assert set(await plots.of(run)) == DRAWN
+    assert set((await plots.of(run)).plots) == DRAWN
     assert plots._pool is None
     await plots.close()
 
@@ -60,3 +60,12 @@ async def test_an_unreadable_run_is_said_from_the_process(
             await plots.of(run)
     finally:
         await plots.close()
+
+
+async def test_a_finished_runs_captions_are_its_summary_json(run: RunDir) -> None:
+    finish(run.path)  # summary.json over 6 attempts
+    append(run.path, [record("s6", 0, True)])  # a 7th the summary does not count
+    plots = Plots()
+    drawn = (await plots.of(run)).plots
+    await plots.close()
+    assert "over 6 scored attempts" in drawn["accuracy"].caption

@@ -1,4 +1,5 @@
-"""The report's plots of a run as SVG documents an <img> shows, drawn in a process of their own."""
+"""What a run's page shows from every attempt: the report's plots, as SVG documents an <img>
+shows, and an unfinished run's headline; a big run's read in a process of its own."""
 
 from __future__ import annotations
 
@@ -6,13 +7,18 @@ import asyncio
 import multiprocessing
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from agent_eval.errors import ConfigError
 from agent_eval.report.html import Plot, plots
 from agent_eval.report.runs import load_run
 from agent_eval.results.files import SAMPLES, SUMMARY
+from agent_eval.results.summary import read_summary
 from agent_eval.rewards.processes import retire
 from agent_eval.view.catalog import KEPT, Stamp, stamp
+from agent_eval.view.headline import headline
 from agent_eval.view.runs import RunDir
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -21,28 +27,34 @@ PROCESS_BYTES = 16 << 20
 one in a thread, done before a process would have started."""
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """One read of every attempt: the plots that have a picture, by name, and the headline."""
+
+    plots: dict[str, Plot]
+    headline: dict[str, Any]
+
+
 class Plots:
     """The plots of the runs looked at lately, each drawn once per version of its files (size
     and modification time); a big run's in one process beside the server: reading every
     attempt takes it seconds, and in a thread it would slow the server's answers meanwhile."""
 
     def __init__(self) -> None:
-        self._drawn: OrderedDict[Path, tuple[Stamp, asyncio.Future[dict[str, Plot]]]] = (
-            OrderedDict()
-        )
+        self._drawn: OrderedDict[Path, tuple[Stamp, asyncio.Future[Drawn]]] = OrderedDict()
         self._pool: ProcessPoolExecutor | None = None
 
     def start(self, run: RunDir) -> None:
         """Begin drawing the run's plots, unless drawn for its files now or being drawn."""
         self._drawing(run)
 
-    async def of(self, run: RunDir) -> dict[str, Plot]:
-        """The run's plots that have a picture, by name. A ConfigError if the run is unreadable
-        (no attempts yet, a corrupt line)."""
+    async def of(self, run: RunDir) -> Drawn:
+        """The run's plots and headline. A ConfigError if the run is unreadable (no attempts
+        yet, a corrupt line)."""
         # Shielded: a page that goes away must not cancel what the next one waits on.
         return await asyncio.shield(self._drawing(run))
 
-    def _drawing(self, run: RunDir) -> asyncio.Future[dict[str, Plot]]:
+    def _drawing(self, run: RunDir) -> asyncio.Future[Drawn]:
         now = stamp(run.path / SAMPLES, run.path / SUMMARY)
         kept = self._drawn.pop(run.path, None)
         # A running run changes every second: one drawing at a time, the next from what the
@@ -51,7 +63,7 @@ class Plots:
             size = now[0][1] if now[0] else 0
             # A process takes a second or two to start: worth it for a big run only.
             executor = self._ready_pool() if size > PROCESS_BYTES else None
-            kept = (now, asyncio.get_running_loop().run_in_executor(executor, pictures, run.path))
+            kept = (now, asyncio.get_running_loop().run_in_executor(executor, drawn, run.path))
             # Retrieved here: a run read before it was readable must not log an error.
             kept[1].add_done_callback(lambda done: done.cancelled() or done.exception())
         self._drawn[run.path] = kept
@@ -73,9 +85,25 @@ class Plots:
             self._pool = None
 
 
-def pictures(path: Path) -> dict[str, Plot]:
-    """The run's report plots that have a picture, by name (in the drawing process)."""
-    return {plot.name: plot for plot in plots(load_run(path)) if plot.svg is not None}
+def drawn(path: Path) -> Drawn:
+    """The run's plots and headline (in the drawing process); a finished run's from its
+    summary.json, as the report's table shows it."""
+    report = load_run(path, as_written=True)
+    pictures = {plot.name: plot for plot in plots(report) if plot.svg is not None}
+    source = SUMMARY if read_summary(path / SUMMARY) is not None else SAMPLES
+    return Drawn(pictures, headline(report.summary, source, report.notes))
+
+
+async def run_headline(plots: Plots, run: RunDir) -> dict[str, Any]:
+    """The headline's sections, caption and source: summary.json once finished, else rebuilt
+    from the attempts with the plots; a run without attempts yet has none."""
+    summary = read_summary(run.path / SUMMARY)
+    if summary is not None:
+        return headline(summary, SUMMARY, [])
+    try:
+        return (await plots.of(run)).headline
+    except ConfigError as exc:
+        return {"source": SAMPLES, "caption": "", "sections": [], "notes": [str(exc)]}
 
 
 def standalone(svg: str) -> str:

@@ -18,9 +18,8 @@ from agent_eval.results.files import SAMPLES, WORKERS
 from agent_eval.system.lifecycle import forever
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
-from agent_eval.view.figures import Plots, standalone
+from agent_eval.view.figures import Plots, run_headline, standalone
 from agent_eval.view.head import head_page, plain_query
-from agent_eval.view.headline import run_headline
 from agent_eval.view.hosts import AllowedHosts
 from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import (
@@ -278,8 +277,8 @@ async def _compare(request: web.Request) -> web.Response:
 
 
 async def _headline(request: web.Request) -> web.Response:
-    run, _index = await _found(request)
-    return _json(await run_headline(request.app[CATALOG], run))
+    run = await _run_of(request)
+    return _json(await run_headline(request.app[PLOTS], run))
 
 
 async def _errors(request: web.Request) -> web.Response:
@@ -297,9 +296,9 @@ async def _workers(request: web.Request) -> web.Response:
 
 
 async def _figures(request: web.Request) -> web.Response:
-    run, _index = await _found(request)
+    run = await _run_of(request)
     try:
-        drawn = await request.app[PLOTS].of(run)
+        drawn = (await request.app[PLOTS].of(run)).plots
     except ConfigError as exc:
         return _json({"figures": [], "note": str(exc)})
     listed = [{"name": plot.name, "caption": plot.caption} for plot in drawn.values()]
@@ -307,10 +306,10 @@ async def _figures(request: web.Request) -> web.Response:
 
 
 async def _figure(request: web.Request) -> web.Response:
-    run, _index = await _found(request)
+    run = await _run_of(request)
     name = request.match_info["name"]
     try:
-        drawn = await request.app[PLOTS].of(run)
+        drawn = (await request.app[PLOTS].of(run)).plots
     except ConfigError as exc:
         raise _not_found(f"figures: {exc}") from None
     plot = drawn.get(name)

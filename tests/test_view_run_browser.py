@@ -80,6 +80,16 @@ async def open_big(browser: BrowserPage, url: str) -> None:
     await expect(browser.page.locator("#row-count")).to_have_text(f"{ATTEMPTS} attempts")
 
 
+async def searched(browser: BrowserPage, url: str, text: str, count: int) -> None:
+    """The big run's page searched for `text`, once it shows the `count` attempts found."""
+    from playwright.async_api import expect
+
+    await open_big(browser, url)
+    await browser.page.fill("#search", text)
+    await browser.page.press("#search", "Enter")
+    await expect(browser.page.locator("#row-count")).to_have_text(f"{count} attempts")
+
+
 async def test_a_header_sorts_and_a_second_click_reverses(url: str, browser: BrowserPage) -> None:
     from playwright.async_api import expect
 
@@ -146,26 +156,15 @@ async def test_the_worker_filter_keeps_attempts_that_called_it(
 async def test_search_finds_question_and_answer_text(
     url: str, browser: BrowserPage, text: str, expected: list[int]
 ) -> None:
-    from playwright.async_api import expect
-
     page = browser.page
-    await open_big(browser, url)
-    await page.fill("#search", text)
-    await page.press("#search", "Enter")
-    await expect(page.locator("#row-count")).to_have_text(f"{len(expected)} attempts")
+    await searched(browser, url, text, len(expected))
     indexes = await page.locator(ROWS).evaluate_all("rows => rows.map((r) => r.dataset.index)")
     assert indexes == [str(i) for i in expected]
     assert browser.errors == []
 
 
 async def test_each_row_shows_its_question_and_answer(url: str, browser: BrowserPage) -> None:
-    from playwright.async_api import expect
-
-    page = browser.page
-    await open_big(browser, url)
-    await page.fill("#search", "pomegranates")
-    await page.press("#search", "Enter")
-    await expect(page.locator("#row-count")).to_have_text("3 attempts")
+    await searched(browser, url, "pomegranates", 3)
     shown = [row[1:3] for row in await cells(browser, ROWS)]
     # The parsed answer, or the final output where none was parsed (17 timed out).
     answers = [BIG[i]["answer"] or BIG[i]["trajectory"]["final_output"] for i in (15, 16, 17)]
@@ -175,13 +174,8 @@ async def test_each_row_shows_its_question_and_answer(url: str, browser: Browser
 
 
 async def test_a_long_question_is_shortened_to_one_line(url: str, browser: BrowserPage) -> None:
-    from playwright.async_api import expect
-
     page = browser.page
-    await open_big(browser, url)
-    await page.fill("#search", "crates twice")
-    await page.press("#search", "Enter")
-    await expect(page.locator("#row-count")).to_have_text("3 attempts")
+    await searched(browser, url, "crates twice", 3)
     cell = page.locator(f"{ROWS} td.question").first
     text = await cell.inner_text()
     flat = " ".join(LONG_QUESTION.split())

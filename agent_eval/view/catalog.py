@@ -76,7 +76,7 @@ class Catalog:
     async def report(self, run: RunDir) -> Run:
         """The run as `agent-eval report` reads it (every score, the summary rebuilt from them),
         read again only when samples.jsonl or summary.json changes; a ConfigError if unreadable."""
-        # A page asks for its headline, workers and every plot at once: they share one read.
+        # Requests for one run's report at once (a comparison of it with two others) share one read.
         async with self._report_locks.setdefault(run.path, asyncio.Lock()):
             now = stamp(run.path / SAMPLES, run.path / SUMMARY)
             kept = self._reports.pop(run.path, None)

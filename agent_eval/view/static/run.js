@@ -168,7 +168,7 @@ export async function runView(id) {
     sort: "row", desc: false, offset: 0, asked: 0, kinds: false };
   const samples = samplesPart(id, state);
   // The first rows come before anything that reads every attempt (the summary's counts need
-  // the run's index, the headline and plots its report): a big run shows them at once.
+  // the run's index, the headline and plots one read of every attempt): a big run's show at once.
   const firstRows = state.refresh();
   const afterRows = (part) => ({ ...part, update: (summary) => firstRows.then(() => part.update(summary)) });
   const parts = [afterRows(headlinePart(id)), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),

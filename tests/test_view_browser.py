@@ -87,8 +87,9 @@ async def test_filtering_wrong_answers_shows_only_them(url: str, browser: Browse
     await expect(page.locator("#row-count")).to_have_text("2 attempts")
     rows = page.locator("#rows-table tr[data-index]")
     await expect(rows).to_have_count(2)
-    shown = [row[:3] for row in await cells(browser, "#rows-table tr[data-index]")]
-    assert shown == [["s1", "1", "wrong"], ["s2", "0", "wrong"]]
+    shown = [row[:5] for row in await cells(browser, "#rows-table tr[data-index]")]
+    asked = "A crate holds 16 bottles. How many in 3 crates?"
+    assert shown == [["s1", asked, "19", "1", "wrong"], ["s2", asked, "19", "0", "wrong"]]
     assert await page.locator("#rows-table tr.wrong").count() == 2
     assert browser.errors == []
 

@@ -23,6 +23,7 @@ from tests.helpers.view_runs import (
 WAIT_MS = 10_000  # the live page polls every second; room for a loaded machine
 ATTEMPTS = 120
 ROWS = "#rows-table tr[data-index]"
+LONG_QUESTION = "Count\nthe crates twice. " * 30
 
 
 def attempt(i: int) -> dict[str, Any]:
@@ -38,6 +39,8 @@ def attempt(i: int) -> dict[str, Any]:
     line["latency_s"] = 1 + (37 * i % ATTEMPTS) / 10  # 37 is prime to 120: all distinct
     if i // 3 == 5:
         line["trajectory"]["messages"][0]["content"] = "How many pomegranates in 3 crates?"
+    if i // 3 == 6:
+        line["trajectory"]["messages"][0]["content"] = LONG_QUESTION
     if i == 100:
         line["answer"] = "31337"
     kind = {7: "timeout", 3: "max_turns"}.get(i % 10)
@@ -77,6 +80,16 @@ async def open_big(browser: BrowserPage, url: str) -> None:
     await expect(browser.page.locator("#row-count")).to_have_text(f"{ATTEMPTS} attempts")
 
 
+async def searched(browser: BrowserPage, url: str, text: str, count: int) -> None:
+    """The big run's page searched for `text`, once it shows the `count` attempts found."""
+    from playwright.async_api import expect
+
+    await open_big(browser, url)
+    await browser.page.fill("#search", text)
+    await browser.page.press("#search", "Enter")
+    await expect(browser.page.locator("#row-count")).to_have_text(f"{count} attempts")
+
+
 async def test_a_header_sorts_and_a_second_click_reverses(url: str, browser: BrowserPage) -> None:
     from playwright.async_api import expect
 
@@ -86,18 +99,18 @@ async def test_a_header_sorts_and_a_second_click_reverses(url: str, browser: Bro
     header = page.locator('th[data-sort="latency_s"]')
     await header.click()
     await expect(header).to_contain_text("▲")
-    assert [float(x) for x in await column(browser, 8)] == latencies[:50]
+    assert [float(x) for x in await column(browser, 10)] == latencies[:50]
     await header.click()
     await expect(header).to_contain_text("▼")
-    assert [float(x) for x in await column(browser, 8)] == latencies[::-1][:50]
+    assert [float(x) for x in await column(browser, 10)] == latencies[::-1][:50]
     workers = page.locator('th[data-sort="workers"]')
     await workers.click()
     await expect(workers).to_contain_text("▲")
-    firsts = [text.split(", ")[0] for text in await column(browser, 9)]
+    firsts = [text.split(", ")[0] for text in await column(browser, 11)]
     assert firsts == ["w-a"] * 50  # the 60 attempts that called w-a first come first
     await workers.click()
     await expect(workers).to_contain_text("▼")
-    firsts = [text.split(", ")[0] for text in await column(browser, 9)]
+    firsts = [text.split(", ")[0] for text in await column(browser, 11)]
     assert firsts == ["w-b"] * 50
     assert browser.errors == []
 
@@ -132,7 +145,7 @@ async def test_the_worker_filter_keeps_attempts_that_called_it(
     # Attempts with two or three calls used both workers; one call used w-a on even rows.
     called = [i for i, line in enumerate(BIG) if line["model_calls"] > 1 or i % 2 == 1]
     await expect(page.locator("#row-count")).to_have_text(f"{len(called)} attempts")
-    assert all("w-b" in text for text in await column(browser, 9))
+    assert all("w-b" in text for text in await column(browser, 11))
     assert browser.errors == []
 
 
@@ -143,15 +156,33 @@ async def test_the_worker_filter_keeps_attempts_that_called_it(
 async def test_search_finds_question_and_answer_text(
     url: str, browser: BrowserPage, text: str, expected: list[int]
 ) -> None:
-    from playwright.async_api import expect
-
     page = browser.page
-    await open_big(browser, url)
-    await page.fill("#search", text)
-    await page.press("#search", "Enter")
-    await expect(page.locator("#row-count")).to_have_text(f"{len(expected)} attempts")
+    await searched(browser, url, text, len(expected))
     indexes = await page.locator(ROWS).evaluate_all("rows => rows.map((r) => r.dataset.index)")
     assert indexes == [str(i) for i in expected]
+    assert browser.errors == []
+
+
+async def test_each_row_shows_its_question_and_answer(url: str, browser: BrowserPage) -> None:
+    await searched(browser, url, "pomegranates", 3)
+    shown = [row[1:3] for row in await cells(browser, ROWS)]
+    # The parsed answer, or the final output where none was parsed (17 timed out).
+    answers = [BIG[i]["answer"] or BIG[i]["trajectory"]["final_output"] for i in (15, 16, 17)]
+    assert BIG[17]["answer"] is None
+    assert shown == [["How many pomegranates in 3 crates?", answer] for answer in answers]
+    assert browser.errors == []
+
+
+async def test_a_long_question_is_shortened_to_one_line(url: str, browser: BrowserPage) -> None:
+    page = browser.page
+    await searched(browser, url, "crates twice", 3)
+    cell = page.locator(f"{ROWS} td.question").first
+    text = await cell.inner_text()
+    flat = " ".join(LONG_QUESTION.split())
+    assert text == flat[:199] + "…" and len(text) == 200
+    height = await cell.evaluate("td => td.getBoundingClientRect().height")
+    link = await page.locator(f"{ROWS} td a").first.evaluate("a => a.offsetHeight")
+    assert height < 2 * link  # one line, not the whole question wrapped
     assert browser.errors == []
 
 
@@ -181,7 +212,7 @@ async def test_range_filters_bound_each_column(url: str, browser: BrowserPage) -
     await expect(page.locator("#row-count")).to_have_text(f"{len(expected)} attempts")
     indexes = await page.locator(ROWS).evaluate_all("rows => rows.map((r) => r.dataset.index)")
     assert indexes == [str(i) for i in expected]
-    assert set(await column(browser, 5)) == {"2"}
+    assert set(await column(browser, 7)) == {"2"}
     assert browser.errors == []
 
 
@@ -208,12 +239,13 @@ async def test_an_error_kind_filters_the_samples_to_it(url: str, browser: Browse
 
     page = browser.page
     await open_big(browser, url)
+    await expect(page.locator("#errors tr[data-kind]")).to_have_count(2)  # drawn after the rows
     kinds = await cells(browser, "#errors tr[data-kind]")
     assert kinds == [["max_turns", "12", "model"], ["timeout", "12", "infrastructure"]]
     await page.click('#errors tr[data-kind="timeout"] button')
     await expect(page.locator("#filter-outcome")).to_have_value("timeout")
     await expect(page.locator("#row-count")).to_have_text("12 attempts")
-    assert set(await column(browser, 4)) == {"timeout"}
+    assert set(await column(browser, 6)) == {"timeout"}
     await expect(page.locator("#workers tr[data-worker]")).to_have_count(2)
     # Every attempt of two or more calls called both; one call went to w-a on even rows.
     workers = await cells(browser, "#workers tr[data-worker]")

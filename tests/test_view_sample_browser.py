@@ -127,6 +127,35 @@ async def test_a_tie_for_the_most_votes_shows_as_a_tie(url: str, browser: Browse
     assert browser.errors == []
 
 
+# Each attempt's right edge, and how far its container and the page scroll sideways.
+FIT = """() => {
+  const boxes = [...document.querySelectorAll("#attempts .attempt")]
+    .map((a) => a.getBoundingClientRect());
+  const attempts = document.querySelector("#attempts"), whole = document.documentElement;
+  return { rights: boxes.map((b) => b.right), tops: boxes.map((b) => b.top),
+    inner: attempts.scrollWidth - attempts.clientWidth,
+    page: whole.scrollWidth - whole.clientWidth, width: whole.clientWidth };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 1024])
+async def test_four_attempts_side_by_side_fit_the_page(
+    url: str, browser: BrowserPage, width: int
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.set_viewport_size({"width": width, "height": 900})
+    await page.goto(url + run_route("runs/single") + "/sample/word_problems-2")
+    await expect(page.locator("#attempts .attempt")).to_have_count(4)
+    fit = await page.evaluate(FIT)
+    assert fit["page"] == 0 and fit["inner"] == 0
+    assert all(right <= fit["width"] for right in fit["rights"])
+    if width == 1280:  # all four in one row
+        assert len(set(fit["tops"])) == 1
+    assert browser.errors == []
+
+
 async def test_a_tool_call_without_a_type_shows_whole(url: str, browser: BrowserPage) -> None:
     from playwright.async_api import expect
 

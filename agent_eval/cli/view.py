@@ -12,6 +12,7 @@ from rich.text import Text
 from agent_eval.cli.common import console, fail, guarded
 from agent_eval.report.choose import RUNS
 from agent_eval.system.lifecycle import run_until_signalled
+from agent_eval.view.export import export_run
 from agent_eval.view.server import serve_view
 
 PORT = 7575
@@ -35,11 +36,23 @@ def view(
         PORT
     ),
     opened: Annotated[bool, typer.Option("--open", help="Open the page in the browser.")] = False,
+    export: Annotated[
+        Path | None,
+        typer.Option(
+            "--export",
+            help="Write a static copy of one run's pages (PATH: the run's directory) to this "
+            "new or empty folder, to open without a server; then exit.",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local web page over runs: their accuracy, every attempt, every trajectory.
 
     It only reads the runs, and follows a running run as it writes. Stop it with Ctrl-C.
     """
+    if export is not None:
+        _export(ctx, paths or [], export)
+        return
     roots = paths or [RUNS]
     missing = [str(root) for root in roots if not root.is_dir()]
     if missing:
@@ -52,3 +65,17 @@ def view(
             webbrowser.open(url)
 
     guarded(ctx, run_until_signalled, serve_view(roots, host, port, ready))
+
+
+def _export(ctx: typer.Context, paths: list[Path], out: Path) -> None:
+    """The static copy of the one run `paths` names, written to `out`."""
+    if len(paths) != 1:
+        fail("--export copies one run: give its directory (agent-eval view runs/RUN --export DIR)")
+    exported = guarded(ctx, export_run, paths[0], out)
+    console.print(
+        Text(
+            f"Copied {paths[0]} to {exported.folder}: {exported.answers} pages of data "
+            f"({exported.samples} samples, {exported.figures} plots); "
+            f"open {exported.folder / 'index.html'} in a browser"
+        )
+    )

@@ -54,8 +54,10 @@ class Run:
         return f"{self.config.agent.name} on {self.config.dataset_name}"
 
 
-def load_run(path: Path) -> Run:
-    """Read a run directory; one that is not a run, or holds a corrupt line, is a ConfigError."""
+def load_run(path: Path, as_written: bool = False) -> Run:
+    """Read a run directory; one that is not a run, or holds a corrupt line, is a ConfigError.
+    `as_written`: the summary summary.json holds, when readable, not one rebuilt from the
+    scores (half the time of reading a big run)."""
     samples = path / SAMPLES
     if not path.exists():
         raise ConfigError(f"{path} does not exist; pass a run directory (`agent-eval run` -o)")
@@ -73,7 +75,11 @@ def load_run(path: Path) -> Run:
     rates, complete = (UNMEASURED, True) if stored is None else (stored.throughput, stored.complete)
     seed = None if config is None else config.seed_scope()
     try:
-        summary = build_summary(scores, ks, rates, complete, seed)
+        summary = (
+            stored
+            if as_written and stored is not None
+            else build_summary(scores, ks, rates, complete, seed)
+        )
     except ValueError as exc:  # a repeated (sample_id, attempt): the file was edited or merged
         raise ConfigError(f"{samples}: {exc}") from None
     workers = read_workers(path / WORKERS, notes)

@@ -27,6 +27,7 @@ class Catalog:
         self._locks: dict[Path, asyncio.Lock] = {}
         self._reports: OrderedDict[Path, tuple[Stamp, Run]] = OrderedDict()
         self._report_locks: dict[Path, asyncio.Lock] = {}
+        self._warming: set[asyncio.Task[RunIndex]] = set()
 
     async def runs(self) -> list[RunDir]:
         """Every run under the roots, found again (new runs appear), by id."""
@@ -54,15 +55,33 @@ class Catalog:
                 self._locks.pop(dropped, None)
         return index
 
+    def indexed(self, run: RunDir) -> bool:
+        """Whether the run's index is built and kept (it may lag the file until refreshed)."""
+        return run.path in self._indexes
+
+    def warm(self, run: RunDir) -> None:
+        """Build the run's index in the background, unless it is kept or being built."""
+        lock = self._locks.get(run.path)
+        if self.indexed(run) or (lock is not None and lock.locked()):
+            return
+        task = asyncio.create_task(self.index(run))
+        self._warming.add(task)
+        task.add_done_callback(self._warmed)
+
+    def _warmed(self, task: asyncio.Task[RunIndex]) -> None:
+        self._warming.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a corrupt line is said by the next request instead
+
     async def report(self, run: RunDir) -> Run:
         """The run as `agent-eval report` reads it (every score, the summary rebuilt from them),
         read again only when samples.jsonl or summary.json changes; a ConfigError if unreadable."""
-        # A page asks for its headline, workers and every plot at once: they share one read.
+        # Requests for one run's report at once (a comparison of it with two others) share one read.
         async with self._report_locks.setdefault(run.path, asyncio.Lock()):
-            stamp = _stamp(run.path / SAMPLES, run.path / SUMMARY)
+            now = stamp(run.path / SAMPLES, run.path / SUMMARY)
             kept = self._reports.pop(run.path, None)
-            if kept is None or kept[0] != stamp:
-                kept = (stamp, await asyncio.to_thread(load_run, run.path))
+            if kept is None or kept[0] != now:
+                kept = (now, await asyncio.to_thread(load_run, run.path))
             self._reports[run.path] = kept
             while len(self._reports) > KEPT:
                 dropped, _ = self._reports.popitem(last=False)
@@ -70,7 +89,7 @@ class Catalog:
         return kept[1]
 
 
-def _stamp(*paths: Path) -> Stamp:
+def stamp(*paths: Path) -> Stamp:
     """Each file's modification time and size, or None when it is missing."""
     stamps: list[tuple[int, int] | None] = []
     for path in paths:

@@ -62,14 +62,29 @@ class Filter:
     """ORIGINAL (attempts at the originals) or a perturbation kind (attempts at its variants)."""
 
 
+SHOWN_CHARS = 200
+"""A row's question and final output are cut to this many characters: a list shows them, a
+sample's page shows them whole."""
+
+
 @dataclass(frozen=True)
 class Row:
     """One attempt on a page: its place in the index and the workers it called (what the index
-    adds), and the attempt as its line holds it, the trajectory's model calls counted."""
+    adds), the attempt as its line holds it, the trajectory's model calls counted, and the
+    question and final output, shortened."""
 
     index: int
     workers: tuple[str, ...]
     attempt: AttemptScore
+    question: str
+    final_output: str
+
+    @classmethod
+    def of(cls, index: int, workers: tuple[str, ...], record: AttemptRecord) -> Row:
+        """The row of one attempt's record."""
+        output = str(record.trajectory.get("final_output") or "")
+        asked = question(record.trajectory)
+        return cls(index, workers, record.score(), _shortened(asked), _shortened(output))
 
     def to_dict(self) -> dict[str, Any]:
         """The row as the view's page reads it: the attempt's fields and the columns it shows."""
@@ -81,7 +96,15 @@ class Row:
             "error_kind": attempt.error_kind,
             "unscored": not attempt.scored,
             "tokens": attempt.prompt_tokens + attempt.completion_tokens,
+            "question": self.question,
+            "final_output": self.final_output,
         }
+
+
+def _shortened(text: str) -> str:
+    """The text on one line, cut to SHOWN_CHARS characters with an ellipsis when longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SHOWN_CHARS else flat[: SHOWN_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -146,7 +169,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _workers(trajectory: dict[str, Any]) -> list[str]:
+def workers_of(trajectory: dict[str, Any]) -> list[str]:
     """The workers the attempt's model calls went to, each once, in order of first call."""
     calls = trajectory.get("model_calls")
     if not calls:
@@ -279,7 +302,7 @@ class RunIndex:
             # An attempt stopped before its first message leaves the question to a later one.
             self._questions[sample] = question(trajectory).lower()
         row = len(self._answers)
-        for worker in _workers(trajectory):
+        for worker in workers_of(trajectory):
             batch.worker_rows.append(row)
             batch.worker_codes.append(self._worker_names(worker))
         answer = f"{record.answer or ''}\n{trajectory.get('final_output') or ''}"
@@ -454,7 +477,7 @@ class RunIndex:
         start, stop = np.searchsorted(self._worker_rows, [index, index + 1])
         codes = self._worker_codes[start:stop]
         workers = tuple(self._worker_names.names[int(code)] for code in codes)
-        return Row(index=index, workers=workers, attempt=record.score())
+        return Row.of(index, workers, record)
 
     def origin(self, sample_id: str) -> tuple[str | None, str | None]:
         """The original a sample perturbs and the perturbation; (None, None) for an original."""

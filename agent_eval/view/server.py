@@ -14,12 +14,12 @@ from aiohttp import web
 from agent_eval.errors import ConfigError
 from agent_eval.report.html import NO_WORKERS
 from agent_eval.report.runs import read_workers
-from agent_eval.results.files import WORKERS
+from agent_eval.results.files import SAMPLES, WORKERS
 from agent_eval.system.lifecycle import forever
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
-from agent_eval.view.figures import Plots, standalone
-from agent_eval.view.headline import run_headline
+from agent_eval.view.figures import Plots, run_headline, standalone
+from agent_eval.view.head import head_page, plain_query
 from agent_eval.view.hosts import AllowedHosts
 from agent_eval.view.index import RunIndex
 from agent_eval.view.listing import (
@@ -86,7 +86,8 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
     app[HOSTS] = AllowedHosts.bound_to(host)
     app[CATALOG] = Catalog(roots)
     app[COMPARISONS] = Comparisons(app[CATALOG])
-    app[PLOTS] = Plots(app[CATALOG])
+    app[PLOTS] = Plots()
+    app.on_cleanup.append(_close_plots)
     app.router.add_get("/", _page)
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/runs", _runs)
@@ -105,6 +106,10 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/figures", _figures)
     app.router.add_get("/api/runs/{id:.+}/figures/{name}.svg", _figure)
     return app
+
+
+async def _close_plots(app: web.Application) -> None:
+    await app[PLOTS].close()
 
 
 @web.middleware
@@ -167,11 +172,16 @@ async def _row(catalog: Catalog, run: RunDir) -> dict[str, Any]:
 
 async def _found(request: web.Request) -> tuple[RunDir, RunIndex]:
     """The run the URL names and its refreshed index; a 404 for any id not found under a root."""
-    catalog = request.app[CATALOG]
-    run = await catalog.run(request.match_info["id"])
+    run = await _run_of(request)
+    return run, await request.app[CATALOG].index(run)
+
+
+async def _run_of(request: web.Request) -> RunDir:
+    """The run the URL names; a 404 for any id not found under a root."""
+    run = await request.app[CATALOG].run(request.match_info["id"])
     if run is None:
         raise _not_found(f"run {request.match_info['id']!r} under the roots served")
-    return run, await catalog.index(run)
+    return run
 
 
 async def _summary(request: web.Request) -> web.Response:
@@ -189,7 +199,17 @@ async def _summary(request: web.Request) -> web.Response:
 
 
 async def _rows(request: web.Request) -> web.Response:
-    _run, index = await _found(request)
+    catalog = request.app[CATALOG]
+    run = await _run_of(request)
+    plain = plain_query(request.query)
+    if plain is not None and not catalog.indexed(run):
+        # A big run's first rows without waiting for its index; then the index is built, and
+        # the plots drawn, in the background: the page asks for them next.
+        page = await asyncio.to_thread(head_page, run.path / SAMPLES, plain.offset, plain.limit)
+        catalog.warm(run)
+        request.app[PLOTS].start(run)
+        return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})
+    index = await catalog.index(run)
     query = parse_query(request.query, index.perturbations)
     page = index.rows(query.where, query.sort, query.descending, query.offset, query.limit)
     return _json({"total": page.total, "rows": [row.to_dict() for row in page.rows]})
@@ -257,8 +277,8 @@ async def _compare(request: web.Request) -> web.Response:
 
 
 async def _headline(request: web.Request) -> web.Response:
-    run, _index = await _found(request)
-    return _json(await run_headline(request.app[CATALOG], run))
+    run = await _run_of(request)
+    return _json(await run_headline(request.app[PLOTS], run))
 
 
 async def _errors(request: web.Request) -> web.Response:
@@ -276,9 +296,9 @@ async def _workers(request: web.Request) -> web.Response:
 
 
 async def _figures(request: web.Request) -> web.Response:
-    run, _index = await _found(request)
+    run = await _run_of(request)
     try:
-        drawn = await request.app[PLOTS].of(run)
+        drawn = (await request.app[PLOTS].of(run)).plots
     except ConfigError as exc:
         return _json({"figures": [], "note": str(exc)})
     listed = [{"name": plot.name, "caption": plot.caption} for plot in drawn.values()]
@@ -286,10 +306,10 @@ async def _figures(request: web.Request) -> web.Response:
 
 
 async def _figure(request: web.Request) -> web.Response:
-    run, _index = await _found(request)
+    run = await _run_of(request)
     name = request.match_info["name"]
     try:
-        drawn = await request.app[PLOTS].of(run)
+        drawn = (await request.app[PLOTS].of(run)).plots
     except ConfigError as exc:
         raise _not_found(f"figures: {exc}") from None
     plot = drawn.get(name)

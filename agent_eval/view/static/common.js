@@ -19,13 +19,19 @@ function fill(node, attrs, children) {
   return node;
 }
 
+// A static copy (`agent-eval view --export`) answers from the files it holds (offline.js).
+const copy = globalThis.agentEvalCopy;
+
 export async function api(path) {
+  if (copy) return copy.get(path);
   const response = await fetch(path);
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || response.statusText);
   return body;
 }
 
+// Where an image the API serves is: in a static copy, its file there.
+export const asset = (path) => (copy ? copy.asset(path) : path);
 export const runPath = (id) => "/api/runs/" + id.split("/").map(encodeURIComponent).join("/");
 export const runHref = (id) => "#/run/" + encodeURIComponent(id);
 export const watchHref = (id) => "#/watch/" + encodeURIComponent(id);

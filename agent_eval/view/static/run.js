@@ -2,7 +2,7 @@
 // kind, per-worker load, the report's plots, then its attempts, filtered, sorted and paged on the server. Each part of the page is
 // { node, update(summary) }, updated together when the page opens and while the run is running.
 import {
-  api, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
+  api, asset, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
 } from "./common.js";
 import { robustnessPart } from "./robustness.js";
 import { sessionsPart } from "./sessions.js";
@@ -87,7 +87,7 @@ function figuresPart(id) {
     const version = summary.run.attempts;
     node.replaceChildren(node.firstChild, ...figures.map((f) => el("figure", { "data-figure": f.name },
       el("img", { class: "figure", alt: f.caption,
-        src: `${runPath(id)}/figures/${encodeURIComponent(f.name)}.svg?v=${version}` }),
+        src: asset(`${runPath(id)}/figures/${encodeURIComponent(f.name)}.svg?v=${version}`) }),
       el("figcaption", { text: f.caption }))),
     ...(note ? [el("p", { class: "note", text: note })] : []));
     shown = version;
@@ -166,11 +166,16 @@ function samplesPart(id, state) {
 export async function runView(id) {
   const state = states[id] ||= { outcome: "", worker: "", perturbation: "", q: "", ranges: {},
     sort: "row", desc: false, offset: 0, asked: 0, kinds: false };
-  const body = await api(runPath(id) + "/summary");
   const samples = samplesPart(id, state);
-  const parts = [headlinePart(id), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
-    workersPart(id, samples.choose), figuresPart(id), samples];
+  // The first rows come before anything that reads every attempt (the summary's counts need
+  // the run's index, the headline and plots one read of every attempt): a big run's show at once.
+  const firstRows = state.refresh();
+  const afterRows = (part) => ({ ...part, update: (summary) => firstRows.then(() => part.update(summary)) });
+  const parts = [afterRows(headlinePart(id)), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
+    workersPart(id, samples.choose), afterRows(figuresPart(id)), samples];
   show(el("h1", { text: id }), ...parts.map((part) => part.node));
+  await firstRows;
+  const body = await api(runPath(id) + "/summary");
   const update = (summary) => Promise.all(parts.map((part) => part.update(summary)));
   await update(body);
   if (body.run.status === "running") poll(async (stillShown) => {
@@ -193,11 +198,16 @@ async function loadRows(id, state, holder, count, pager) {
   const headers = COLUMNS.map(([key, label]) => el("th", { "data-sort": key,
     text: label + (state.sort === key ? (state.desc ? " ▼" : " ▲") : ""),
     onclick: () => { state.desc = state.sort === key ? !state.desc : false; state.sort = key; state.refresh(); } }));
-  // A run with variants gets a kind column after the sample's.
+  // After the sample: its question and the answer (shortened by the server; unparsed, the final
+  // output), then a run with variants gets a kind column.
+  headers.splice(1, 0, el("th", { text: "question" }), el("th", { text: "answer" }));
   if (state.kinds) headers.splice(1, 0, el("th", { text: "kind" }));
   const kind = (r) => (state.kinds ? [el("td", { class: "kind", text: r.perturbation ?? "original" })] : []);
+  const answer = (r) => r.answer ?? r.final_output;
   const rows = page.rows.map((r) => el("tr", { "data-index": r.index, class: outcome(r) },
     el("td", {}, el("a", { href: sampleHref(id, r.sample_id, r.attempt), text: r.sample_id })), ...kind(r),
+    el("td", { class: "question", title: r.question, text: r.question }),
+    el("td", { class: "answer", title: r.final_output, text: answer(r) }),
     el("td", { text: r.attempt }), el("td", { text: outcome(r) }), el("td", { text: num(r.reward) }),
     el("td", { text: r.error_kind ?? "" }), el("td", { text: r.model_calls }),
     el("td", { text: r.tool_calls }), el("td", { text: r.tokens }),

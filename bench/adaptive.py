@@ -6,11 +6,12 @@ A run is 2,000 training steps with a checkpoint every 10 (bench/parts/training_r
 scenarios, items of spread difficulty, every attempt a fresh draw). A real change: the true
 accuracy has moved at least DELTA since the last full evaluation; its delay is the steps until
 the next full evaluation; a move that is over (back within DELTA) before one is an
-excursion, not a change. A false alarm: an evaluation a change fired while the true accuracy
-had moved less than DELTA/2. Items played counts every attempt, probes and full evaluations
-(which keep their probe's attempts, as the watch does), against the fixed interval's. A wrong
-verdict: a comparison that said "better" or "worse" against the sign of the true difference,
-or ruled out a change of DELTA that was there.
+excursion, not a change; one still waiting when the run ends counts its wait so far, and is
+missed if that is the interval or more. A false alarm: an evaluation a change fired while the
+true accuracy had moved less than DELTA/2. Items played counts every attempt, probes and full
+evaluations (which keep their probe's attempts, as the watch does), against the fixed
+interval's. A wrong verdict: a comparison that said "better" or "worse" against the sign of
+the true difference, or ruled out a change of DELTA that was there.
 
 Goals (issue: adaptive evaluation with guarantees): the bounded trigger's worst delay no longer
 than the fixed interval it replaces (every INTERVAL steps) in every scenario, with at least 60%
@@ -205,9 +206,13 @@ def score(run: TrainingRun, schedule: Schedule, played: int) -> Outcome:
             delays.append(step - started)
             started = None
         reference = true
+    missed = 0
+    if started is not None:  # still waiting at the end: its wait so far, missed once overdue
+        delays.append(run.steps[-1] - started)
+        missed = int(delays[-1] >= INTERVAL)
     return Outcome(
-        len(schedule.evals), played, delays, false_alarms, int(started is not None),
-        excursions, schedule.verdicts, schedule.wrong_verdicts, schedule.forecast_errors,
+        len(schedule.evals), played, delays, false_alarms, missed, excursions,
+        schedule.verdicts, schedule.wrong_verdicts, schedule.forecast_errors,
         schedule.persistence_errors,
     )  # fmt: skip
 

@@ -26,6 +26,7 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
+from agent_eval.run.gate import Gate
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
@@ -118,9 +119,20 @@ class Engine:
         self._budget: int | None = None
         # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
         # eval.concurrency bounds the engine, not each call.
-        self._slots = asyncio.Semaphore(config.concurrency)
-        self.stopping = False
-        """Set when more attempts ended unscored than eval.max_unscored allows: none is started."""
+        self.gate = Gate(config.concurrency)
+        self._in_flight: set[asyncio.Task[None]] = set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether no attempt is started any more: more ended unscored than eval.max_unscored
+        allows, or the run was cancelled."""
+        return self.gate.closed
+
+    def cancel(self) -> None:
+        """Start no attempt; end those in flight unrecorded (a resume plays them again)."""
+        self.gate.close()
+        for task in self._in_flight:
+            task.cancel()
 
     async def run(
         self, items: Iterable[Item], run_dir: RunDirectory, total: int | None = None
@@ -149,10 +161,18 @@ class Engine:
     ) -> None:
         """Play the attempts of `items` not in `done`, each record to `sink` as it finishes."""
         pending = (pair for pair in self._attempts(items) if (pair[0].id, pair[1]) not in done)
-        # A task group: if one worker fails (or the run is cancelled), the others stop too.
+        # A task group: if one attempt fails (or the run is cancelled), the others stop too.
+        # An attempt is pulled, and its task made, only once the gate gives it a slot: memory
+        # stays flat, and a lazy `items` is read no sooner than an attempt can start.
         async with asyncio.TaskGroup() as group:
-            for _ in range(self.config.concurrency):
-                group.create_task(self._work(pending, sink))
+            while await self.gate.acquire():
+                pair = next(pending, None)
+                if pair is None:
+                    self.gate.release()
+                    return
+                task = group.create_task(self._work(*pair, sink))
+                self._in_flight.add(task)
+                task.add_done_callback(self._in_flight.discard)
 
     async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         """Summarise every attempt in `run_dir` and write summary.json."""
@@ -167,7 +187,7 @@ class Engine:
         budget = self._budget
         unscored = progress.run.unscored
         if not record.scored and budget is not None and sum(unscored.values()) > budget:
-            self.stopping = True
+            self.gate.close()
         if self.on_progress is not None:
             self.on_progress(progress)
 
@@ -176,15 +196,14 @@ class Engine:
             for attempt in range(self.config.n_samples):
                 yield item, attempt
 
-    async def _work(self, pending: Iterator[tuple[Item, int]], sink: RecordSink) -> None:
-        # The shared iterator hands each attempt to exactly one of the concurrent workers.
-        for item, attempt in pending:
-            if self.stopping:
-                return
-            async with self._slots:
-                record = await self._attempt(item, attempt)
-            await sink.append(record)
-            self.count(record)
+    async def _work(self, item: Item, attempt: int, sink: RecordSink) -> None:
+        """One attempt in the slot the gate gave it, then its record to `sink`."""
+        try:
+            record = await self._attempt(item, attempt)
+        finally:
+            self.gate.release()
+        await sink.append(record)
+        self.count(record)
 
     async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
         seed = attempt_seed(self.config.seed, item.id, attempt)

@@ -64,6 +64,8 @@ class Progress:
     total: int = 0
     run: AttemptCounts = field(default_factory=AttemptCounts)
     played: AttemptCounts = field(default_factory=AttemptCounts)
+    gate: Gate | None = None
+    """The engine's gate, live: whether the run is paused, and its limit."""
 
     @property
     def done(self) -> int:
@@ -121,6 +123,8 @@ class Engine:
         # eval.concurrency bounds the engine, not each call.
         self.gate = Gate(config.concurrency)
         self._in_flight: set[asyncio.Task[None]] = set()
+        self.cancelled = False
+        """Set by cancel(): the run stops, the attempts in flight unrecorded."""
 
     @property
     def stopping(self) -> bool:
@@ -130,6 +134,7 @@ class Engine:
 
     def cancel(self) -> None:
         """Start no attempt; end those in flight unrecorded (a resume plays them again)."""
+        self.cancelled = True
         self.gate.close()
         for task in self._in_flight:
             task.cancel()
@@ -147,7 +152,8 @@ class Engine:
         """Ready the run directory; the (sample id, attempt) pairs it already holds, counted."""
         await asyncio.to_thread(run_dir.prepare)
         done, kept = await asyncio.to_thread(kept_attempts, run_dir)
-        self.progress = Progress(total=(total or 0) * self.config.n_samples, run=kept)
+        total_attempts = (total or 0) * self.config.n_samples
+        self.progress = Progress(total=total_attempts, run=kept, gate=self.gate)
         if self.progress.total:
             # The budget is of the whole run: attempts unscored before a resume count too.
             self._budget = math.floor(self.config.max_unscored * self.progress.total)

@@ -138,7 +138,9 @@ async def test_cancel_ends_the_run_cleanly_and_resume_plays_every_attempt_once(
     assert code == 130, err
     kept = len(lines(run.dir))
     assert 4 <= kept < ATTEMPTS
-    assert f"cancelled: {kept} finished attempts are kept in {run.dir}" in " ".join(err.split())
+    said = " ".join(err.split())
+    assert f"cancelled by agent-eval ctl: {kept} finished attempts are kept in {run.dir}" in said
+    assert "error" not in said
     assert f"agent-eval run --resume {run.dir}" in " ".join(err.split())
     assert summary(run.dir)["complete"] is False
     # The attempts in flight ended: their requests left the worker; nothing half-written.

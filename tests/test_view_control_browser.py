@@ -99,6 +99,6 @@ async def played_from_the_page(
         worker.behavior.hang = False
         code, _, err = await finish(process)
         assert code == 130, err
-        assert "cancelled:" in err
+        assert "cancelled by agent-eval ctl" in err
         await expect(page.locator("#control-section")).to_be_hidden()
     assert browser.errors == []

@@ -12,6 +12,7 @@ from rich.text import Text
 from agent_eval.cli.common import console, fail, guarded
 from agent_eval.report.choose import RUNS
 from agent_eval.system.lifecycle import run_until_signalled
+from agent_eval.view.control import ViewControl
 from agent_eval.view.export import export_run
 from agent_eval.view.server import serve_view
 
@@ -45,10 +46,19 @@ def view(
             metavar="DIR",
         ),
     ] = None,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control",
+            help="Let the page pause, resume, cancel, requeue and resize running runs; "
+            "the printed address carries the token it needs.",
+        ),
+    ] = False,
 ) -> None:
     """Serve a local web page over runs: their accuracy, every attempt, every trajectory.
 
-    It only reads the runs, and follows a running run as it writes. Stop it with Ctrl-C.
+    It only reads the runs, and follows a running run as it writes; with --control its
+    page also acts on running runs (as `agent-eval ctl`). Stop it with Ctrl-C.
     """
     if export is not None:
         _export(ctx, paths or [], export)
@@ -64,7 +74,9 @@ def view(
         if opened:
             webbrowser.open(url)
 
-    guarded(ctx, run_until_signalled, serve_view(roots, host, port, ready))
+
+    serving = serve_view(roots, host, port, ready, ViewControl.enabled(control))
+    guarded(ctx, run_until_signalled, serving)
 
 
 def _export(ctx: typer.Context, paths: list[Path], out: Path) -> None:

@@ -27,6 +27,7 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
+from agent_eval.run.gate import Gate
 from agent_eval.run.limits import AttemptWatch, LimitExceeded, Limits, Waited, watch_calls
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
@@ -67,6 +68,8 @@ class Progress:
     total: int = 0
     run: AttemptCounts = field(default_factory=AttemptCounts)
     played: AttemptCounts = field(default_factory=AttemptCounts)
+    gate: Gate | None = None
+    """The engine's gate, live: whether the run is paused, and its limit."""
 
     @property
     def done(self) -> int:
@@ -124,9 +127,23 @@ class Engine:
         self._budget: int | None = None
         # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
         # eval.concurrency bounds the engine, not each call.
-        self._slots = asyncio.Semaphore(config.concurrency)
-        self.stopping = False
-        """Set when more attempts ended unscored than eval.max_unscored allows: none is started."""
+        self.gate = Gate(config.concurrency)
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self.cancelled = False
+        """Set by cancel(): the run stops, the attempts in flight unrecorded."""
+
+    @property
+    def stopping(self) -> bool:
+        """Whether no attempt is started any more: more ended unscored than eval.max_unscored
+        allows, or the run was cancelled."""
+        return self.gate.closed
+
+    def cancel(self) -> None:
+        """Start no attempt; end those in flight unrecorded (a resume plays them again)."""
+        self.cancelled = True
+        self.gate.close()
+        for task in self._in_flight:
+            task.cancel()
 
     async def run(
         self, items: Iterable[Item], run_dir: RunDirectory, total: int | None = None
@@ -141,7 +158,8 @@ class Engine:
         """Ready the run directory; the (sample id, attempt) pairs it already holds, counted."""
         await asyncio.to_thread(run_dir.prepare)
         done, kept = await asyncio.to_thread(kept_attempts, run_dir)
-        self.progress = Progress(total=(total or 0) * self.config.n_samples, run=kept)
+        total_attempts = (total or 0) * self.config.n_samples
+        self.progress = Progress(total=total_attempts, run=kept, gate=self.gate)
         if self.progress.total:
             # The budget is of the whole run: attempts unscored before a resume count too.
             self._budget = math.floor(self.config.max_unscored * self.progress.total)
@@ -155,10 +173,18 @@ class Engine:
     ) -> None:
         """Play the attempts of `items` not in `done`, each record to `sink` as it finishes."""
         pending = (pair for pair in self._attempts(items) if (pair[0].id, pair[1]) not in done)
-        # A task group: if one worker fails (or the run is cancelled), the others stop too.
+        # A task group: if one attempt fails (or the run is cancelled), the others stop too.
+        # An attempt is pulled, and its task made, only once the gate gives it a slot: memory
+        # stays flat, and a lazy `items` is read no sooner than an attempt can start.
         async with asyncio.TaskGroup() as group:
-            for _ in range(self.config.concurrency):
-                group.create_task(self._work(pending, sink))
+            while await self.gate.acquire():
+                pair = next(pending, None)
+                if pair is None:
+                    self.gate.release()
+                    return
+                task = group.create_task(self._work(*pair, sink))
+                self._in_flight.add(task)
+                task.add_done_callback(self._in_flight.discard)
 
     async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         """Summarise every attempt in `run_dir` and write summary.json."""
@@ -173,7 +199,7 @@ class Engine:
         budget = self._budget
         unscored = progress.run.unscored
         if not record.scored and budget is not None and sum(unscored.values()) > budget:
-            self.stopping = True
+            self.gate.close()
         if self.on_progress is not None:
             self.on_progress(progress)
 
@@ -182,15 +208,16 @@ class Engine:
             for attempt in range(self.config.n_samples):
                 yield item, attempt
 
-    async def _work(self, pending: Iterator[tuple[Item, int]], sink: RecordSink) -> None:
-        # The shared iterator hands each attempt to exactly one of the concurrent workers.
-        for item, attempt in pending:
-            if self.stopping:
-                return
-            async with self._slots:
-                record = await self._attempt(item, attempt)
+    async def _work(self, item: Item, attempt: int, sink: RecordSink) -> None:
+        """One attempt in the slot the gate gave it, its record to `sink` and counted."""
+        # The slot is given back only once the attempt is counted: one over eval.max_unscored
+        # closes the gate before another attempt can take the slot.
+        try:
+            record = await self._attempt(item, attempt)
             await sink.append(record)
             self.count(record)
+        finally:
+            self.gate.release()
 
     async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
         seed = attempt_seed(self.config.seed, item.id, attempt)

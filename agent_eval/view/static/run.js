@@ -4,6 +4,7 @@
 import {
   api, asset, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
 } from "./common.js";
+import { controlPart } from "./control.js";
 import { robustnessPart } from "./robustness.js";
 import { sessionsPart } from "./sessions.js";
 
@@ -171,7 +172,7 @@ export async function runView(id) {
   // the run's index, the headline and plots one read of every attempt): a big run's show at once.
   const firstRows = state.refresh();
   const afterRows = (part) => ({ ...part, update: (summary) => firstRows.then(() => part.update(summary)) });
-  const parts = [afterRows(headlinePart(id)), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
+  const parts = [controlPart(id), afterRows(headlinePart(id)), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
     workersPart(id, samples.choose), afterRows(figuresPart(id)), samples];
   show(el("h1", { text: id }), ...parts.map((part) => part.node));
   await firstRows;

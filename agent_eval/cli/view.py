@@ -74,7 +74,6 @@ def view(
         if opened:
             webbrowser.open(url)
 
-
     serving = serve_view(roots, host, port, ready, ViewControl.enabled(control))
     guarded(ctx, run_until_signalled, serving)
 

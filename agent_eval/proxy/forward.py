@@ -63,6 +63,8 @@ from agent_eval.wire import RETRIES_HEADER, SHOULD_RETRY_HEADER, WORKER_HEADER
 
 log = logging.getLogger(__name__)
 
+BACKPRESSURE = frozenset({429, 503})
+"""A worker's statuses that say it is full."""
 _EXHAUSTED = {
     "connect": (502, "worker_unreachable"),
     "disconnect": (502, "upstream_disconnected"),
@@ -204,6 +206,8 @@ class Forwarder:
                 translation = self._translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
+                if upstream.status in BACKPRESSURE:
+                    worker.rejected += 1
                 body = await upstream.read_start(ERROR_BODY_BYTES)
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
             if translation is not None and (refusal := translation.refused(upstream.status)):
@@ -405,7 +409,11 @@ class Forwarder:
         elapsed = time.monotonic() - exchange.started
         route = exchange.info.route
         response = in_envelope(route, response)
-        worker_label = worker.url if worker else "none"
+        worker_label = "none"
+        if worker is not None:
+            worker_label = worker.url
+            worker.answered += 1
+            worker.answer_seconds += elapsed
         self._metrics.requests.labels(route, str(response.status), worker_label).inc()
         self._metrics.latency.labels(route).observe(elapsed)
         if self._recorder is not None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,6 +27,8 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
+from agent_eval.run.concurrency.driver import TRACE_FILE, adapt
+from agent_eval.run.concurrency.slots import Slots
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
@@ -41,6 +44,8 @@ class EngineConfig:
     model: str
     n_samples: int
     concurrency: int
+    adaptive: bool
+    """Whether the controller of run.concurrency moves the limit, `concurrency` its ceiling."""
     seed: int
     attempt_timeout: float
     replays: int
@@ -118,7 +123,9 @@ class Engine:
         self._budget: int | None = None
         # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
         # eval.concurrency bounds the engine, not each call.
-        self._slots = asyncio.Semaphore(config.concurrency)
+        self._slots = Slots(config.concurrency)
+        self._plays = 0
+        self._adapter: asyncio.Task[None] | None = None
         self.stopping = False
         """Set when more attempts ended unscored than eval.max_unscored allows: none is started."""
 
@@ -150,7 +157,7 @@ class Engine:
         """Play the attempts of `items` not in `done`, each record to `sink` as it finishes."""
         pending = (pair for pair in self._attempts(items) if (pair[0].id, pair[1]) not in done)
         # A task group: if one worker fails (or the run is cancelled), the others stop too.
-        async with asyncio.TaskGroup() as group:
+        async with self._adapting(), asyncio.TaskGroup() as group:
             for _ in range(self.config.concurrency):
                 group.create_task(self._work(pending, sink))
 
@@ -170,6 +177,24 @@ class Engine:
             self.stopping = True
         if self.on_progress is not None:
             self.on_progress(progress)
+
+    @contextlib.asynccontextmanager
+    async def _adapting(self) -> AsyncIterator[None]:
+        """In adaptive mode, the controller resizes the slots while any play() runs."""
+        self._plays += 1
+        if self.config.adaptive and self._adapter is None:
+            trace = None if self.config.run_dir is None else self.config.run_dir / TRACE_FILE
+            client, ceiling = self.client, self.config.concurrency
+            adapting = adapt(self._slots, str(client.base_url), client.api_key, ceiling, trace)
+            self._adapter = asyncio.create_task(adapting, name="agent-eval-concurrency")
+        try:
+            yield
+        finally:
+            self._plays -= 1
+            if not self._plays and self._adapter is not None:
+                self._adapter.cancel()
+                await asyncio.gather(self._adapter, return_exceptions=True)
+                self._adapter = None
 
     def _attempts(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
         for item in items:

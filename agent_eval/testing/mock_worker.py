@@ -328,8 +328,8 @@ async def _generate(
     async with state.queue.slot(behavior.capacity):
         if behavior.latency > 0:
             await asyncio.sleep(behavior.latency)
-    if behavior.hang:
-        await state.gate.hold()
+        if behavior.hang:
+            await state.gate.hold()
     lookup = await _prefill(state, text)
     reply, meta = state.next_reply(prompt), _meta(state, request.path, body, prompt, lookup)
     answer = endpoint.body(reply, meta)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 START = 4
 """Attempts in flight at the start (or the ceiling, if lower)."""
+QUEUE_SHARE = 0.25
+"""Requests queued at the workers, as a share of the limit, before the limit is cut."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,8 @@ class AdaptiveLimit:
         if window.rejected:
             reason = f"{window.rejected} answers 429/503 from the workers"
             return Pressure(settings.backoff, reason)
-        allowance = max(1.0, 0.1 * self.limit)
+        # A short queue keeps the workers' batches full while attempts are between calls.
+        allowance = max(2.0, QUEUE_SHARE * self.limit)
         if window.waiting is not None and window.waiting > allowance:
             share = 1.0 - (window.waiting - allowance) / (2 * self.limit)
             reason = f"{window.waiting} requests queued at the workers"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from agent_eval.proxy.fleet.queues import waiting_requests
+from agent_eval.run.concurrency import driver
 from agent_eval.run.concurrency.controller import START, AdaptiveLimit, Settings, Window
 from agent_eval.run.concurrency.signals import FleetCounts, fleet_counts, window_between
-from agent_eval.run.concurrency.slots import Slots
+from agent_eval.run.gate import Gate
 
 
 def quiet(in_use: int, latency: float = 1.0, finished: int = 10) -> Window:
@@ -70,13 +72,13 @@ def test_one_cut_per_cooling_window_while_429s_go_on():
     assert [controller.update(storm).limit for _ in range(4)] == [70, 70, 49, 49]
 
 
-def test_requests_queued_at_the_workers_cut_and_a_small_queue_does_not():
+def test_a_queue_at_the_workers_past_a_quarter_of_the_limit_is_taken_off_it():
     controller = AdaptiveLimit(Settings(ceiling=100))
     controller.limit = 20.0
-    grown = controller.update(Window(1.0, 10, 1.0, 0, 2, 20)).limit  # a queue of 2: room left
-    assert 20 < grown <= 25 and not controller.slow_start  # full, if only just: additive
-    cut = controller.update(Window(1.0, 10, 1.0, 0, 12, grown))
-    assert cut.limit < grown and "12 requests queued" in cut.reason
+    held = controller.update(Window(1.0, 10, 1.0, 0, 2.0, 20))  # a queue of 2: let be
+    assert held.limit == 20 and not controller.slow_start  # full, if only just: no growth
+    cut = controller.update(Window(1.0, 10, 1.0, 0, 8.0, 20))
+    assert cut.limit == 17 and "8.0 requests queued" in cut.reason  # 20 - (8 - 5)
 
 
 def test_latency_far_above_its_floor_cuts_in_proportion_and_between_it_holds():
@@ -125,9 +127,10 @@ def test_a_window_between_two_reads_of_the_proxy():
         [{"url": "a", "waiting": 3}, {"url": "b", "waiting": None}],
     )
     assert before == FleetCounts(10, 5.0, 1, None)
-    window = window_between(before, after, 2.0, 7)
-    assert window == Window(2.0, 20, 1.0, 3, 3, 7)
-    assert window_between(after, after, 1.0, 0).latency is None
+    assert after.waiting == 3
+    window = window_between(before, after, 2.0, 7, 2.5)
+    assert window == Window(2.0, 20, 1.0, 3, 2.5, 7)
+    assert window_between(after, after, 1.0, 0, None).latency is None
 
 
 @pytest.mark.parametrize(
@@ -146,50 +149,40 @@ def test_sglang_get_load_answers_give_the_requests_waiting(body: bytes, waiting:
     assert waiting_requests(body) == waiting
 
 
-async def test_slots_resized_down_let_attempts_finish_and_start_none_until_below_the_limit():
-    slots, entered, release = Slots(3), [], asyncio.Event()
+class ScriptedProxy:
+    """Stands in for the proxy's counters: each read gives the next, then the last again."""
 
-    async def attempt(n: int) -> None:
-        async with slots:
-            entered.append(n)
-            await release.wait()
+    def __init__(self, *counts: FleetCounts) -> None:
+        self.counts, self.read_all = list(counts), asyncio.Event()
 
-    tasks = [asyncio.create_task(attempt(n)) for n in range(6)]
-    await asyncio.sleep(0)
-    assert entered == [0, 1, 2] and slots.in_use == 3
-    slots.resize(1)
-    release.set()
-    await asyncio.gather(*tasks)
-    assert entered == list(range(6)) and slots.in_use == 0 and slots.take_peak() == 3
+    async def read(self) -> FleetCounts | None:
+        if len(self.counts) == 1:
+            self.read_all.set()
+            return self.counts[0]
+        return self.counts.pop(0)
 
 
-async def test_slots_resized_up_start_the_waiting_attempts_at_once():
-    slots, hold = Slots(1), asyncio.Event()
-
-    async def attempt() -> None:
-        async with slots:
-            await hold.wait()
-
-    tasks = [asyncio.create_task(attempt()) for _ in range(4)]
-    await asyncio.sleep(0)
-    assert slots.in_use == 1
-    slots.resize(4)
-    await asyncio.sleep(0)
-    assert slots.in_use == 4 and slots.peak == 4
-    tasks[3].cancel()
-    hold.set()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    assert slots.in_use == 0
+def counts(answered: int, rejected: int = 0, waiting: int | None = 0) -> FleetCounts:
+    return FleetCounts(answered, answered * 0.5, rejected, waiting)
 
 
-async def test_a_waiting_attempt_cancelled_leaves_no_slot_taken():
-    slots = Slots(1)
-    await slots.__aenter__()
-    waiting = asyncio.create_task(slots.__aenter__())
-    await asyncio.sleep(0)
-    waiting.cancel()
-    await asyncio.gather(waiting, return_exceptions=True)
-    await slots.__aexit__(None, None, None)
-    assert slots.in_use == 0
-    async with slots:
-        assert slots.in_use == 1
+async def test_the_loop_resizes_the_gate_traces_each_change_and_yields_to_a_limit_set_outside(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(driver, "INTERVAL", 0.0)
+    gate, trace = Gate(64), tmp_path / driver.TRACE_FILE
+    proxy = ScriptedProxy(counts(0), counts(10), counts(20, rejected=5), counts(20, rejected=5))
+    adapting = driver.Adapting(AdaptiveLimit(Settings(ceiling=64)), proxy, gate, trace)  # type: ignore[arg-type]
+    task = asyncio.create_task(adapting.run())
+    await asyncio.wait_for(proxy.read_all.wait(), 10)
+    assert gate.limit == 3  # started at 4, cut to 0.7x by the 429s (nothing in flight: no growth)
+    gate.resize(7)  # agent-eval ctl RUN concurrency 7
+    await asyncio.wait_for(task, 10)
+    assert gate.limit == 7
+    moves = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [(m["limit"], m["reason"]) for m in moves] == [
+        (4, "start"),
+        (3, "5 answers 429/503 from the workers"),
+        (7, "set from outside"),
+    ]
+    assert moves[1]["rejected"] == 5 and moves[1]["latency_s"] == 0.5

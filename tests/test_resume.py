@@ -53,14 +53,14 @@ def test_set_aside_moves_the_unscored_records_and_keeps_the_rest_as_they_were(
         record_line("odd", TrajectoryError("a_third_party_kind", "?")),  # unknown: infra
     ]
     run.samples.write_bytes(b"".join([kept[0], unscored[0], kept[1], unscored[1]]))
-    assert run.set_aside_unscored() == 2
+    assert [r.sample_id for r in run.set_aside_unscored()] == ["down", "odd"]
     assert run.samples.read_bytes() == b"".join(kept)
     aside = [json.loads(line) for line in (tmp_path / UNSCORED).read_text().splitlines()]
     assert [r["sample_id"] for r in aside] == ["down", "odd"]
     assert all(datetime.fromisoformat(r["set_aside_at"]).tzinfo for r in aside)
     assert [r.sample_id for r in RunDirectory(tmp_path).records()] == ["right", "long"]
     # Nothing left to set aside: both files stay as they are.
-    assert run.set_aside_unscored() == 0
+    assert run.set_aside_unscored() == []
     assert run.samples.read_bytes() == b"".join(kept)
     assert len((tmp_path / UNSCORED).read_text().splitlines()) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["samples.jsonl", UNSCORED]

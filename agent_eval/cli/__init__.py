@@ -1,5 +1,5 @@
 """The `agent-eval` command line: run, serve, workers, report, rescore, export, watch, tune,
-view, perturb."""
+view, ctl, perturb."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agent_eval.cli import export, perturb, report, rescore, run, serve, tune, view, watch
+from agent_eval.cli import ctl, export, perturb, report, rescore, run, serve, tune, view, watch
 from agent_eval.cli.common import err_console
 from agent_eval.shims.typer_help import show_flags_without_a_value
 from agent_eval.system.lifecycle import setup_logging
@@ -38,6 +38,7 @@ app.command()(export.export)
 app.command()(run.run)
 app.command()(serve.serve)
 app.command()(view.view)
+app.command()(ctl.ctl)
 app.command("watch")(watch.watch_command)
 app.command("tune")(tune.tune_command)
 app.command("perturb")(perturb.perturb_command)

@@ -185,7 +185,7 @@ def _check_identity(found: list[Difference], run_dir: Path, force: bool) -> None
 
 def _set_aside_unscored(config: RunConfig) -> None:
     """Take the unscored attempts out of samples.jsonl, so that the resume replays them."""
-    moved = RunDirectory(config.run_dir).set_aside_unscored()
+    moved = len(RunDirectory(config.run_dir).set_aside_unscored())
     if moved:
         where = config.run_dir / UNSCORED
         message = f"replaying {moved} unscored attempts; their records are kept in {where}"

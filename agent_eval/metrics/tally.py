@@ -145,6 +145,21 @@ class AttemptCounts:
             self.original_scored += 1
             self.correct += attempt.correct is True
 
+    def remove(self, attempt: Attempt) -> None:
+        """Take back an attempt counted before: one set aside to be played again."""
+        sign = AttemptCounts()
+        sign.add(attempt)
+        self.attempts -= sign.attempts
+        self.scored -= sign.scored
+        self.original_scored -= sign.original_scored
+        self.correct -= sign.correct
+        self.prompt_tokens -= sign.prompt_tokens
+        self.completion_tokens -= sign.completion_tokens
+        self.unscored.subtract(sign.unscored)
+        self.errors.subtract(sign.errors)
+        self.unscored += Counter()  # drop the kinds now at zero
+        self.errors += Counter()
+
 
 @dataclass
 class RunTally:

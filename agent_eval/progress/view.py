@@ -25,6 +25,7 @@ from agent_eval.system.lifecycle import logs_through
 
 if TYPE_CHECKING:
     from agent_eval.run.engine import Progress
+    from agent_eval.run.gate import Gate
 
 
 HEARTBEAT_INTERVALS = 6
@@ -71,6 +72,8 @@ class RunView:
         self._screen: Live | None = None
         self._logs = contextlib.ExitStack()
         self._bar = _progress_bar(console, title)
+        self._gate: Gate | None = None
+        self._first_limit = 0
 
     @property
     def workers(self) -> WorkerStatus | None:
@@ -80,6 +83,8 @@ class RunView:
     def on_progress(self, progress: Progress) -> None:
         """The engine's callback after each attempt: store the numbers; drawing happens apart."""
         self._stats.update(progress)
+        if progress.gate is not None and self._gate is None:
+            self._gate, self._first_limit = progress.gate, progress.gate.limit
         self._wait = None  # attempts are finishing, so whatever we waited for has come
         if progress.total and progress.done >= progress.total:
             self._poller.refresh()  # else the last frame shows a poll from before the end
@@ -165,7 +170,8 @@ class RunView:
             wait.spinner.update(text=Text(f"{wait.reason} ({waited})"))
             rows.append(wait.spinner)
         status = self._poller.status
-        rows += [self._bar, Text(" · ".join(_live_parts(snapshot, status, self._stats.started)))]
+        parts = _live_parts(snapshot, status, self._stats.started) + self._gate_parts()
+        rows += [self._bar, Text(" · ".join(parts))]
         if status is not None:
             rows.append(worker_table(status))
         return Group(*rows)
@@ -186,7 +192,18 @@ class RunView:
 
     def _print_line(self) -> None:
         line = plain_line(self._stats.snapshot(), self._poller.status, self._stats.started)
-        self.console.out(line, highlight=False)
+        self.console.out(" | ".join([line, *self._gate_parts()]), highlight=False)
+
+    def _gate_parts(self) -> list[str]:
+        """`paused, 3 in flight finishing` and the limit once `agent-eval ctl` changed it."""
+        if self._gate is None:
+            return []
+        state, parts = self._gate.state, []
+        if state.paused:
+            parts.append(f"paused, {state.in_flight} in flight finishing")
+        if state.limit != self._first_limit:
+            parts.append(f"at most {state.limit} at once")
+        return parts
 
 
 def _live_parts(snapshot: Snapshot, workers: WorkerStatus | None, started: bool) -> list[str]:

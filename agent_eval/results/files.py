@@ -42,8 +42,9 @@ class RunDirectory:
         self.path = path
         self.samples = path / SAMPLES
         # One append at a time: a failed one is cut back to where it began, which must be the
-        # end of the file, not the middle of another thread's line.
-        self._appending = threading.Lock()
+        # end of the file, not the middle of another thread's line. Re-entrant: setting the
+        # unscored aside holds it, and appends to unscored.jsonl.
+        self._appending = threading.RLock()
 
     def prepare(self) -> None:
         """Create the folder, and cut a torn last line (a crash mid-write) before a resume."""
@@ -64,12 +65,15 @@ class RunDirectory:
         for where, line in self._lines(on_torn):
             yield AttemptRecord.from_line(line, where)
 
-    def set_aside_unscored(self) -> int:
+    def set_aside_unscored(self) -> list[AttemptRecord]:
         """Move the attempts an infrastructure failure stopped to unscored.jsonl, each stamped
-        with the time, so that a resume replays them; how many were moved."""
-        self._drop_torn_last_line()
+        with the time, so that a resume replays them; the records moved.
+
+        Safe beside appends through this object (a running run's requeue): they wait for it.
+        """
         partial = self.samples.with_suffix(".jsonl.partial")
-        with writing(self.samples):
+        with self._appending, writing(self.samples):
+            self._drop_torn_last_line()
             try:
                 return self._split_unscored(partial)
             finally:
@@ -111,25 +115,26 @@ class RunDirectory:
                 partial.unlink(missing_ok=True)
         return target
 
-    def _split_unscored(self, partial: Path) -> int:
+    def _split_unscored(self, partial: Path) -> list[AttemptRecord]:
         """Keep the scored lines (written to `partial`, then put in place of samples.jsonl) and
-        move the others to unscored.jsonl; how many moved."""
-        unscored: list[bytes] = []
+        move the others to unscored.jsonl; the records moved."""
+        unscored: list[tuple[bytes, AttemptRecord]] = []
         with partial.open("wb") as kept:
             for where, line in self._lines():
-                if AttemptRecord.from_line(line, where).scored:
+                record = AttemptRecord.from_line(line, where)
+                if record.scored:
                     kept.write(line)
                 else:
-                    unscored.append(line)
+                    unscored.append((line, record))
             _sync(kept)
         if not unscored:
-            return 0
+            return []
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        aside = b"".join(_stamped(line, stamp) for line in unscored)
+        aside = b"".join(_stamped(line, stamp) for line, _ in unscored)
         self._append(self.path / UNSCORED, aside, sync=True)
         # Only once they are safe in unscored.jsonl do they leave samples.jsonl, in one step.
         os.replace(partial, self.samples)
-        return len(unscored)
+        return [record for _, record in unscored]
 
     def _lines(self, on_torn: Callable[[str], None] | None = None) -> Iterator[tuple[str, bytes]]:
         """samples.jsonl's non-blank lines and where each is; a torn last line goes to `on_torn`."""

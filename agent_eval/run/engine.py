@@ -28,7 +28,7 @@ from agent_eval.results.summary import build_summary, measured_rates, write_summ
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
 from agent_eval.run.concurrency.driver import TRACE_FILE, adapt
-from agent_eval.run.concurrency.slots import Slots
+from agent_eval.run.gate import Gate
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
 from agent_eval.wire import SESSION_HEADER
@@ -68,6 +68,8 @@ class Progress:
     total: int = 0
     run: AttemptCounts = field(default_factory=AttemptCounts)
     played: AttemptCounts = field(default_factory=AttemptCounts)
+    gate: Gate | None = None
+    """The engine's gate, live: whether the run is paused, and its limit."""
 
     @property
     def done(self) -> int:
@@ -123,11 +125,25 @@ class Engine:
         self._budget: int | None = None
         # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
         # eval.concurrency bounds the engine, not each call.
-        self._slots = Slots(config.concurrency)
+        self.gate = Gate(config.concurrency)
         self._plays = 0
         self._adapter: asyncio.Task[None] | None = None
-        self.stopping = False
-        """Set when more attempts ended unscored than eval.max_unscored allows: none is started."""
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self.cancelled = False
+        """Set by cancel(): the run stops, the attempts in flight unrecorded."""
+
+    @property
+    def stopping(self) -> bool:
+        """Whether no attempt is started any more: more ended unscored than eval.max_unscored
+        allows, or the run was cancelled."""
+        return self.gate.closed
+
+    def cancel(self) -> None:
+        """Start no attempt; end those in flight unrecorded (a resume plays them again)."""
+        self.cancelled = True
+        self.gate.close()
+        for task in self._in_flight:
+            task.cancel()
 
     async def run(
         self, items: Iterable[Item], run_dir: RunDirectory, total: int | None = None
@@ -142,7 +158,8 @@ class Engine:
         """Ready the run directory; the (sample id, attempt) pairs it already holds, counted."""
         await asyncio.to_thread(run_dir.prepare)
         done, kept = await asyncio.to_thread(kept_attempts, run_dir)
-        self.progress = Progress(total=(total or 0) * self.config.n_samples, run=kept)
+        total_attempts = (total or 0) * self.config.n_samples
+        self.progress = Progress(total=total_attempts, run=kept, gate=self.gate)
         if self.progress.total:
             # The budget is of the whole run: attempts unscored before a resume count too.
             self._budget = math.floor(self.config.max_unscored * self.progress.total)
@@ -156,10 +173,18 @@ class Engine:
     ) -> None:
         """Play the attempts of `items` not in `done`, each record to `sink` as it finishes."""
         pending = (pair for pair in self._attempts(items) if (pair[0].id, pair[1]) not in done)
-        # A task group: if one worker fails (or the run is cancelled), the others stop too.
+        # A task group: if one attempt fails (or the run is cancelled), the others stop too.
+        # An attempt is pulled, and its task made, only once the gate gives it a slot: memory
+        # stays flat, and a lazy `items` is read no sooner than an attempt can start.
         async with self._adapting(), asyncio.TaskGroup() as group:
-            for _ in range(self.config.concurrency):
-                group.create_task(self._work(pending, sink))
+            while await self.gate.acquire():
+                pair = next(pending, None)
+                if pair is None:
+                    self.gate.release()
+                    return
+                task = group.create_task(self._work(*pair, sink))
+                self._in_flight.add(task)
+                task.add_done_callback(self._in_flight.discard)
 
     async def finish(self, run_dir: RunDirectory, wall_time: float) -> Summary:
         """Summarise every attempt in `run_dir` and write summary.json."""
@@ -174,18 +199,18 @@ class Engine:
         budget = self._budget
         unscored = progress.run.unscored
         if not record.scored and budget is not None and sum(unscored.values()) > budget:
-            self.stopping = True
+            self.gate.close()
         if self.on_progress is not None:
             self.on_progress(progress)
 
     @contextlib.asynccontextmanager
     async def _adapting(self) -> AsyncIterator[None]:
-        """In adaptive mode, the controller resizes the slots while any play() runs."""
+        """In adaptive mode, the controller resizes the gate while any play() runs."""
         self._plays += 1
         if self.config.adaptive and self._adapter is None:
             trace = None if self.config.run_dir is None else self.config.run_dir / TRACE_FILE
             client, ceiling = self.client, self.config.concurrency
-            adapting = adapt(self._slots, str(client.base_url), client.api_key, ceiling, trace)
+            adapting = adapt(self.gate, str(client.base_url), client.api_key, ceiling, trace)
             self._adapter = asyncio.create_task(adapting, name="agent-eval-concurrency")
         try:
             yield
@@ -201,15 +226,14 @@ class Engine:
             for attempt in range(self.config.n_samples):
                 yield item, attempt
 
-    async def _work(self, pending: Iterator[tuple[Item, int]], sink: RecordSink) -> None:
-        # The shared iterator hands each attempt to exactly one of the concurrent workers.
-        for item, attempt in pending:
-            if self.stopping:
-                return
-            async with self._slots:
-                record = await self._attempt(item, attempt)
-            await sink.append(record)
-            self.count(record)
+    async def _work(self, item: Item, attempt: int, sink: RecordSink) -> None:
+        """One attempt in the slot the gate gave it, then its record to `sink`."""
+        try:
+            record = await self._attempt(item, attempt)
+        finally:
+            self.gate.release()
+        await sink.append(record)
+        self.count(record)
 
     async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
         seed = attempt_seed(self.config.seed, item.id, attempt)

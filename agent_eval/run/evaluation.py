@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +25,8 @@ from agent_eval.rewards import RewardScorer, gold_check, load_reward
 from agent_eval.rewards.scorer import default_workers
 from agent_eval.run.capture import engine_keys
 from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
+from agent_eval.run.control.actions import RunControl, controlled
+from agent_eval.run.control.protocol import RunCancelled
 from agent_eval.run.engine import Engine, Progress, RecordSink
 from agent_eval.run.identity import (
     DIGEST,
@@ -160,13 +163,39 @@ async def play(
         with first_storage_error():
             if selection is not None:
                 await engine.play(selection.items, done, selection.sink(run_dir))
-            elif plan.config.eval.engine == "ray":
-                await _play_on_ray(plan, served, engine, done, run_dir, limit)
-            elif plan.config.eval.processes == 1:
-                await engine.play(plan.items(limit), done, run_dir)
             else:
-                await _play_sharded(plan, served, engine, done, run_dir, limit)
-    return await engine.finish(run_dir, time.monotonic() - started)
+                async with _controlled(plan, engine, run_dir, limit):
+                    await _play_whole(plan, served, engine, done, run_dir, limit)
+    summary = await engine.finish(run_dir, time.monotonic() - started)
+    if engine.cancelled:
+        raise RunCancelled(run_dir.path, summary.attempts)
+    return summary
+
+
+def _controlled(
+    plan: Plan, engine: Engine, run_dir: RunDirectory, limit: int | None
+) -> AbstractAsyncContextManager[RunControl]:
+    """`agent-eval ctl` acting on the run while inside: status alone on several processes."""
+    one = plan.config.eval.engine != "ray" and plan.config.eval.processes == 1
+    control = RunControl(engine, run_dir, lambda: plan.items(limit), controllable=one)
+    return controlled(control, run_dir.path)
+
+
+async def _play_whole(
+    plan: Plan,
+    served: Served,
+    engine: Engine,
+    done: set[tuple[str, int]],
+    run_dir: RunDirectory,
+    limit: int | None,
+) -> None:
+    """The plan's attempts (its first `limit` items') in this process, its others, or Ray's."""
+    if plan.config.eval.engine == "ray":
+        await _play_on_ray(plan, served, engine, done, run_dir, limit)
+    elif plan.config.eval.processes == 1:
+        await engine.play(plan.items(limit), done, run_dir)
+    else:
+        await _play_sharded(plan, served, engine, done, run_dir, limit)
 
 
 async def _play_sharded(

@@ -27,8 +27,9 @@ class Window:
     """Their mean seconds, from the proxy's receipt to the last byte; None when none finished."""
     rejected: int
     """429 and 503 answers of the workers: backpressure."""
-    waiting: int | None
-    """Requests queued at the workers, not yet running (SGLang's /get_load); None: unknown."""
+    waiting: float | None
+    """Requests queued at the workers, not yet running (SGLang's /get_load), on average over
+    the window; None: unknown."""
     in_use: int
     """The most attempts of this engine in flight at once during the window."""
 
@@ -111,16 +112,20 @@ class AdaptiveLimit:
             return Pressure(settings.backoff, reason)
         # A short queue keeps the workers' batches full while attempts are between calls.
         allowance = max(2.0, QUEUE_SHARE * self.limit)
-        if window.waiting is not None and window.waiting > allowance:
-            share = 1.0 - (window.waiting - allowance) / (2 * self.limit)
-            reason = f"{window.waiting} requests queued at the workers"
+        waiting = window.waiting
+        if waiting is not None and waiting > allowance:
+            # Vegas: take the excess queue off the limit (at most down to the backoff).
+            share = 1.0 - (waiting - allowance) / self.limit
+            reason = f"{waiting:.1f} requests queued at the workers"
             return Pressure(max(settings.backoff, share), reason)
         ratio = self._latency_ratio(window)
         if ratio > settings.tolerance:
             share = max(0.5, settings.tolerance / ratio)
             return Pressure(share, f"latency {ratio:.1f}x its floor")
         self._cooling = 0
-        return Pressure(1.0, "", may_grow=ratio <= settings.near)
+        # A queue within the allowance is let be, but says the workers are full: no growth.
+        room = waiting is None or waiting < 1
+        return Pressure(1.0, "", may_grow=room and ratio <= settings.near)
 
     def _latency_ratio(self, window: Window) -> float:
         """Latency over its floor, the floor taken from this window too; 1 when unknown."""

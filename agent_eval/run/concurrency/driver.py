@@ -1,4 +1,4 @@
-"""The loop of adaptive concurrency: read the fleet, let the controller decide, resize the slots."""
+"""The loop of adaptive concurrency: read the fleet, let the controller decide, resize the gate."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ import aiohttp
 import orjson
 
 from agent_eval.run.concurrency.controller import AdaptiveLimit, Decision, Settings, Window
-from agent_eval.run.concurrency.signals import FleetReader, window_between
-from agent_eval.run.concurrency.slots import Slots
+from agent_eval.run.concurrency.signals import FleetCounts, FleetReader, window_between
+from agent_eval.run.gate import Gate
 
 log = logging.getLogger(__name__)
 
@@ -34,38 +35,64 @@ def closes(window: Window) -> bool:
     return bool(window.rejected) or enough
 
 
+@dataclass
+class Samples:
+    """What the reads of a window saw: attempts in flight, requests queued at the workers."""
+
+    since: float = field(default_factory=time.monotonic)
+    in_use: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+
+    def add(self, in_use: int, counts: FleetCounts) -> None:
+        self.in_use.append(in_use)
+        if counts.waiting is not None:
+            self.waiting.append(counts.waiting)
+
+    def window(self, before: FleetCounts, after: FleetCounts) -> Window:
+        """The window since `before`, with the most attempts in flight at a read and the mean
+        queue: one read of a queue says little, it moves with every request."""
+        waiting = sum(self.waiting) / len(self.waiting) if self.waiting else None
+        seconds = time.monotonic() - self.since
+        return window_between(before, after, seconds, max(self.in_use, default=0), waiting)
+
+
 class Adapting:
-    """Runs until cancelled, resizing `slots` to the controller's limit."""
+    """Runs until cancelled, resizing `gate` to the controller's limit; stops adapting once
+    someone else sets the limit (`agent-eval ctl RUN concurrency N`)."""
 
     def __init__(
-        self, controller: AdaptiveLimit, reader: FleetReader, slots: Slots, trace: Path | None
+        self, controller: AdaptiveLimit, reader: FleetReader, gate: Gate, trace: Path | None
     ) -> None:
-        self.controller, self.reader, self.slots, self.trace = controller, reader, slots, trace
+        self.controller, self.reader, self.gate, self.trace = controller, reader, gate, trace
         self._began = time.monotonic()
 
     async def run(self) -> None:
         """Read, decide and resize every INTERVAL seconds."""
-        self.slots.resize(round(self.controller.limit))
-        await self._note(Decision(self.slots.limit, "start"), None)
-        last, since = await self.reader.read(), time.monotonic()
-        while True:
+        self.gate.resize(round(self.controller.limit))
+        await self._note(Decision(self.gate.limit, "start"), None)
+        set_to, last, samples = self.gate.limit, await self.reader.read(), Samples()
+        while self.gate.limit == set_to:
             await asyncio.sleep(INTERVAL)
             now = await self.reader.read()
             if now is None or last is None:
-                last, since = now, time.monotonic()
+                last, samples = now, Samples()
                 continue
-            window = window_between(last, now, time.monotonic() - since, self.slots.peak)
-            if closes(window):
-                await self._decide(window)
-                last, since = now, time.monotonic()
+            samples.add(self.gate.state.in_flight, now)
+            window = samples.window(last, now)
+            if closes(window) and self.gate.limit == set_to:
+                set_to = await self._decide(window)
+                last, samples = now, Samples()
+        log.info("concurrency set to %d from outside: it adapts no more", self.gate.limit)
+        await self._note(Decision(self.gate.limit, "set from outside"), None)
 
-    async def _decide(self, window: Window) -> None:
-        self.slots.take_peak()
+    async def _decide(self, window: Window) -> int:
+        """Resize the gate as the controller says; the limit set."""
         decision = self.controller.update(window)
-        if decision.limit != self.slots.limit:
-            log.info("concurrency %d -> %d: %s", self.slots.limit, decision.limit, decision.reason)
-            self.slots.resize(decision.limit)
+        if decision.limit != self.gate.limit:
+            log.info("concurrency %d -> %d: %s", self.gate.limit, decision.limit, decision.reason)
+            self.gate.resize(decision.limit)
             await self._note(decision, window)
+        return self.gate.limit
 
     async def _note(self, decision: Decision, window: Window | None) -> None:
         if self.trace is None:
@@ -77,17 +104,21 @@ class Adapting:
             "pid": os.getpid(),
         }
         if window is not None:
-            floor = self.controller.latency_floor
-            latency = window.latency
-            line |= {
-                "answered": window.finished,
-                "latency_s": None if latency is None else round(latency, 4),
-                "latency_floor_s": None if floor is None else round(floor, 4),
-                "rejected": window.rejected,
-                "waiting": window.waiting,
-                "in_use": window.in_use,
-            }
+            line |= _figures(window, self.controller.latency_floor)
         await asyncio.to_thread(_append, self.trace, orjson.dumps(line) + b"\n")
+
+
+def _figures(window: Window, floor: float | None) -> dict[str, Any]:
+    """A window's figures as the trace keeps them."""
+    latency, waiting = window.latency, window.waiting
+    return {
+        "answered": window.finished,
+        "latency_s": None if latency is None else round(latency, 4),
+        "latency_floor_s": None if floor is None else round(floor, 4),
+        "rejected": window.rejected,
+        "waiting": None if waiting is None else round(waiting, 2),
+        "in_use": window.in_use,
+    }
 
 
 def _append(path: Path, line: bytes) -> None:
@@ -100,9 +131,9 @@ def _append(path: Path, line: bytes) -> None:
 
 
 async def adapt(
-    slots: Slots, base_url: str, api_key: str | None, ceiling: int, trace: Path | None
+    gate: Gate, base_url: str, api_key: str | None, ceiling: int, trace: Path | None
 ) -> None:
-    """Resize `slots` from the fleet behind the proxy at `base_url` until cancelled."""
+    """Resize `gate` from the fleet behind the proxy at `base_url` until cancelled."""
     controller = AdaptiveLimit(Settings(ceiling=ceiling))
     async with aiohttp.ClientSession() as http:
-        await Adapting(controller, FleetReader(http, base_url, api_key), slots, trace).run()
+        await Adapting(controller, FleetReader(http, base_url, api_key), gate, trace).run()

@@ -41,8 +41,11 @@ def fleet_counts(workers: WorkerLoad, queues: list[dict[str, Any]]) -> FleetCoun
     )
 
 
-def window_between(before: FleetCounts, after: FleetCounts, seconds: float, in_use: int) -> Window:
-    """What happened between two reads, `seconds` apart, the engine using up to `in_use`."""
+def window_between(
+    before: FleetCounts, after: FleetCounts, seconds: float, in_use: int, waiting: float | None
+) -> Window:
+    """What happened between two reads, `seconds` apart, the engine using up to `in_use`
+    attempts and the workers queueing `waiting` requests on average."""
     answered = after.answered - before.answered
     spent = after.answer_seconds - before.answer_seconds
     return Window(
@@ -50,7 +53,7 @@ def window_between(before: FleetCounts, after: FleetCounts, seconds: float, in_u
         finished=answered,
         latency=spent / answered if answered > 0 else None,
         rejected=max(0, after.rejected - before.rejected),
-        waiting=after.waiting,
+        waiting=waiting,
         in_use=in_use,
     )
 

@@ -1,0 +1,149 @@
+"""A running run's side of control: its gate, a cancel, its errored attempts played again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+
+from agent_eval.data import Item
+from agent_eval.results.files import RunDirectory
+from agent_eval.run.control.channel import listening
+from agent_eval.run.control.protocol import ControlError, Reply, Request, RunState
+from agent_eval.run.engine import Engine
+
+Pair = tuple[str, int]
+"""An attempt: (sample id, attempt index)."""
+
+
+class RunControl:
+    """A running run's side of control: each request acted on at once, on the event loop."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        run_dir: RunDirectory,
+        items: Callable[[], Iterable[Item]],
+        controllable: bool = True,
+    ) -> None:
+        """`items`: the run's items afresh, to find the requeued ones in; `controllable`
+        False (several engine processes): status alone is answered."""
+        self.engine, self.run_dir, self.items = engine, run_dir, items
+        self.controllable = controllable
+        self._requeuing = asyncio.Lock()
+        self._plays: set[asyncio.Task[None]] = set()
+        self._requeued = 0
+        self._closed = False
+
+    @property
+    def state(self) -> RunState:
+        """The run now, as `status` answers it."""
+        gate, progress = self.engine.gate.state, self.engine.progress
+        return RunState(
+            in_flight=gate.in_flight, limit=gate.limit, paused=gate.paused,
+            stopping=self.engine.stopping, done=progress.done, total=progress.total,
+            requeued=self._requeued, controllable=self.controllable,
+        )  # fmt: skip
+
+    async def handle(self, request: Request) -> Reply:
+        """Act on `request`; what was done, or why not. Raises: ControlError."""
+        action = request.action
+        if action != "status" and not self.controllable:
+            raise ControlError(
+                f"{action} needs a run of one engine process: this one plays on several "
+                "(eval.processes > 1 or eval.engine=ray); Ctrl-C stops it, --resume goes on"
+            )
+        if action == "status":
+            message = "status"
+        elif action == "requeue":
+            message = await self._requeue()
+        else:
+            message = self._gate(request)
+        self._tell_view()
+        return Reply(ok=True, message=message, state=self.state)
+
+    async def drain(self) -> None:
+        """Take no more requeues; wait for the requeued attempts still playing."""
+        async with self._requeuing:
+            self._closed = True
+        while self._plays:
+            await asyncio.gather(*self._plays)
+
+    async def stop(self) -> None:
+        """End the requeued plays still going (the run ends on an error or a signal)."""
+        for play in self._plays:
+            play.cancel()
+        await asyncio.gather(*self._plays, return_exceptions=True)
+
+    def _gate(self, request: Request) -> str:
+        engine, gate = self.engine, self.engine.gate
+        if engine.stopping:
+            raise ControlError("the run is stopping: no attempt starts any more")
+        if request.action == "pause":
+            gate.pause()
+            return f"paused: no attempt starts; {gate.state.in_flight} in flight finish"
+        if request.action == "resume":
+            gate.resume()
+            return "resumed"
+        if request.action == "cancel":
+            engine.cancel()
+            return "cancelled: attempts in flight end unrecorded; the run stops"
+        if request.limit is None:
+            raise ControlError("concurrency needs a new limit: a whole number of 1 or more")
+        gate.resize(request.limit)
+        return f"at most {request.limit} attempts at once"
+
+    async def _requeue(self) -> str:
+        """Take the run's errored attempts out of samples.jsonl and play them again."""
+        async with self._requeuing:
+            if self._closed or self.engine.stopping:
+                raise ControlError("the run is finishing or stopping: nothing is requeued")
+            records = await asyncio.to_thread(self.run_dir.set_aside_unscored)
+            if not records:
+                return "no errored attempts to play again"
+            for record in records:
+                self.engine.progress.run.remove(record)
+            wanted = {(record.sample_id, record.attempt) for record in records}
+            found = await asyncio.to_thread(_items_of, self.items(), {p[0] for p in wanted})
+            self._play(found, wanted)
+        return f"playing {len(records)} errored attempts again"
+
+    def _play(self, items: list[Item], wanted: set[Pair]) -> None:
+        n_samples = self.engine.config.n_samples
+        attempts = {(item.id, a) for item in items for a in range(n_samples)}
+        # An attempt whose item the run no longer has stays set aside: a resume plays it.
+        count = len(attempts & wanted)
+        self._requeued += count
+        play = asyncio.create_task(self.engine.play(items, attempts - wanted, self.run_dir))
+        self._plays.add(play)
+        play.add_done_callback(self._played(count))
+
+    def _played(self, count: int) -> Callable[[asyncio.Task[None]], None]:
+        def done(play: asyncio.Task[None]) -> None:
+            self._plays.discard(play)
+            self._requeued -= count
+
+        return done
+
+    def _tell_view(self) -> None:
+        """Redraw the live view: a pause shows before the next attempt ends."""
+        if self.engine.on_progress is not None:
+            self.engine.on_progress(self.engine.progress)
+
+
+def _items_of(items: Iterable[Item], ids: set[str]) -> list[Item]:
+    """The items with these ids, in the run's order."""
+    return [item for item in items if item.id in ids]
+
+
+@contextlib.asynccontextmanager
+async def controlled(control: RunControl, run_dir: Path) -> AsyncIterator[RunControl]:
+    """Take control requests on the run directory's socket while inside; on leaving, wait for
+    the requeued attempts (unless leaving on an error)."""
+    async with listening(run_dir, control.handle):
+        try:
+            yield control
+            await control.drain()
+        finally:
+            await control.stop()

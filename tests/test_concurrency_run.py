@@ -35,6 +35,7 @@ async def test_429s_cut_the_limit_and_the_run_completes_under_its_ceiling(
     assert sum(worker.stats.rejected for worker in workers) > 0  # the fleet did refuse
     moves = trace(run_dir)
     assert moves[0]["limit"] == START and moves[0]["reason"] == "start"
+    assert moves[1]["in_use"] <= START  # from the first attempt on, not -j's 16 at first
     cuts = [
         (before["limit"], after)
         for before, after in itertools.pairwise(moves)

@@ -27,7 +27,7 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
-from agent_eval.run.concurrency.driver import TRACE_FILE, adapt
+from agent_eval.run.concurrency.driver import TRACE_FILE, start_adapting
 from agent_eval.run.gate import Gate
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
@@ -210,8 +210,8 @@ class Engine:
         if self.config.adaptive and self._adapter is None:
             trace = None if self.config.run_dir is None else self.config.run_dir / TRACE_FILE
             client, ceiling = self.client, self.config.concurrency
-            adapting = adapt(self.gate, str(client.base_url), client.api_key, ceiling, trace)
-            self._adapter = asyncio.create_task(adapting, name="agent-eval-concurrency")
+            base_url = str(client.base_url)
+            self._adapter = start_adapting(self.gate, base_url, client.api_key, ceiling, trace)
         try:
             yield
         finally:

@@ -68,7 +68,7 @@ class Adapting:
 
     async def run(self) -> None:
         """Read, decide and resize every INTERVAL seconds."""
-        self.gate.resize(round(self.controller.limit))
+        self.gate.resize(round(self.controller.limit))  # already so, unless a test starts here
         await self._note(Decision(self.gate.limit, "start"), None)
         set_to, last, samples = self.gate.limit, await self.reader.read(), Samples()
         while self.gate.limit == set_to:
@@ -130,10 +130,18 @@ def _append(path: Path, line: bytes) -> None:
         os.close(fd)
 
 
-async def adapt(
+def start_adapting(
     gate: Gate, base_url: str, api_key: str | None, ceiling: int, trace: Path | None
-) -> None:
-    """Resize `gate` from the fleet behind the proxy at `base_url` until cancelled."""
+) -> asyncio.Task[None]:
+    """Resize `gate` to the start now, before any attempt takes a slot, then from the fleet
+    behind the proxy at `base_url` until the task is cancelled."""
     controller = AdaptiveLimit(Settings(ceiling=ceiling))
+    gate.resize(round(controller.limit))
+    return asyncio.create_task(_adapt(controller, gate, base_url, api_key, trace))
+
+
+async def _adapt(
+    controller: AdaptiveLimit, gate: Gate, base_url: str, api_key: str | None, trace: Path | None
+) -> None:
     async with aiohttp.ClientSession() as http:
         await Adapting(controller, FleetReader(http, base_url, api_key), gate, trace).run()

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 START = 4
 """Attempts in flight at the start (or the ceiling, if lower)."""
-QUEUE_SHARE = 0.25
+QUEUE_SHARE = 0.4
 """Requests queued at the workers, as a share of the limit, before the limit is cut."""
+GROWTH = 0.1
+"""The limit's additive step after slow start, as a share of it (at least one attempt)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ class AdaptiveLimit:
         if window.waiting:  # the workers are full, if only just: no more doubling
             self.slow_start = False
         before = self.limit
-        self.limit = before * 2 if self.slow_start else before + max(1.0, before**0.5)
+        self.limit = before * 2 if self.slow_start else before + max(1.0, GROWTH * before)
         return "slow start" if self.slow_start else "latency near its floor"
 
     def _flat(self, throughput: float) -> bool:

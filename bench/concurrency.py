@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 import urllib.request
@@ -28,7 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.parts.fleet import BenchError, Fleet, run_with_fleet, start_mock_worker_group
+from bench.parts.fleet import Fleet, run_command, run_with_fleet, start_mock_worker_group
 from bench.parts.results_file import add_json_option, describe, machine, write_results
 
 RUN_TIMEOUT = 600.0
@@ -56,12 +55,7 @@ def run_once(urls: list[str], mode: str, concurrency: int, run_dir: Path) -> dic
     argv += ["--dataset", "word_problems", "-n", str(N_SAMPLES), *endpoints, "-o", str(run_dir)]
     argv += ["-j", str(concurrency), f"eval.concurrency_mode={mode}", "eval.max_unscored=1"]
     before, started = worker_counts(urls), time.monotonic()
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"the {mode} run at {concurrency} took over {RUN_TIMEOUT:.0f} s") from None
-    if done.returncode != 0:
-        raise BenchError(f"the {mode} run at {concurrency} failed:\n{done.stderr[-2000:]}")
+    run_command(argv, f"the {mode} run at {concurrency}", RUN_TIMEOUT)
     after = worker_counts(urls)
     summary = json.loads((run_dir / "summary.json").read_text())
     records = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
@@ -124,12 +118,14 @@ def report(runs: list[dict[str, Any]], summary: dict[str, Any], about: dict[str,
         )  # fmt: skip
     console = Console(width=110)
     console.print(table)
-    share = summary["rejected_vs_too_high"]
+    adaptive = next(run for run in runs if run["mode"] == "adaptive")
+    high = next(run for run in runs if run["concurrency"] == summary["too_high"])
     console.print(
         f"adaptive: {summary['speed_vs_best_fixed']:.2f}x the speed of the best fixed "
         f"(-j {summary['best_fixed']}), {summary['speed_vs_too_high']:.2f}x that of the too-high "
-        f"(-j {summary['too_high']}); its 429s "
-        + ("none either" if share is None else f"{share:.2f}x the too-high run's")
+        f"(-j {summary['too_high']}); 429s {adaptive['rejected']:,} against {high['rejected']:,}, "
+        f"requests {adaptive['requests']:,} against {high['requests']:,}, replays "
+        f"{adaptive['replays']:,} against {high['replays']:,}"
     )
     console.print(describe(about))
 

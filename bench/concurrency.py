@@ -119,7 +119,9 @@ def report(runs: list[dict[str, Any]], summary: dict[str, Any], about: dict[str,
     console = Console(width=110)
     console.print(table)
     adaptive = next(run for run in runs if run["mode"] == "adaptive")
-    high = next(run for run in runs if run["concurrency"] == summary["too_high"])
+    high = next(
+        run for run in runs if run["mode"] == "fixed" and run["concurrency"] == summary["too_high"]
+    )
     console.print(
         f"adaptive: {summary['speed_vs_best_fixed']:.2f}x the speed of the best fixed "
         f"(-j {summary['best_fixed']}), {summary['speed_vs_too_high']:.2f}x that of the too-high "

@@ -280,3 +280,32 @@ async def test_a_reward_that_raises_leaves_its_attempt_unscored_not_wrong(
     assert failed.error["class"] == "infra" and "broken reward" in failed.error["message"]
     assert not failed.scored
     assert (summary.unscored, summary.scored, summary.accuracy.value) == (1, 35, 1.0)
+
+
+async def test_the_gate_bounds_the_tasks_and_a_new_limit_holds_from_then_on(
+    scorer: RewardScorer, client: AsyncOpenAI, tmp_path: Path
+) -> None:
+    runner = KnownAnswers(delay=0.01)
+    most_tasks = 0
+    grown = False
+
+    def watch(progress: Progress) -> None:
+        nonlocal most_tasks, grown
+        most_tasks = max(most_tasks, len(asyncio.all_tasks()))
+        if progress.done == 20 and not grown:
+            grown = True
+            runner.most_in_flight = 0
+            assert progress.gate is not None
+            progress.gate.resize(7)
+
+    items = list(load_dataset("gsm8k_mini"))
+    config = engine_config(
+        RunConfig.model_validate({"eval": {"n_samples": 4, "concurrency": 2}}), "m"
+    )
+    engine = Engine(runner, scorer, client, config, on_progress=watch)
+    before = len(asyncio.all_tasks())
+    await engine.run(items, RunDirectory(tmp_path), total=len(items))
+    assert len(records(tmp_path)) == 144
+    assert runner.most_in_flight == 7  # the new limit, reached and never passed
+    # One task per attempt in flight (and per record being written), none per pending one.
+    assert most_tasks - before <= 7 + 7

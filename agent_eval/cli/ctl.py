@@ -60,7 +60,9 @@ def run_directory(run: Path) -> Path:
     """
     if run.is_dir():
         return run
-    if not run.is_absolute() and (RUNS / run).is_dir():
+    if run.is_absolute():
+        raise ConfigError(f"no run directory {run}: give the folder the run writes")
+    if (RUNS / run).is_dir():
         return RUNS / run
     raise ConfigError(f"no run directory {run} (nor {RUNS / run}): give the folder the run writes")
 

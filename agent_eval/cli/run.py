@@ -20,6 +20,7 @@ from agent_eval.progress import RunView
 from agent_eval.report.table import summary_table
 from agent_eval.results.files import UNSCORED, RunDirectory
 from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config
+from agent_eval.run.control.protocol import RunCancelled
 from agent_eval.run.engine import kept_attempts
 from agent_eval.run.evaluation import (
     Plan,
@@ -130,6 +131,10 @@ async def _watched(checked: Plan, kept: AttemptCounts) -> Summary:
             summary = await evaluate(checked, view)
             view.finish(summary.throughput)
             return summary
+    except RunCancelled as exc:
+        said = ("cancelled", "bold yellow"), " by agent-eval ctl: ", exc.left
+        err_console.print(Text.assemble(*said), soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
     except StorageError as exc:
         left = await asyncio.to_thread(_after_storage_error, config)
         raise StorageError(f"{exc}\n{left}") from exc

@@ -12,6 +12,7 @@ from rich.text import Text
 from agent_eval.cli.common import console, fail, guarded
 from agent_eval.report.choose import RUNS
 from agent_eval.system.lifecycle import run_until_signalled
+from agent_eval.view.control import ViewControl
 from agent_eval.view.server import serve_view
 
 PORT = 7575
@@ -35,10 +36,19 @@ def view(
         PORT
     ),
     opened: Annotated[bool, typer.Option("--open", help="Open the page in the browser.")] = False,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control",
+            help="Let the page pause, resume, cancel, requeue and resize running runs; "
+            "the printed address carries the token it needs.",
+        ),
+    ] = False,
 ) -> None:
     """Serve a local web page over runs: their accuracy, every attempt, every trajectory.
 
-    It only reads the runs, and follows a running run as it writes. Stop it with Ctrl-C.
+    It only reads the runs, and follows a running run as it writes; with --control its
+    page also acts on running runs (as `agent-eval ctl`). Stop it with Ctrl-C.
     """
     roots = paths or [RUNS]
     missing = [str(root) for root in roots if not root.is_dir()]
@@ -51,4 +61,5 @@ def view(
         if opened:
             webbrowser.open(url)
 
-    guarded(ctx, run_until_signalled, serve_view(roots, host, port, ready))
+    serving = serve_view(roots, host, port, ready, ViewControl.enabled(control))
+    guarded(ctx, run_until_signalled, serving)

@@ -6,7 +6,7 @@ import asyncio
 import importlib.util
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -160,12 +160,18 @@ async def play(
         total = plan.total if limit is None else min(limit, plan.total)
         started = time.monotonic()
         done = await engine.start(run_dir, total if selection is None else selection.total)
+        # A selection's caller drives the run itself: control is the whole plan's.
+        control = _controlled(plan, engine, run_dir, limit) if selection is None else nullcontext()
         with first_storage_error():
-            if selection is not None:
-                await engine.play(selection.items, done, selection.sink(run_dir))
-            else:
-                async with _controlled(plan, engine, run_dir, limit):
-                    await _play_whole(plan, served, engine, done, run_dir, limit)
+            async with control:
+                if selection is not None:
+                    await engine.play(selection.items, done, selection.sink(run_dir))
+                elif plan.config.eval.engine == "ray":
+                    await _play_on_ray(plan, served, engine, done, run_dir, limit)
+                elif plan.config.eval.processes == 1:
+                    await engine.play(plan.items(limit), done, run_dir)
+                else:
+                    await _play_sharded(plan, served, engine, done, run_dir, limit)
     summary = await engine.finish(run_dir, time.monotonic() - started)
     if engine.cancelled:
         raise RunCancelled(run_dir.path, summary.attempts)
@@ -179,23 +185,6 @@ def _controlled(
     one = plan.config.eval.engine != "ray" and plan.config.eval.processes == 1
     control = RunControl(engine, run_dir, lambda: plan.items(limit), controllable=one)
     return controlled(control, run_dir.path)
-
-
-async def _play_whole(
-    plan: Plan,
-    served: Served,
-    engine: Engine,
-    done: set[tuple[str, int]],
-    run_dir: RunDirectory,
-    limit: int | None,
-) -> None:
-    """The plan's attempts (its first `limit` items') in this process, its others, or Ray's."""
-    if plan.config.eval.engine == "ray":
-        await _play_on_ray(plan, served, engine, done, run_dir, limit)
-    elif plan.config.eval.processes == 1:
-        await engine.play(plan.items(limit), done, run_dir)
-    else:
-        await _play_sharded(plan, served, engine, done, run_dir, limit)
 
 
 async def _play_sharded(

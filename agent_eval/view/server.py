@@ -18,6 +18,7 @@ from agent_eval.results.files import WORKERS
 from agent_eval.system.lifecycle import forever
 from agent_eval.view.catalog import Catalog
 from agent_eval.view.compare import Comparisons
+from agent_eval.view.control import READ_ONLY, ViewControl, control_action, control_state
 from agent_eval.view.figures import Plots, standalone
 from agent_eval.view.headline import run_headline
 from agent_eval.view.hosts import AllowedHosts
@@ -44,6 +45,7 @@ CATALOG = web.AppKey("catalog", Catalog)
 COMPARISONS = web.AppKey("comparisons", Comparisons)
 HOSTS = web.AppKey("hosts", AllowedHosts)
 PLOTS = web.AppKey("plots", Plots)
+CONTROL = web.AppKey("control", ViewControl)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -55,10 +57,15 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 async def serve_view(
-    roots: list[Path], host: str, port: int, on_ready: Callable[[str], None]
+    roots: list[Path],
+    host: str,
+    port: int,
+    on_ready: Callable[[str], None],
+    control: ViewControl = READ_ONLY,
 ) -> None:
-    """Serve the runs under `roots` until cancelled; `on_ready` gets the URL (port 0: any free)."""
-    runner = web.AppRunner(create_app(roots, host), access_log=None)
+    """Serve the runs under `roots` until cancelled; `on_ready` gets the URL (port 0: any free),
+    with the control token when `control` is on."""
+    runner = web.AppRunner(create_app(roots, host, control), access_log=None)
     await runner.setup()
     try:
         try:
@@ -68,7 +75,7 @@ async def serve_view(
                 f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port"
             ) from None
         bound_host, bound_port = runner.addresses[0][:2]
-        on_ready(f"http://{_url_host(bound_host)}:{bound_port}/")
+        on_ready(control.page_url(f"http://{_url_host(bound_host)}:{bound_port}/"))
         await forever()
     finally:
         await runner.cleanup()
@@ -78,11 +85,15 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
-    """The app serving the runs under `roots`; it only reads, and only GET is routed.
+def create_app(
+    roots: list[Path], host: str = "127.0.0.1", control: ViewControl = READ_ONLY
+) -> web.Application:
+    """The app serving the runs under `roots`; it only reads (GET), but for the control POST
+    that `control`, when on, lets the page send a running run.
 
     Only requests addressed to a name of `host`, the address it listens on, are answered."""
     app = web.Application(middlewares=[_secured, _for_this_server])
+    app[CONTROL] = control
     app[HOSTS] = AllowedHosts.bound_to(host)
     app[CATALOG] = Catalog(roots)
     app[COMPARISONS] = Comparisons(app[CATALOG])
@@ -104,6 +115,8 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> web.Application:
     app.router.add_get("/api/runs/{id:.+}/robustness", _robustness)
     app.router.add_get("/api/runs/{id:.+}/figures", _figures)
     app.router.add_get("/api/runs/{id:.+}/figures/{name}.svg", _figure)
+    app.router.add_get("/api/runs/{id:.+}/control", _control_state)
+    app.router.add_post("/api/runs/{id:.+}/control", _control_action)
     return app
 
 
@@ -296,3 +309,13 @@ async def _figure(request: web.Request) -> web.Response:
     if plot is None or plot.svg is None:
         raise _not_found(f"figure {name!r}; this run has {', '.join(drawn) or 'none'}")
     return web.Response(text=standalone(plot.svg), content_type="image/svg+xml")
+
+
+async def _control_state(request: web.Request) -> web.Response:
+    catalog, control = request.app[CATALOG], request.app[CONTROL]
+    return _json(await control_state(catalog, control, request.match_info["id"]))
+
+
+async def _control_action(request: web.Request) -> web.Response:
+    catalog, control = request.app[CATALOG], request.app[CONTROL]
+    return _json(await control_action(catalog, control, request.match_info["id"], request))

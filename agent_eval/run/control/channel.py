@@ -28,17 +28,23 @@ _UCRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 @contextlib.asynccontextmanager
 async def listening(run_dir: Path, handle: Handler) -> AsyncIterator[bool]:
     """Take requests on RUN_DIR/control.sock while inside; yields False (and takes none) when
-    another live process already listens there."""
+    another live process already listens there, or the folder takes no socket: the run
+    goes on without control."""
     path = run_dir / SOCKET
     if await _answers(path):
         log.warning("%s answers for another process: this one takes no control requests", path)
         yield False
         return
-    path.unlink(missing_ok=True)  # a run that died left it: nobody listens
-    with _short(path) as where:
-        server = await asyncio.start_unix_server(
-            lambda r, w: _serve(r, w, handle), where, limit=MAX_LINE
-        )
+    try:
+        path.unlink(missing_ok=True)  # a run that died left it: nobody listens
+        with _short(path) as where:
+            server = await asyncio.start_unix_server(
+                lambda r, w: _serve(r, w, handle), where, limit=MAX_LINE
+            )
+    except OSError as exc:
+        log.warning("no control socket at %s (%s): agent-eval ctl cannot reach this run", path, exc)
+        yield False
+        return
     try:
         os.chmod(path, 0o600)  # the owner alone may connect; each peer is checked again
         yield True

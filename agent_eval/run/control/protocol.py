@@ -26,10 +26,11 @@ class RunCancelled(AgentEvalError):
     exit_code = 130  # as Ctrl-C: stopped on purpose
 
     def __init__(self, run_dir: Path, kept: int) -> None:
-        super().__init__(
-            f"cancelled: {kept:,} finished attempts are kept in {run_dir}; workers and proxy "
-            f"stopped. Resume with: agent-eval run --resume {run_dir}"
+        self.left = (
+            f"{kept:,} finished attempts are kept in {run_dir}; workers and proxy stopped.\n"
+            f"Resume with: agent-eval run --resume {run_dir}"
         )
+        super().__init__(f"cancelled: {self.left}")
 
 
 class Request(BaseModel):

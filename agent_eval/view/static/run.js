@@ -4,6 +4,7 @@
 import {
   api, el, num, outcome, pagerControls, poll, runPath, sampleHref, show, table,
 } from "./common.js";
+import { controlPart } from "./control.js";
 import { robustnessPart } from "./robustness.js";
 import { sessionsPart } from "./sessions.js";
 
@@ -168,7 +169,7 @@ export async function runView(id) {
     sort: "row", desc: false, offset: 0, asked: 0, kinds: false };
   const body = await api(runPath(id) + "/summary");
   const samples = samplesPart(id, state);
-  const parts = [headlinePart(id), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
+  const parts = [controlPart(id), headlinePart(id), robustnessPart(id), sessionsPart(id), errorsPart(id, samples.choose),
     workersPart(id, samples.choose), figuresPart(id), samples];
   show(el("h1", { text: id }), ...parts.map((part) => part.node));
   const update = (summary) => Promise.all(parts.map((part) => part.update(summary)));

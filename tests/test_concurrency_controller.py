@@ -186,3 +186,18 @@ async def test_the_loop_resizes_the_gate_traces_each_change_and_yields_to_a_limi
         (7, "set from outside"),
     ]
     assert moves[1]["rejected"] == 5 and moves[1]["latency_s"] == 0.5
+
+
+async def test_a_trace_that_cannot_be_written_leaves_the_loop_adapting(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setattr(driver, "INTERVAL", 0.0)
+    gate, trace = Gate(64), tmp_path / "not-here" / driver.TRACE_FILE
+    proxy = ScriptedProxy(counts(0), counts(10, rejected=5), counts(10, rejected=5))
+    adapting = driver.Adapting(AdaptiveLimit(Settings(ceiling=64)), proxy, gate, trace)  # type: ignore[arg-type]
+    task = asyncio.create_task(adapting.run())
+    await asyncio.wait_for(proxy.read_all.wait(), 10)
+    assert gate.limit == 3 and adapting.trace is None
+    assert "adaptive concurrency writes no" in caplog.text
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

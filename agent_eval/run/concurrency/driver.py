@@ -105,7 +105,11 @@ class Adapting:
         }
         if window is not None:
             line |= _figures(window, self.controller.latency_floor)
-        await asyncio.to_thread(_append, self.trace, orjson.dumps(line) + b"\n")
+        try:
+            await asyncio.to_thread(_append, self.trace, orjson.dumps(line) + b"\n")
+        except OSError as exc:  # a shard on a node without the run directory, a full disk
+            log.warning("adaptive concurrency writes no %s: %s", self.trace, exc)
+            self.trace = None
 
 
 def _figures(window: Window, floor: float | None) -> dict[str, Any]:
@@ -143,5 +147,8 @@ def start_adapting(
 async def _adapt(
     controller: AdaptiveLimit, gate: Gate, base_url: str, api_key: str | None, trace: Path | None
 ) -> None:
-    async with aiohttp.ClientSession() as http:
-        await Adapting(controller, FleetReader(http, base_url, api_key), gate, trace).run()
+    try:
+        async with aiohttp.ClientSession() as http:
+            await Adapting(controller, FleetReader(http, base_url, api_key), gate, trace).run()
+    except Exception:  # a bug here must not stop the run: the limit stays where it is
+        log.exception("adaptive concurrency stopped; the limit stays at %d", gate.limit)

@@ -50,9 +50,11 @@ def test_slow_start_doubles_from_the_start_up_to_the_ceiling_while_latency_stays
     assert round(START) == 4 and limits == [8, 16, 32, 50, 50, 50]
 
 
-def test_an_unused_limit_does_not_grow():
+def test_an_unused_limit_does_not_grow_nor_one_whose_requests_are_not_answered():
     controller = AdaptiveLimit(Settings(ceiling=50))
     assert [controller.update(quiet(in_use=1)).limit for _ in range(5)] == [4] * 5
+    held = Window(10.0, 0, None, 0, 0, 4)  # every request held: no latency to go by
+    assert [controller.update(held).limit for _ in range(3)] == [4] * 3
 
 
 def test_429s_cut_the_limit_by_the_backoff_then_it_grows_additively():

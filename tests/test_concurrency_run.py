@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 from agent_eval.run.concurrency.controller import START
+from agent_eval.run.control.protocol import SOCKET
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, write_dataset
 from tests.helpers.proxy import StartWorkers
+from tests.helpers.waits import eventually
 
 
 def trace(run_dir: Path) -> list[dict]:
@@ -82,3 +84,30 @@ async def test_fixed_concurrency_keeps_its_number_and_leaves_no_trace(
     assert code == 0, err
     assert not (run_dir / "concurrency.jsonl").exists()
     assert worker.stats.max_in_flight == 5
+
+
+async def test_a_limit_set_with_ctl_stops_the_adapting_and_is_kept(
+    start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.hang = True
+    data, run_dir = write_dataset(tmp_path / "say.jsonl"), tmp_path / "run"
+    process = await agent_eval(
+        "run", "--dataset", str(data), "--endpoint", worker.url, "-n", "2", "-j", "16",
+        "-o", str(run_dir), "eval.concurrency_mode=adaptive", cwd=tmp_path,
+    )  # fmt: skip
+    await worker.gate.wait_for_arrivals(START, timeout=120)
+    await eventually(lambda: (run_dir / SOCKET).exists(), 60)
+    set_by_hand = await agent_eval("ctl", str(run_dir), "concurrency", "6", cwd=tmp_path)
+    code, out, err = await finish(set_by_hand)
+    assert code == 0 and "at most 6 attempts at once" in out, (out, err)
+    traced = run_dir / "concurrency.jsonl"
+    await eventually(lambda: traced.exists() and "set from outside" in traced.read_text(), 60)
+    await worker.gate.wait_for_arrivals(6, timeout=60)  # the two more it allows now
+    worker.behavior.hang = False
+    worker.gate.release()
+    code, _, err = await finish(process, timeout=300)
+    assert code == 0, err
+    moves = trace(run_dir)
+    assert [(m["limit"], m["reason"]) for m in moves] == [(4, "start"), (6, "set from outside")]
+    assert worker.stats.max_in_flight == 6

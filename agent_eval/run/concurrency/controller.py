@@ -125,9 +125,11 @@ class AdaptiveLimit:
             share = max(0.5, settings.tolerance / ratio)
             return Pressure(share, f"latency {ratio:.1f}x its floor")
         self._cooling = 0
-        # A queue within the allowance is let be, but says the workers are full: no growth.
+        # A queue within the allowance is let be, but says the workers are full: no growth;
+        # nor without an answer to show that latency is near its floor.
         room = waiting is None or waiting < 1
-        return Pressure(1.0, "", may_grow=room and ratio <= settings.near)
+        seen = window.latency is not None
+        return Pressure(1.0, "", may_grow=room and seen and ratio <= settings.near)
 
     def _latency_ratio(self, window: Window) -> float:
         """Latency over its floor, the floor taken from this window too; 1 when unknown."""

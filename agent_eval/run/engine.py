@@ -227,13 +227,15 @@ class Engine:
                 yield item, attempt
 
     async def _work(self, item: Item, attempt: int, sink: RecordSink) -> None:
-        """One attempt in the slot the gate gave it, then its record to `sink`."""
+        """One attempt in the slot the gate gave it, its record to `sink` and counted."""
+        # The slot is given back only once the attempt is counted: one over eval.max_unscored
+        # closes the gate before another attempt can take the slot.
         try:
             record = await self._attempt(item, attempt)
+            await sink.append(record)
+            self.count(record)
         finally:
             self.gate.release()
-        await sink.append(record)
-        self.count(record)
 
     async def _attempt(self, item: Item, attempt: int) -> AttemptRecord:
         seed = attempt_seed(self.config.seed, item.id, attempt)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench.parts.fleet import GSM8K_TEST, BenchError, Fleet, run_with_fleet, worker_urls
+from bench.parts.fleet import GSM8K_TEST, Fleet, run_command, run_with_fleet, worker_urls
 from bench.parts.results_file import add_json_option, machine, write_results
 
 RUN_TIMEOUT = 1800.0
@@ -37,12 +36,7 @@ def run_once(
     argv += [f"eval.engine={engine}"]
     what = f"the run with {processes} {engine} engine process(es)"
     started = time.monotonic()
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"{what} took over {RUN_TIMEOUT:.0f} s") from None
-    if done.returncode != 0:
-        raise BenchError(f"{what} failed:\n{done.stderr[-2000:]}")
+    run_command(argv, what, RUN_TIMEOUT)
     summary = json.loads((run_dir / "summary.json").read_text())
     throughput = summary["efficiency"]["throughput"]
     return {

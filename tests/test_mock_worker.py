@@ -299,6 +299,29 @@ async def test_log_holds_each_request_and_the_answer_the_client_got(
     assert [entry["answer"]["id"] for entry in logged] == [streamed.id, plain.id]
 
 
+async def test_a_worker_of_fixed_capacity_queues_then_answers_429_and_says_so_at_get_load(
+    worker: MockWorker, client: AsyncOpenAI, http: aiohttp.ClientSession
+) -> None:
+    worker.behavior.update({"capacity": 2, "queue_limit": 1, "hang": True})
+    calls = [
+        asyncio.create_task(client.chat.completions.create(model="m", messages=USER))
+        for _ in range(3)
+    ]
+    await worker.gate.wait_for_arrivals(2)  # two served, the third waits its turn
+    async with http.get(f"{worker.url}/get_load") as response:
+        load = await response.json()
+    assert load == [{"dp_rank": 0, "num_reqs": 2, "num_waiting_reqs": 1, "num_tokens": 0}]
+    with pytest.raises(openai.RateLimitError, match="is full: 1 requests wait"):
+        await client.chat.completions.create(model="m", messages=USER)
+    assert worker.stats.rejected == 1
+    worker.behavior.hang = False
+    worker.gate.release()
+    answers = await asyncio.gather(*calls)
+    assert [answer.choices[0].message.content for answer in answers] == [DEFAULT] * 3
+    assert worker.stats.max_in_flight == 4  # three served or waiting, and the one refused
+    assert (worker.state.queue.running, worker.state.queue.waiting) == (0, 0)
+
+
 async def test_log_holds_injected_errors_and_stays_bounded(worker: MockWorker) -> None:
     worker.behavior.update({"error_status": 503, "error_count": 1})
     async with AsyncOpenAI(base_url=f"{worker.url}/v1", api_key="k", max_retries=0) as sdk:

@@ -181,12 +181,13 @@ def _chat(text: str) -> dict[str, Any]:
 def test_a_group_listing_adds_counts_and_shows_the_worst_state() -> None:
     one = {"url": "http://w", "healthy": True, "breaker": "closed", "in_flight": 1, "served": 4,
            "failures": 0, "prompt_tokens": 100, "cached_tokens": 50, "cache_hit_rate": 0.5,
-           "last_error": None}  # fmt: skip
+           "rejected": 1, "answered": 4, "answer_seconds": 2.0, "last_error": None}  # fmt: skip
     other = {**one, "healthy": False, "breaker": "half_open", "served": 6, "prompt_tokens": 300,
              "cached_tokens": 250, "last_error": "refused"}  # fmt: skip
     unreported = {**one, "url": "http://v", "cached_tokens": None, "cache_hit_rate": None}
     (both, alone) = merged([[one, unreported], [other]])
     assert both["served"] == 10 and both["in_flight"] == 2 and both["prompt_tokens"] == 400
+    assert (both["rejected"], both["answered"], both["answer_seconds"]) == (2, 8, 4.0)
     assert both["cached_tokens"] == 300 and both["cache_hit_rate"] == 0.75
     assert not both["healthy"] and both["breaker"] == "half_open"
     assert both["last_error"] == "refused"

@@ -63,6 +63,8 @@ from agent_eval.wire import RETRIES_HEADER, SHOULD_RETRY_HEADER, WAITED_HEADER, 
 
 log = logging.getLogger(__name__)
 
+BACKPRESSURE = frozenset({429, 503})
+"""A worker's statuses that say it is full."""
 _EXHAUSTED = {
     "connect": (502, "worker_unreachable"),
     "disconnect": (502, "upstream_disconnected"),
@@ -206,6 +208,8 @@ class Forwarder:
                 translation = self._translation(exchange, worker)
                 upstream = await self._send(exchange, worker, translation, deadline, headers)
             if retryable(upstream.status):
+                if upstream.status in BACKPRESSURE:
+                    worker.rejected += 1
                 body = await upstream.read_start(ERROR_BODY_BYTES)
                 return status_failure(upstream.status, body, upstream.headers, worker.url)
             if translation is not None and (refusal := translation.refused(upstream.status)):
@@ -409,7 +413,11 @@ class Forwarder:
         response = in_envelope(route, response)
         if not response.prepared:  # a stream's head, sent already, said it
             response.headers.setdefault(WAITED_HEADER, f"{exchange.waited():g}")
-        worker_label = worker.url if worker else "none"
+        worker_label = "none"
+        if worker is not None:
+            worker_label = worker.url
+            worker.answered += 1
+            worker.answer_seconds += elapsed
         self._metrics.requests.labels(route, str(response.status), worker_label).inc()
         self._metrics.latency.labels(route).observe(elapsed)
         if self._recorder is not None:

@@ -151,6 +151,12 @@ class EvalSection(Section):
 
     n_samples: int = Field(1, ge=1, description="Attempts per sample.")
     concurrency: int = Field(8, ge=1, description="Attempts in flight at once, per process.")
+    concurrency_mode: Literal["fixed", "adaptive"] = Field(
+        "fixed",
+        description="fixed: eval.concurrency attempts at once; adaptive: start at 4, grow while "
+        "latency stays near its floor, back off on 429/503 and on requests queued at the "
+        "workers, never above eval.concurrency (each change in RUN_DIR/concurrency.jsonl).",
+    )
     processes: int = Field(
         1,
         ge=1,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +28,7 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.results.summary import build_summary, measured_rates, write_summary
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
+from agent_eval.run.concurrency.driver import TRACE_FILE, start_adapting
 from agent_eval.run.gate import Gate
 from agent_eval.run.limits import AttemptWatch, LimitExceeded, Limits, Waited, watch_calls
 from agent_eval.run.scoring import Scored, checked, score_attempt
@@ -44,6 +46,8 @@ class EngineConfig:
     model: str
     n_samples: int
     concurrency: int
+    adaptive: bool
+    """Whether the controller of run.concurrency moves the limit, `concurrency` its ceiling."""
     seed: int
     attempt_timeout: float
     replays: int
@@ -128,6 +132,8 @@ class Engine:
         # Shared by every play() at once (a Ray shard given a lost shard's attempts too):
         # eval.concurrency bounds the engine, not each call.
         self.gate = Gate(config.concurrency)
+        self._plays = 0
+        self._adapter: asyncio.Task[None] | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
         self.cancelled = False
         """Set by cancel(): the run stops, the attempts in flight unrecorded."""
@@ -176,7 +182,7 @@ class Engine:
         # A task group: if one attempt fails (or the run is cancelled), the others stop too.
         # An attempt is pulled, and its task made, only once the gate gives it a slot: memory
         # stays flat, and a lazy `items` is read no sooner than an attempt can start.
-        async with asyncio.TaskGroup() as group:
+        async with self._adapting(), asyncio.TaskGroup() as group:
             while await self.gate.acquire():
                 pair = next(pending, None)
                 if pair is None:
@@ -202,6 +208,24 @@ class Engine:
             self.gate.close()
         if self.on_progress is not None:
             self.on_progress(progress)
+
+    @contextlib.asynccontextmanager
+    async def _adapting(self) -> AsyncIterator[None]:
+        """In adaptive mode, the controller resizes the gate while any play() runs."""
+        self._plays += 1
+        if self.config.adaptive and self._adapter is None:
+            trace = None if self.config.run_dir is None else self.config.run_dir / TRACE_FILE
+            client, ceiling = self.client, self.config.concurrency
+            base_url = str(client.base_url)
+            self._adapter = start_adapting(self.gate, base_url, client.api_key, ceiling, trace)
+        try:
+            yield
+        finally:
+            self._plays -= 1
+            if not self._plays and self._adapter is not None:
+                self._adapter.cancel()
+                await asyncio.gather(self._adapter, return_exceptions=True)
+                self._adapter = None
 
     def _attempts(self, items: Iterable[Item]) -> Iterator[tuple[Item, int]]:
         for item in items:

@@ -41,6 +41,7 @@ def engine_config(config: RunConfig, model: str) -> EngineConfig:
         model=model,
         n_samples=config.eval.n_samples,
         concurrency=config.eval.concurrency,
+        adaptive=config.eval.concurrency_mode == "adaptive",
         seed=config.eval.seed,
         attempt_timeout=config.eval.attempt_timeout,
         replays=config.eval.replays,

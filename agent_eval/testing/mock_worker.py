@@ -178,6 +178,13 @@ async def _set_behavior(request: web.Request) -> web.Response:
     return _json(asdict(behavior))
 
 
+async def _get_load(request: web.Request) -> web.Response:
+    """SGLang's /get_load: one data-parallel rank, its requests running and waiting."""
+    queue = request.app[STATE].queue
+    rank = {"dp_rank": 0, "num_reqs": queue.running, "num_waiting_reqs": queue.waiting}
+    return _json([{**rank, "num_tokens": 0}])
+
+
 async def _stats(request: web.Request) -> web.Response:
     return _json(request.app[STATE].stats.as_dict())
 
@@ -300,7 +307,8 @@ async def _stream(
 async def _generate(
     request: web.Request, state: WorkerState, endpoint: Endpoint, template: Template
 ) -> web.StreamResponse:
-    """Answer one generation request: injected error, latency, gate, prefill, then the reply."""
+    """Answer one generation request: injected error, full queue, latency (in turn, under a
+    capacity), gate, prefill, then the reply."""
     try:
         body = _parse_object(await request.read())
         prompt = endpoint.prompt(body)
@@ -310,13 +318,18 @@ async def _generate(
         return _error(400, f"invalid request body: {exc}")
     behavior, stream = state.behavior, body.get("stream") is True
     if (status := behavior.take_error()) is not None:
-        error = _error_body(status, f"error injected into mock worker {state.name}")
-        state.served.append(Served(request.path, body, status, stream, error))
-        return _json(error, status)
-    if behavior.latency > 0:
-        await asyncio.sleep(behavior.latency)
-    if behavior.hang:
-        await state.gate.hold()
+        return _refuse(
+            request, state, body, status, f"error injected into mock worker {state.name}"
+        )
+    if state.queue.full(behavior):
+        state.stats.rejected += 1
+        message = f"mock worker {state.name} is full: {state.queue.waiting} requests wait"
+        return _refuse(request, state, body, behavior.busy_status, message)
+    async with state.queue.slot(behavior.capacity):
+        if behavior.latency > 0:
+            await asyncio.sleep(behavior.latency)
+        if behavior.hang:
+            await state.gate.hold()
     lookup = await _prefill(state, text)
     reply, meta = state.next_reply(prompt), _meta(state, request.path, body, prompt, lookup)
     answer = endpoint.body(reply, meta)
@@ -324,6 +337,15 @@ async def _generate(
     if stream:
         return await _stream(request, state, endpoint.stream(reply, meta))
     return _json(answer)
+
+
+def _refuse(
+    request: web.Request, state: WorkerState, body: JSON, status: int, message: str
+) -> web.Response:
+    """An error answer to a generation request, kept with the requests served."""
+    error = _error_body(status, message)
+    state.served.append(Served(request.path, body, status, body.get("stream") is True, error))
+    return _json(error, status)
 
 
 def _generation(path: str) -> Handler:
@@ -372,6 +394,7 @@ def build_app(state: WorkerState) -> web.Application:
     app.router.add_get("/health_generate", _health)
     app.router.add_get("/get_model_info", _model_info)
     app.router.add_get("/get_server_info", _server_info)
+    app.router.add_get("/get_load", _get_load)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/models/{model:.+}", _model)
     app.router.add_post("/update_weights_from_disk", _update_weights_from_disk)
@@ -519,6 +542,14 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", default="mock-model")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before answering")
+    parser.add_argument(
+        "--capacity", type=int, help="generation requests served at once; the others wait"
+    )
+    parser.add_argument(
+        "--queue-limit",
+        type=int,
+        help="with --capacity: waiting requests past which it answers 429",
+    )
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument("--stream-chunks", type=int, default=4, help="content pieces per stream")
     parser.add_argument(
@@ -611,6 +642,8 @@ def _worker(args: argparse.Namespace, name: str) -> MockWorker:
     """One worker as the flags say, named `name`; each has its own behavior and state."""
     behavior = Behavior(
         latency=args.latency,
+        capacity=args.capacity,
+        queue_limit=args.queue_limit,
         chunk_delay=args.chunk_delay,
         stream_chunks=args.stream_chunks,
         two_step=args.two_step,

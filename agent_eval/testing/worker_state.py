@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from agent_eval.testing.kv_cache import Lookup, Prefill
 from agent_eval.testing.replies import JSON, Prompt, Reply, two_step_reply
@@ -40,6 +41,12 @@ class Behavior:
     needs_tokens: int | None = None
     # Answers' `created` stamp; None: the time. Fixed, two answers compare byte for byte.
     created: int | None = None
+    # A fixed capacity, as a GPU server's running batch: at most this many generation requests
+    # spend `latency` at once, the others wait in turn (latency grows with the queue); None: no
+    # bound. Past `queue_limit` waiting, a request is answered `busy_status` at once.
+    capacity: Annotated[int | None, Field(ge=1)] = None
+    queue_limit: Annotated[int | None, Field(ge=0)] = None
+    busy_status: int = 429
 
     def take_error(self) -> int | None:
         """The status this generation request must fail with, if any; counts down `error_count`."""
@@ -76,6 +83,7 @@ class WorkerStats:
     generation_requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    rejected: int = 0  # requests answered busy_status because the queue was full
     disconnects: int = 0  # clients that went away mid-request or mid-stream
     aborted_streams: int = 0  # streams cut on purpose by `die_mid_stream_after`
     weight_updates: int = 0  # POST /update_weights_from_disk calls, failed ones included
@@ -172,6 +180,42 @@ class HoldGate:
             await self._change.wait()
 
 
+class Queue:
+    """A fixed number of generation requests served at once, the others waiting in turn."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self._turn = asyncio.Condition()
+
+    def full(self, behavior: Behavior) -> bool:
+        """Whether a request now would find every slot and every queue place taken."""
+        capacity, bound = behavior.capacity, behavior.queue_limit
+        if capacity is None or bound is None:
+            return False
+        return self.running >= capacity and self.waiting >= bound
+
+    @contextlib.asynccontextmanager
+    async def slot(self, capacity: int | None) -> AsyncIterator[None]:
+        """Hold one of `capacity` slots (None: no bound) while the body runs."""
+        if capacity is None:
+            yield
+            return
+        async with self._turn:
+            self.waiting += 1
+            try:
+                await self._turn.wait_for(lambda: self.running < capacity)
+            finally:
+                self.waiting -= 1
+            self.running += 1
+        try:
+            yield
+        finally:
+            async with self._turn:
+                self.running -= 1
+                self._turn.notify(1)
+
+
 @dataclass
 class WorkerState:
     """Everything the handlers of one worker share: one `web.AppKey` entry."""
@@ -181,6 +225,7 @@ class WorkerState:
     behavior: Behavior = field(default_factory=Behavior)
     stats: WorkerStats = field(default_factory=WorkerStats)
     gate: HoldGate = field(default_factory=HoldGate)
+    queue: Queue = field(default_factory=Queue)
     script: deque[Reply] = field(default_factory=deque)
     # The latest generation requests and their answers, oldest first: GET /mock/requests.
     served: deque[Served] = field(default_factory=lambda: deque(maxlen=LOG_SIZE))

@@ -199,6 +199,18 @@ def wait_for_ok(proc: Proc, url: str, timeout: float) -> None:
     raise FleetError(f"{proc.name}: {url} did not answer 200 in {timeout:.0f} s")
 
 
+def run_command(argv: list[str], what: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a command to its end, its output captured. Raises: BenchError naming `what` when it
+    fails or outlasts `timeout` seconds."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{what} took over {timeout:.0f} s") from None
+    if done.returncode != 0:
+        raise BenchError(f"{what} failed:\n{done.stderr[-2000:]}")
+    return done
+
+
 def run_with_fleet(name: str, keep: bool, body: Callable[[Fleet, Path], None]) -> None:
     """Run `body` with a fleet in a fresh work folder; SIGTERM or Ctrl-C stops every process."""
     signal.signal(signal.SIGTERM, exit_on_sigterm)

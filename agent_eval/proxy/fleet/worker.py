@@ -73,6 +73,11 @@ class Worker:
     in_flight: int = 0
     served: int = 0
     failures: int = 0
+    rejected: int = 0
+    """429 and 503 answers: backpressure, which adaptive concurrency backs off on."""
+    answered: int = 0
+    answer_seconds: float = 0.0
+    """Seconds of the `answered` requests, from receipt to their last byte: their mean latency."""
     changed: Callable[[], None] | None = field(default=None, repr=False)
     """Called when the model list changes; the pool watches health and breaker directly."""
 
@@ -113,6 +118,9 @@ class Worker:
             "in_flight": self.in_flight,
             "served": self.served,
             "failures": self.failures,
+            "rejected": self.rejected,
+            "answered": self.answered,
+            "answer_seconds": self.answer_seconds,
             "models": list(self.models),
             "health_path": self.health_path,
             "takes_key": self.takes_key,

@@ -16,10 +16,13 @@ from agent_eval.errors import ConfigError
 from agent_eval.proxy.errors import error_response, invalid_json
 from agent_eval.proxy.fleet.health_copy import HEALTH_PATH, findings
 from agent_eval.proxy.fleet.pool import UnknownWorkerError, WorkerExistsError
-from agent_eval.proxy.server.keys import HEALTH, METRICS, POOL
+from agent_eval.proxy.fleet.queues import worker_queues
+from agent_eval.proxy.server.keys import CONFIG, HEALTH, METRICS, POOL, SESSION
 from agent_eval.proxy.server.metrics import CacheTally
 from agent_eval.proxy.server.siblings import SiblingAnswer, ask_siblings, relayed
 from agent_eval.proxy.server.worker_views import merged
+
+QUEUES_PATH = "/workers/queues"
 
 
 def add_routes(app: web.Application) -> None:
@@ -27,6 +30,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/workers", add_worker)
     app.router.add_delete("/workers", remove_worker)
     app.router.add_get(HEALTH_PATH, worker_health)
+    app.router.add_get(QUEUES_PATH, worker_queues_now)
 
 
 async def list_workers(request: web.Request) -> web.Response:
@@ -48,6 +52,15 @@ async def list_workers(request: web.Request) -> web.Response:
 async def worker_health(request: web.Request) -> web.Response:
     """GET /workers/health: what this process's probes found, for the others of its group."""
     return web.json_response({"workers": findings(request.app[POOL])})
+
+
+async def worker_queues_now(request: web.Request) -> web.Response:
+    """GET /workers/queues: the requests waiting at each worker now, as the worker says (every
+    process fronts the same workers: this one asks them)."""
+    app = request.app
+    pool = app[POOL]
+    found = await worker_queues(app[SESSION], list(pool), app[CONFIG].worker_api_key)
+    return web.json_response({"workers": found})
 
 
 async def add_worker(request: web.Request) -> web.Response:

@@ -7,7 +7,15 @@ from typing import Any
 
 from agent_eval.proxy.fleet.breaker import BreakerState
 
-SUMMED = ("in_flight", "served", "failures", "prompt_tokens")
+SUMMED = (
+    "in_flight",
+    "served",
+    "failures",
+    "prompt_tokens",
+    "rejected",
+    "answered",
+    "answer_seconds",
+)
 BREAKER_ORDER = [state.value for state in BreakerState]
 """Closed, half-open, open: the most open of the processes' breakers is shown."""
 

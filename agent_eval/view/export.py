@@ -152,6 +152,8 @@ async def _answers(get: Get, copy: _Copy, run_id: str) -> tuple[int, int]:
     summary = await _copied(get, copy, f"{run}/summary")
     for part in ("headline", "errors", "workers"):
         await _copied(get, copy, f"{run}/{part}")
+    # A copy controls nothing, whether or not the run was playing when it was made.
+    copy.answer(key(f"{run}/control", {}), {"enabled": False, "running": False})
     figures = await _copied(get, copy, f"{run}/figures")
     for figure in figures["figures"]:
         path = f"{run}/figures/{quote(figure['name'], safe='')}.svg"

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from tests.helpers.browser import BrowserPage, browser_page
 from tests.helpers.gsm8k_variants import PerturbedGsm8k, perturbed_gsm8k
 from tests.helpers.llamacpp import embedded_tokenizer, embedded_worker
-from tests.helpers.markers import group_of, markers_of
+from tests.helpers.markers import carry_xdist_groups, group_of, markers_of
 from tests.helpers.proxy import (
     MakeAnthropic,
     MakeClient,
@@ -33,9 +33,11 @@ if TYPE_CHECKING:
     from llama_cpp import Llama
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     """Mark each test by what it uses (browser, tmux, llamacpp, ray, slurm, slow) and put the
-    tests that must not run beside each other in one xdist group."""
+    tests that must not run beside each other in one xdist group, before any plugin reads
+    them (xdist's worker names each test by its group in a hook of its own)."""
     for item in items:
         if not isinstance(item, pytest.Function):
             continue
@@ -45,6 +47,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         group = group_of(item, markers)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    yield
+    carry_xdist_groups(items)
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from agent_eval.data.errors import DataError
+from agent_eval.run.config import load_run_config
+from agent_eval.run.evaluation import plan
 from tests.helpers.cli_runs import agent_eval, finish
 from tests.helpers.proxy import StartWorkers
 
@@ -91,3 +94,16 @@ async def test_a_data_file_that_cannot_be_played_right_is_refused_before_anythin
     assert "Traceback" not in out + err
     assert not (tmp_path / "run").exists()
     assert worker.stats.generation_requests == 0
+
+
+def test_a_data_mistake_is_told_before_the_runner_is_loaded(tmp_path: Path) -> None:
+    # An agent that cannot load would be the first mistake told if the runner came first;
+    # loading it first would also cost a refused run its framework's import.
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in (qa(), qa(question=" "))))
+    given = {"dataset.name": str(rows), "agent.name": "tests.no_such_module:Agent"}
+    config = load_run_config(
+        None, given, ["rollout.endpoints=[http://127.0.0.1:9]", "output.dir=x"]
+    )
+    with pytest.raises(DataError, match="field 'question' is empty"):
+        plan(config)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.markers import group_of, markers_of
+from tests.helpers.markers import carry_xdist_groups, group_of, markers_of
 from tests.helpers.processes import rss_mb
 
 
@@ -183,3 +183,17 @@ def test_conftest_marks_and_groups_a_test_that_measures_resident_memory(
     assert request.node.get_closest_marker("slow") is not None
     groups = [mark.args for mark in request.node.iter_markers("xdist_group")]
     assert groups == [("memory",)]
+    if hasattr(request.config, "workerinput"):  # under -n: the id xdist schedules by
+        assert request.node.nodeid.endswith("@memory")
+
+
+def test_the_group_xdist_gives_a_test_is_in_the_id_pytest_reports(
+    request: pytest.FixtureRequest,
+) -> None:
+    test = pytest.Function.from_parent(request.node.parent, name="test_probe", callobj=lambda: None)
+    plain = test.nodeid
+    carry_xdist_groups([test])
+    assert test.nodeid == plain
+    test._nodeid = f"{plain}@gsm8k"  # what xdist's worker writes, as of 3.8
+    carry_xdist_groups([test])
+    assert test.nodeid == f"{plain}@gsm8k"

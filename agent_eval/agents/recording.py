@@ -10,8 +10,6 @@ the worker reported.
 
 from __future__ import annotations
 
-import asyncio
-import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from agents.items import ModelResponse, TResponseInputItem
 from agents.tool_context import ToolContext
 from openai.types.responses import ResponseFunctionToolCall
 
+from agent_eval.agents.call_errors import classify_call_error
 from agent_eval.agents.trajectory import (
     ModelCallRecord,
     ModelSetup,
@@ -204,31 +203,9 @@ def as_message(item: Any) -> dict[str, Any]:
 
 
 def classify(exc: BaseException) -> TrajectoryError:
-    """An error kind for the results: what went wrong, in a word the metrics can count."""
+    """An error kind for the results: the Agents SDK's own, else a model call's."""
     if isinstance(exc, MaxTurnsExceeded):
         return TrajectoryError("max_turns", str(exc))
     if isinstance(exc, ModelBehaviorError):
         return TrajectoryError("malformed_tool_call", str(exc))
-    if isinstance(exc, asyncio.TimeoutError | openai.APITimeoutError):
-        return TrajectoryError("timeout", str(exc) or "the attempt timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return TrajectoryError("connection_error", str(exc))
-    if isinstance(exc, openai.APIStatusError):
-        worker = exc.response.headers.get(WORKER_HEADER)
-        return TrajectoryError(_status_kind(exc), str(exc), worker=worker)
-    return TrajectoryError("runner_error", f"{type(exc).__name__}: {exc}")
-
-
-# How llama.cpp, vLLM and SGLang word a request longer than the model's context.
-_CONTEXT_OVERFLOW = re.compile(r"context (length|window)|maximum context|exceeds? .*context", re.I)
-
-
-def _status_kind(exc: openai.APIStatusError) -> str:
-    """The error kind of an HTTP error answer, from its status and the proxy's error code."""
-    if exc.code == "no_healthy_worker":
-        return "no_healthy_worker"
-    if exc.status_code >= 500 or exc.status_code == 429:
-        return "upstream_error"
-    if exc.status_code == 400 and _CONTEXT_OVERFLOW.search(str(exc)):
-        return "context_overflow"
-    return "request_rejected"
+    return classify_call_error(exc)

@@ -171,7 +171,7 @@ class RewardScorer:
         return await asyncio.shield(self._starting)
 
     async def _start_pool(self, generation: int) -> tuple[ProcessPoolExecutor, int]:
-        context = _scoring_context()
+        context = _scoring_context(self._modules)
         barrier = context.Barrier(self._workers)
         pool = ProcessPoolExecutor(
             self._workers,
@@ -244,15 +244,20 @@ class RewardScorer:
         task.add_done_callback(self._reaping.discard)
 
 
-def _scoring_context() -> BaseContext:
+def _scoring_context(modules: tuple[str, ...]) -> BaseContext:
     """Processes forked from a server that imported the scoring modules once.
 
     Spawned, each imported math-verify (sympy) afresh: a second or more of CPU apiece, while
-    the inference workers load. fork would copy the event loop's threads.
+    the inference workers load; a benchmark's reward (AgentDojo's: seconds) likewise. fork
+    would copy the event loop's threads.
     """
     context = multiprocessing.get_context("forkserver")
-    # Read once, when this process's server starts: every scorer asks for the same modules.
-    context.set_forkserver_preload(["agent_eval.rewards", "math_verify"])
+    # Read once, when this process's server starts: a later scorer of another reward imports
+    # its module in each process. Only our own modules: the server skips one that cannot
+    # import (each process then says why), but a user's module failing otherwise would end
+    # the server with a traceback.
+    own = [name for name in modules if name.startswith("agent_eval.")]
+    context.set_forkserver_preload(["agent_eval.rewards", "math_verify", *own])
     return context
 
 

@@ -74,12 +74,13 @@ class Plan:
 
 
 def plan(config: RunConfig, model_given: bool = True) -> Plan:
-    """Load the runner, the reward and every dataset row now: a mistake costs no launch.
+    """Load the reward, every dataset row and the runner now: a mistake costs no launch.
 
     A row whose gold the reward cannot read is such a mistake: it could only score 0.
-    `model_given=False` (the checkpoint watcher) leaves the model to be found later.
+    `model_given=False` (the checkpoint watcher) leaves the model to be found later. The
+    runner comes last: its framework can take a second to import, and a data mistake is told
+    without it.
     """
-    runner = load_runner(config.agent.name, **config.agent.runner_options())
     check = gold_check(load_reward(config.reward.function))
     backend = config.backend()
     if backend.launches and model_given:
@@ -89,6 +90,7 @@ def plan(config: RunConfig, model_given: bool = True) -> Plan:
     total = sum(1 for _ in with_readable_golds(dataset_items(config), check))
     if total == 0:
         raise ConfigError(f"dataset {config.dataset_name!r} has no samples; check it and --limit")
+    runner = load_runner(config.agent.name, **config.agent.runner_options())
     return Plan(config, runner, total)
 
 

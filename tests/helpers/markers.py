@@ -14,8 +14,7 @@ import pytest
 # Fixtures that bring an outside part along.
 FIXTURES = {"browser": "browser", "on_terminal": "tmux", "embedded_url": "llamacpp"}
 # Fixtures that are slow themselves (the GSM8K test set perturbed whole, once a session), each
-# with the xdist group its users share, meant to let one worker alone compute it (under -n the
-# node ids show no group yet, so for now each worker that runs a user computes it).
+# with the xdist group its users share, so that one worker alone computes it.
 SLOW_FIXTURES = {"gsm8k_variants": "gsm8k"}
 # Helper modules whose names, used by a test, mean it drives that outside part.
 HELPERS = {
@@ -101,6 +100,18 @@ def group_of(item: pytest.Function, markers: set[str]) -> str | None:
     )
     grouped += sorted(SLOW_FIXTURES[name] for name in item.fixturenames if name in SLOW_FIXTURES)
     return grouped[0] if grouped else None
+
+
+def carry_xdist_groups(items: list[pytest.Item]) -> None:
+    """On an xdist worker, each test's id with its group (`nodeid@group`), which is what
+    `--dist loadgroup` schedules by: xdist 3.8 writes it to the `_nodeid` that pytest 9.2 no
+    longer reads (pytest-xdist issue 1386), so the groups would do nothing."""
+    for item in items:
+        written = getattr(item, "_nodeid", None)
+        if written is not None and written != item.nodeid:
+            from _pytest.nodeid import NodeId  # pytest 9.2's: on an older one, nothing gets here
+
+            item._id = NodeId.parse(written)
 
 
 @cache

@@ -14,8 +14,8 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.call_errors import classify_call_error
 from agent_eval.agents.chat_call import ask
-from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
 from agent_eval.benchmarks.agentdojo.defences import Defence, check_defence, defence
 from agent_eval.benchmarks.agentdojo.episode import Episode
@@ -58,7 +58,7 @@ class AgentDojoAgent:
         try:
             output = await self._play(play, str(sample.question), ctx)
         except (openai.APIError, TimeoutError) as exc:
-            trajectory.error = classify(exc)
+            trajectory.error = classify_call_error(exc)
             return trajectory
         prediction = Prediction(
             calls=play.calls, output=output, defence=self.defence, tools=play.kept

@@ -10,8 +10,8 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.call_errors import classify_call_error
 from agent_eval.agents.chat_call import ask
-from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
 from agent_eval.benchmarks.bfcl.prompts import openai_tools, prompt_messages
 from agent_eval.data.records import Sample
@@ -33,7 +33,7 @@ async def play_single_turn(sample: Sample, ctx: RunContext, mode: Mode) -> Traje
     try:
         message = await ask(ctx, messages, tools)
     except (openai.APIError, TimeoutError) as exc:
-        trajectory.error = classify(exc)
+        trajectory.error = classify_call_error(exc)
         return trajectory
     trajectory.messages.append(message.model_dump(exclude_none=True))
     result = model_result(message, mode)

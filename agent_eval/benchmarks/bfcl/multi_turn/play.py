@@ -17,8 +17,8 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from agent_eval.agents.base import RunContext
+from agent_eval.agents.call_errors import classify_call_error
 from agent_eval.agents.chat_call import ask
-from agent_eval.agents.recording import classify
 from agent_eval.agents.trajectory import ToolCallRecord, Trajectory
 from agent_eval.benchmarks.bfcl.multi_turn.backends import Backends, own_instances
 from agent_eval.benchmarks.bfcl.multi_turn.decode import MODES, Mode, decode_step
@@ -46,7 +46,7 @@ async def play_multi_turn(sample: Sample, ctx: RunContext, options: Any) -> Traj
         try:
             await play.run(limit)
         except (openai.APIError, TimeoutError) as exc:
-            ctx.trajectory.error = classify(exc)
+            ctx.trajectory.error = classify_call_error(exc)
     return ctx.trajectory
 
 

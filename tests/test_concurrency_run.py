@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from pathlib import Path
 
 from agent_eval.run.concurrency.controller import START
 from agent_eval.run.control.protocol import SOCKET
+from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, write_dataset
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.waits import eventually
@@ -17,6 +19,20 @@ def trace(run_dir: Path) -> list[dict]:
     """The run's concurrency.jsonl: the start, then each change of the limit."""
     text = (run_dir / "concurrency.jsonl").read_text()
     return [json.loads(line) for line in text.splitlines()]
+
+
+async def held_run(
+    start_workers: StartWorkers, tmp_path: Path, *options: str
+) -> tuple[MockWorker, asyncio.subprocess.Process, Path]:
+    """A run of `options` on one worker that holds every request until its gate is released."""
+    (worker,) = await start_workers(1)
+    worker.behavior.hang = True
+    data, run_dir = write_dataset(tmp_path / "say.jsonl"), tmp_path / "run"
+    process = await agent_eval(
+        "run", "--dataset", str(data), "--endpoint", worker.url, "-n", "2", "-o", str(run_dir),
+        *options, cwd=tmp_path,
+    )  # fmt: skip
+    return worker, process, run_dir
 
 
 async def test_429s_cut_the_limit_and_the_run_completes_under_its_ceiling(
@@ -70,13 +86,7 @@ async def test_on_a_fleet_with_room_the_limit_grows_to_eval_concurrency_and_neve
 async def test_fixed_concurrency_keeps_its_number_and_leaves_no_trace(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    (worker,) = await start_workers(1)
-    worker.behavior.hang = True
-    data, run_dir = write_dataset(tmp_path / "say.jsonl"), tmp_path / "run"
-    process = await agent_eval(
-        "run", "--dataset", str(data), "--endpoint", worker.url, "-n", "2", "-j", "5",
-        "-o", str(run_dir), cwd=tmp_path,
-    )  # fmt: skip
+    worker, process, run_dir = await held_run(start_workers, tmp_path, "-j", "5")
     await worker.gate.wait_for_arrivals(5, timeout=120)
     worker.behavior.hang = False
     worker.gate.release()
@@ -89,13 +99,9 @@ async def test_fixed_concurrency_keeps_its_number_and_leaves_no_trace(
 async def test_a_limit_set_with_ctl_stops_the_adapting_and_is_kept(
     start_workers: StartWorkers, tmp_path: Path
 ) -> None:
-    (worker,) = await start_workers(1)
-    worker.behavior.hang = True
-    data, run_dir = write_dataset(tmp_path / "say.jsonl"), tmp_path / "run"
-    process = await agent_eval(
-        "run", "--dataset", str(data), "--endpoint", worker.url, "-n", "2", "-j", "16",
-        "-o", str(run_dir), "eval.concurrency_mode=adaptive", cwd=tmp_path,
-    )  # fmt: skip
+    worker, process, run_dir = await held_run(
+        start_workers, tmp_path, "-j", "16", "eval.concurrency_mode=adaptive"
+    )
     await worker.gate.wait_for_arrivals(START, timeout=120)
     await eventually(lambda: (run_dir / SOCKET).exists(), 60)
     set_by_hand = await agent_eval("ctl", str(run_dir), "concurrency", "6", cwd=tmp_path)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import orjson
 
-if TYPE_CHECKING:
-    from agent_eval.proxy.capture.call import Call
+
+class Waiting(Protocol):
+    """A call in flight, as its attempt sees it: how long it has waited for a worker."""
+
+    def waited(self, now: float) -> float: ...
 
 
 class Resolvable(Protocol):
@@ -68,7 +71,7 @@ class Attempt:
     completion_tokens: int = 0
     waited_s: float = 0.0
     """Seconds its finished calls waited in the proxy for a free worker, summed."""
-    flying: dict[int, Call] = field(default_factory=dict)
+    flying: dict[int, Waiting] = field(default_factory=dict)
     """Its calls in flight, by index: those still waiting for a worker count their wait so far."""
     in_flight: int = 0
     refused: int = 0

@@ -9,12 +9,14 @@ import aiohttp
 
 
 def alive(pid: int) -> bool:
-    """Whether a process with this pid exists."""
+    """Whether a process with this pid runs: one that has exited but is not yet reaped (a
+    zombie, whose new parent may reap it late) does not."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 async def answers(url: str, path: str = "/health") -> bool:

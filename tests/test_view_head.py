@@ -10,7 +10,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.view.head import head_page, plain_query
 from agent_eval.view.index import RunIndex
 from agent_eval.view.params import ParameterError
-from tests.test_view_index import A, B, line
+from tests.helpers.index_lines import A, B, line
 
 LINES = [
     line(f"s{n // 2}", n % 2, correct=n % 3 == 0, workers=(A, B)[: 1 + n % 2]) for n in range(9)

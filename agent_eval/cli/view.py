@@ -88,5 +88,6 @@ def _export(ctx: typer.Context, paths: list[Path], out: Path) -> None:
             f"Copied {paths[0]} to {exported.folder}: {exported.answers} pages of data "
             f"({exported.samples} samples, {exported.figures} plots); "
             f"open {exported.folder / 'index.html'} in a browser"
-        )
+        ),
+        soft_wrap=True,
     )

@@ -31,12 +31,11 @@ CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}
 
 @contextlib.asynccontextmanager
 async def two_ready(workers: list[MockWorker], run_dir: Path) -> AsyncIterator[ProxyGroup]:
-    """Two proxy processes over `workers`, each ready: they become so one by one."""
+    """Two proxy processes over `workers`, each ready: the group is ready when both are."""
     endpoints = [worker.url for worker in workers]
     config = ProxyConfig(endpoints=endpoints, port=0, health=FAST_HEALTH, processes=2)
     async with proxy_group(config, run_dir) as group:
-        for _ in range(2):
-            await wait_ready(group.base_url, len(workers))
+        await wait_ready(group.base_url, len(workers))
         yield group
 
 

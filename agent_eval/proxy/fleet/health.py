@@ -2,7 +2,9 @@
 
 In a group of proxy processes the leader probes; the others probe once at start (so no request
 waits for the leader's first round), then copy the leader's findings, probing again themselves
-only while they cannot read them.
+only while they cannot read them. A process knows its workers' health (and may say it is
+ready) once its first round is done and, in a group, once it has copied the leader's findings,
+so that every process places the first requests among the same workers.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from agent_eval.system.diagnostics import os_reason
 
 log = logging.getLogger(__name__)
 
+LEADER_START_POLL = 0.1
+"""Seconds between two looks for the leading process's port while it starts."""
 PROBE_BYTES = 1 << 20
 """Bytes of a probe's answer read at most: a health answer or a model list is far smaller."""
 
@@ -56,6 +60,9 @@ class HealthChecker:
         self._session = session
         self._worker_key = worker_key
         self._task: asyncio.Task[None] | None = None
+        self.settled = False
+        """Whether this process knows every worker's health: its first round is done and, in a
+        group, the leader's findings copied (or the leader found unreachable)."""
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="agent-eval-health")
@@ -148,13 +155,22 @@ class HealthChecker:
 
     async def _loop(self) -> None:
         await self.probe_all()
+        self.settled = self._leader is None
         while True:
             if self._leader is None:
                 await asyncio.sleep(self._config.interval)
                 await self.probe_all()
-            elif (found := await self._leader.read()) is not None:
-                adopt(self._pool, found)
-                await asyncio.sleep(min(self._config.interval, COPY_INTERVAL))
             else:
-                await self.probe_all()
-                await asyncio.sleep(self._config.interval)
+                await asyncio.sleep(await self._follow(self._leader))
+
+    async def _follow(self, leader: LeaderFindings) -> float:
+        """Copy the leader's findings, or probe while they cannot be had; seconds to the next."""
+        if (found := await leader.read()) is not None:
+            adopt(self._pool, found)
+            self.settled = True
+            return min(self._config.interval, COPY_INTERVAL)
+        if leader.unreachable:
+            await self.probe_all()
+            self.settled = True  # its own findings stand while the leader's cannot be had
+            return self._config.interval
+        return LEADER_START_POLL  # the leader has not published its port yet

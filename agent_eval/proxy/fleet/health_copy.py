@@ -85,6 +85,11 @@ class LeaderFindings:
         self._headers = {"Authorization": f"Bearer {token}"}
         self._failing = False
 
+    @property
+    def unreachable(self) -> bool:
+        """Whether the leader published its port but its last reading failed (it exited)."""
+        return self._failing
+
     async def read(self) -> list[WorkerHealth] | None:
         """The leader's findings; None when it cannot be asked now (this process probes then)."""
         # The leader's port is the same for the group's life once it has published it.

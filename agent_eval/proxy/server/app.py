@@ -74,6 +74,7 @@ from agent_eval.proxy.server.keys import (
 from agent_eval.proxy.server.limits import in_flight_cap
 from agent_eval.proxy.server.metrics import ProxyMetrics
 from agent_eval.proxy.server.metrics_shared import syncing
+from agent_eval.proxy.server.readiness import readiness
 from agent_eval.proxy.server.request_bounds import MAX_NESTING, NestingBound
 from agent_eval.proxy.upstream.connections import ConnectionLimits, UpstreamPool
 from agent_eval.shims.aiohttp_expect import send_continue
@@ -352,15 +353,6 @@ ATTEMPT_HANDLERS = frozenset({generate, models})
 async def health(request: web.Request) -> web.Response:
     """GET /health: the proxy process is alive."""
     return web.json_response({"status": "ok"})
-
-
-async def readiness(request: web.Request) -> web.Response:
-    """GET /readiness: 200 once at least one worker is healthy, else 503."""
-    pool = request.app[POOL]
-    healthy = len(pool.healthy())
-    if not healthy:
-        return no_healthy_worker(len(pool))
-    return web.json_response({"status": "ready", "healthy_workers": healthy, "workers": len(pool)})
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -15,6 +15,7 @@ from pathlib import Path
 from agent_eval.system.diagnostics import writing
 
 GROUP_DIR = "AGENT_EVAL_PROXY_GROUP"
+GROUP_SIZE = "AGENT_EVAL_PROXY_GROUP_SIZE"
 LOCAL_HEADER = "X-Agent-Eval-Local"
 """On a request one process sends another: answer for yourself alone, relay it to no one."""
 LEADER = 0
@@ -23,15 +24,17 @@ RESPONSES_FILE = "responses.sqlite3"
 
 @dataclass(frozen=True)
 class Group:
-    """This process's index in its group, and the folder the group shares."""
+    """This process's index in its group, the group's size, and the folder the group shares."""
 
     member: int
     directory: Path
+    size: int
 
     @classmethod
     def from_environment(cls, member: int) -> Group:
-        """The group the parent set up for member `member` (its folder in GROUP_DIR)."""
-        return cls(member, Path(os.environ[GROUP_DIR]))
+        """The group the parent set up for member `member` (its folder in GROUP_DIR, its size
+        in GROUP_SIZE)."""
+        return cls(member, Path(os.environ[GROUP_DIR]), int(os.environ[GROUP_SIZE]))
 
     @property
     def leads(self) -> bool:
@@ -58,6 +61,11 @@ class Group:
             if index.isdigit():
                 found[int(index)] = path.read_text().strip()
         return found
+
+    def unstarted(self) -> list[int]:
+        """The processes that have not published their origin yet."""
+        published = self.origins()
+        return [member for member in range(self.size) if member not in published]
 
     def siblings(self) -> dict[int, str]:
         """The other processes' origins."""

@@ -24,7 +24,7 @@ from agent_eval.errors import ProxyExitedError, ProxyStartError
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.responses.shared_store import prepare_store
 from agent_eval.proxy.server.auth import save_admin_token
-from agent_eval.proxy.server.group import GROUP_DIR, RESPONSES_FILE, Group
+from agent_eval.proxy.server.group import GROUP_DIR, GROUP_SIZE, RESPONSES_FILE, Group
 from agent_eval.proxy.server.listener import serve_forever
 from agent_eval.proxy.server.metrics_shared import MULTIPROC_DIR
 from agent_eval.system.children import dying_with_parent, stop_groups
@@ -83,6 +83,7 @@ async def proxy_group(
             config = config.model_copy(update={"port": port})
             env[MULTIPROC_DIR] = str(await asyncio.to_thread(_empty_dir, run_dir / "proxy-metrics"))
             env[GROUP_DIR] = str(await asyncio.to_thread(_group_dir, run_dir / "proxy-group"))
+            env[GROUP_SIZE] = str(count)
         await asyncio.to_thread(_write_config, config, config_path)
         await asyncio.to_thread(save_admin_token, token, run_dir)
         processes: list[asyncio.subprocess.Process] = []

@@ -39,6 +39,12 @@ class HealthConfig(BaseModel):
     breaker_cooldown: float = Field(
         10.0, gt=0, description="Seconds an open breaker waits before a trial."
     )
+    queues_max_age: float = Field(
+        1.0,
+        ge=0,
+        description="Seconds GET /workers/queues answers from its last reading of the workers' "
+        "queues (SGLang's /get_load): callers within it share one request per worker.",
+    )
 
 
 class RetryConfig(BaseModel):

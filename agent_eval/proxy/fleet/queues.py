@@ -8,6 +8,9 @@ answers None: its queue is unknown, not empty.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -64,3 +67,26 @@ async def worker_queues(
     """Each worker's URL and the requests waiting there (None: unknown), asked all at once."""
     waiting = await asyncio.gather(*(worker_queue(session, w, key) for w in workers))
     return [{"url": w.url, "waiting": n} for w, n in zip(workers, waiting, strict=True)]
+
+
+Queues = list[dict[str, Any]]
+
+
+class QueueReadings:
+    """The workers' queues read at most once every `max_age` seconds, however many ask: each
+    engine process asks every half second, and at 1,000 workers a reading is 1,000 requests."""
+
+    def __init__(self, max_age: float) -> None:
+        self._max_age = max_age
+        self._started = -math.inf
+        self._reading: asyncio.Future[Queues] | None = None
+
+    async def read(self, sweep: Callable[[], Awaitable[Queues]]) -> Queues:
+        """The last reading while it is fresh or under way, else a new one by `sweep`."""
+        now = time.monotonic()
+        reading = self._reading
+        if reading is None or (reading.done() and now - self._started >= self._max_age):
+            self._started = now
+            reading = self._reading = asyncio.ensure_future(sweep())
+        # Shielded: a caller that leaves does not cancel the reading the others wait for.
+        return await asyncio.shield(reading)

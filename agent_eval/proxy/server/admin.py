@@ -17,7 +17,7 @@ from agent_eval.proxy.errors import error_response, invalid_json
 from agent_eval.proxy.fleet.health_copy import HEALTH_PATH, findings
 from agent_eval.proxy.fleet.pool import UnknownWorkerError, WorkerExistsError
 from agent_eval.proxy.fleet.queues import worker_queues
-from agent_eval.proxy.server.keys import CONFIG, HEALTH, METRICS, POOL, SESSION
+from agent_eval.proxy.server.keys import CONFIG, HEALTH, METRICS, POOL, QUEUES, SESSION
 from agent_eval.proxy.server.metrics import CacheTally
 from agent_eval.proxy.server.siblings import SiblingAnswer, ask_siblings, relayed
 from agent_eval.proxy.server.worker_views import merged
@@ -55,11 +55,12 @@ async def worker_health(request: web.Request) -> web.Response:
 
 
 async def worker_queues_now(request: web.Request) -> web.Response:
-    """GET /workers/queues: the requests waiting at each worker now, as the worker says (every
-    process fronts the same workers: this one asks them)."""
+    """GET /workers/queues: the requests waiting at each worker, as the worker said at most
+    `health.queues_max_age` seconds ago (every process fronts the same workers: this one asks)."""
     app = request.app
-    pool = app[POOL]
-    found = await worker_queues(app[SESSION], list(pool), app[CONFIG].worker_api_key)
+    pool, key = app[POOL], app[CONFIG].worker_api_key
+    workers = list(pool)
+    found = await app[QUEUES].read(lambda: worker_queues(app[SESSION], workers, key))
     return web.json_response({"workers": found})
 
 

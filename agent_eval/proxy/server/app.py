@@ -38,6 +38,7 @@ from agent_eval.proxy.fields import RequestRefused
 from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.proxy.fleet.health_copy import LeaderFindings
 from agent_eval.proxy.fleet.pool import WorkerPool
+from agent_eval.proxy.fleet.queues import QueueReadings
 from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.messages.request import metadata_user
 from agent_eval.proxy.policies import RequestInfo, session_key
@@ -68,6 +69,7 @@ from agent_eval.proxy.server.keys import (
     METRICS,
     NESTING,
     POOL,
+    QUEUES,
     RESPONSES,
     SESSION,
 )
@@ -107,6 +109,7 @@ def build_app(config: ProxyConfig, group: Group | None = None) -> web.Applicatio
     app[METRICS] = ProxyMetrics(pool, app[ATTEMPTS])
     app[RESPONSES] = ResponsesRoute(_response_store(config, group))
     app[NESTING] = NestingBound()
+    app[QUEUES] = QueueReadings(config.health.queues_max_age)
     if group is not None:
         app[GROUP] = group
         app.on_cleanup.append(_close_shared_store)

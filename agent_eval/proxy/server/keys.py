@@ -9,6 +9,7 @@ from agent_eval.proxy.capture.call import Call
 from agent_eval.proxy.config import ProxyConfig
 from agent_eval.proxy.fleet.health import HealthChecker
 from agent_eval.proxy.fleet.pool import WorkerPool
+from agent_eval.proxy.fleet.queues import QueueReadings
 from agent_eval.proxy.forward import Forwarder
 from agent_eval.proxy.responses.route import ResponsesRoute
 from agent_eval.proxy.server.group import Group
@@ -23,6 +24,7 @@ HEALTH = web.AppKey("health", HealthChecker)
 RESPONSES = web.AppKey("responses", ResponsesRoute)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 NESTING = web.AppKey("nesting", NestingBound)
+QUEUES = web.AppKey("queues", QueueReadings)
 GROUP = web.AppKey("group", Group)
 """Set in a proxy of several processes only: this process's place among them."""
 CALL = web.RequestKey("call", Call)

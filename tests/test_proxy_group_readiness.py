@@ -96,7 +96,8 @@ async def test_one_process_is_not_ready_until_its_first_round_of_probes_is_done(
     workers = await start_workers(1)
     async with held_worker() as (held, held_url):
         held.probes = 1  # every probe is held, the first too
-        config = ProxyConfig(endpoints=[workers[0].url, held_url], port=0, health=PATIENT_HEALTH)
+        endpoints = [workers[0].url, held_url]
+        config = ProxyConfig(endpoints=endpoints, port=0, health=PATIENT_HEALTH, processes=1)
         async with proxy_group(config, tmp_path) as group:
             root = group.base_url.removesuffix("/v1")
             await until(lambda b: b["workers"][0]["healthy"], group.base_url, "/workers", 30)

@@ -40,7 +40,7 @@ async def readiness(request: web.Request) -> web.Response:
 def _own(app: web.Application) -> dict[str, Any] | web.Response:
     """This process's readiness: its figures, or the 503 that says why it is not ready."""
     if not app[HEALTH].settled:
-        return _starting("the proxy has not learned every worker's health yet")
+        return _starting("the proxy's first health probes of its workers are under way")
     pool = app[POOL]
     healthy = len(pool.healthy())
     if not healthy:
@@ -49,12 +49,7 @@ def _own(app: web.Application) -> dict[str, Any] | web.Response:
 
 
 def _starting(why: str) -> web.Response:
-    return error_response(
-        503,
-        STARTING,
-        f"{why}: its first health probes are under way; retry in a moment",
-        retry_after=1,
-    )
+    return error_response(503, STARTING, f"{why}; retry in a moment", retry_after=1)
 
 
 def _not_ready(answer: SiblingAnswer) -> web.Response:

@@ -68,17 +68,6 @@ def idle_engine() -> Engine:
     return Engine(cast(Any, None), cast(Any, None), cast(Any, None), config)
 
 
-async def test_a_run_of_several_processes_answers_status_only(tmp_path: Path) -> None:
-    engine = idle_engine()
-    control = RunControl(engine, RunDirectory(tmp_path), list, controllable=False)
-    reply = await control.handle(Request(action="status"))
-    assert reply.state is not None and reply.state.limit == 3 and not reply.state.controllable
-    for action in ("pause", "cancel", "requeue"):
-        with pytest.raises(ControlError, match=f"{action} needs a run of one engine process"):
-            await control.handle(Request(action=action))
-    assert not engine.gate.paused and not engine.stopping
-
-
 async def test_a_stopping_run_refuses_what_would_start_attempts(tmp_path: Path) -> None:
     engine = idle_engine()
     control = RunControl(engine, RunDirectory(tmp_path), list)
@@ -87,5 +76,5 @@ async def test_a_stopping_run_refuses_what_would_start_attempts(tmp_path: Path) 
     for request in (Request(action="resume"), Request(action="concurrency", limit=9)):
         with pytest.raises(ControlError, match="the run is stopping"):
             await control.handle(request)
-    with pytest.raises(ControlError, match="finishing or stopping: nothing is requeued"):
+    with pytest.raises(ControlError, match="finishing or stopping: none is requeued"):
         await control.handle(Request(action="requeue"))

@@ -137,6 +137,8 @@ class Engine:
         self._in_flight: set[asyncio.Task[None]] = set()
         self.cancelled = False
         """Set by cancel(): the run stops, the attempts in flight unrecorded."""
+        self.on_record: Callable[[AttemptRecord], None] | None = None
+        """Told of each record counted (control follows the requeued attempts by it)."""
 
     @property
     def stopping(self) -> bool:
@@ -202,6 +204,8 @@ class Engine:
         """Add one finished attempt to the progress, and tell the live view."""
         progress = self.progress
         progress.add(record)
+        if self.on_record is not None:
+            self.on_record(record)
         budget = self._budget
         unscored = progress.run.unscored
         if not record.scored and budget is not None and sum(unscored.values()) > budget:

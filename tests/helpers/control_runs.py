@@ -1,0 +1,72 @@
+"""A run over a mock worker driven through `agent-eval run` and `agent-eval ctl`: its status,
+and its records with timings masked, to compare runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from agent_eval.run.control.channel import ask
+from agent_eval.run.control.protocol import SOCKET, Request, RunState
+from agent_eval.testing.mock_worker import MockWorker
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, write_dataset
+from tests.helpers.golden_runs import masked
+from tests.helpers.waits import eventually
+
+ATTEMPTS = ROWS * 2
+
+
+class Run:
+    """A run over one two-step mock worker, two attempts at a time, and its `ctl`."""
+
+    def __init__(self, worker: MockWorker, tmp_path: Path, name: str, *given: str) -> None:
+        """`given`: arguments every `run` of it takes (`--processes 2`)."""
+        self.worker, self.cwd, self.dir = worker, tmp_path, tmp_path / name
+        self.data = write_dataset(tmp_path / "say.jsonl")
+        self.given = given
+
+    def args(self, *extra: str) -> tuple[str, ...]:
+        common = ("--dataset", str(self.data), "--endpoint", self.worker.url, "-n", "2", "-j", "2")
+        return ("run", *common, "--seed", "7", "-o", str(self.dir), *self.given, *extra)
+
+    async def start(self, *extra: str) -> asyncio.subprocess.Process:
+        """The run started; returns once it takes control requests."""
+        process = await agent_eval(*self.args(*extra), cwd=self.cwd)
+        await eventually(lambda: (self.dir / SOCKET).exists(), 120, lambda: f"no {SOCKET}")
+        return process
+
+    async def ctl(self, *args: str) -> tuple[int, str, str]:
+        """`agent-eval ctl RUN ARGS`: its exit code, stdout and stderr."""
+        return await finish(await agent_eval("ctl", str(self.dir), *args, cwd=self.cwd))
+
+    async def state(self) -> RunState:
+        reply = await ask(self.dir, Request(action="status"))
+        assert reply.ok and reply.state is not None, reply
+        return reply.state
+
+    async def until(self, condition: Any, timeout: float = 60) -> RunState:
+        """Poll the run's status until `condition(state)` holds; that state."""
+        last: list[RunState] = []
+
+        async def check() -> bool:
+            last[:] = [await self.state()]
+            return bool(condition(last[0]))
+
+        await eventually(check, timeout, lambda: f"last status: {last}")
+        return last[0]
+
+
+def results(run_dir: Path) -> list[dict[str, Any]]:
+    """A run's records with their timings (and the mock's response ids, a counter) masked, in
+    (sample, attempt) order."""
+    records = [_without_response_ids(masked(record)) for record in lines(run_dir)]
+    return sorted(records, key=lambda r: (r["sample_id"], r["attempt"]))
+
+
+def _without_response_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_response_ids(v) for k, v in value.items() if k != "response_id"}
+    if isinstance(value, list):
+        return [_without_response_ids(item) for item in value]
+    return value

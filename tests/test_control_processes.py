@@ -1,0 +1,139 @@
+"""`agent-eval ctl` on a run of two engine processes, through the real CLI, proxy and a mock
+worker: each action reaches both processes, as on a run of one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agent_eval.run.shards import shard_of
+from agent_eval.testing.mock_worker import MockWorker
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary
+from tests.helpers.control_runs import ATTEMPTS, Run, results
+from tests.helpers.processes import running_with
+from tests.helpers.proxy import StartWorkers
+
+CHILD = "agent_eval.run.shards.child"
+SHARDED = ("--processes", "2")
+ARRIVE = 60.0  # the second process starts its engine after the run takes control requests
+
+
+@pytest.fixture
+async def worker(start_workers: StartWorkers) -> MockWorker:
+    (mock,) = await start_workers(1)
+    mock.behavior.two_step = True  # each answer follows from its prompt alone: runs compare
+    return mock
+
+
+def by_shard(pairs: set[tuple[str, int]] | list[tuple[str, int]]) -> Counter[int]:
+    return Counter(shard_of(sample_id, 2) for sample_id, _ in pairs)
+
+
+def pairs_of(run_dir: Path) -> list[tuple[str, int]]:
+    return [(r["sample_id"], r["attempt"]) for r in lines(run_dir)]
+
+
+async def test_pause_holds_both_processes_and_resume_gives_the_records_of_a_run_left_alone(
+    worker: MockWorker, tmp_path: Path
+) -> None:
+    alone = Run(worker, tmp_path, "alone", *SHARDED)
+    assert (await finish(await agent_eval(*alone.args(), cwd=tmp_path)))[0] == 0
+
+    run = Run(worker, tmp_path, "paused", *SHARDED)
+    worker.behavior.hang = True
+    process = await run.start()
+    await worker.gate.wait_for_arrivals(4, ARRIVE)  # two at once in each process
+    code, out, err = await run.ctl("pause")
+    assert code == 0, err
+    assert out.startswith("paused: no attempt starts; 4 in flight finish"), out
+    worker.behavior.hang = False
+    worker.gate.release()
+    state = await run.until(lambda s: s.done == 4 and s.in_flight == 0)
+    assert state.paused and state.limit == 4
+    served = worker.state.stats.generation_requests
+    await asyncio.sleep(1)
+    # Neither process started an attempt: each finished its two and stopped.
+    assert worker.state.stats.generation_requests == served
+    assert by_shard(pairs_of(run.dir)) == {0: 2, 1: 2}
+
+    code, out, err = await run.ctl("concurrency", "3")
+    assert code == 0, err
+    assert "at most 3 attempts at once" in out and "paused · 0 in flight · at most 3" in out
+    assert (await run.ctl("resume"))[0] == 0
+    code, out, err = await finish(process)
+    assert code == 0, err
+    assert any("paused, 0 in flight finishing" in line for line in out.splitlines()), out
+    assert results(run.dir) == results(alone.dir)
+    assert summary(run.dir)["quality"] == summary(alone.dir)["quality"]
+    assert not running_with(CHILD, cwd=tmp_path)
+
+
+async def test_cancel_stops_both_processes_and_resume_plays_every_attempt_once(
+    worker: MockWorker, tmp_path: Path
+) -> None:
+    run = Run(worker, tmp_path, "run", *SHARDED)
+    worker.behavior.latency = 0.3  # slow enough that both processes have attempts left
+    process = await run.start()
+    await run.until(lambda s: s.done >= 4, ARRIVE)
+    worker.behavior.hang = True
+    await worker.gate.wait_for_arrivals(4, ARRIVE)  # two held in each process
+    code, out, err = await run.ctl("cancel")
+    assert code == 0 and "cancelled" in out, err
+    code, _, err = await finish(process)
+    assert code == 130, err
+    kept = len(pairs_of(run.dir))
+    assert 4 <= kept <= ATTEMPTS - 4
+    said = " ".join(err.split())
+    assert f"cancelled by agent-eval ctl: {kept} finished attempts are kept in {run.dir}" in said
+    assert f"agent-eval run --resume {run.dir}" in said
+    assert summary(run.dir)["complete"] is False
+    # The four attempts in flight ended unrecorded, in both processes; none is left running.
+    await worker.gate.wait_until_empty()
+    assert not running_with(CHILD, cwd=tmp_path)
+
+    worker.behavior.hang, worker.behavior.latency = False, 0.0
+    code, _, err = await finish(await agent_eval("run", "--resume", str(run.dir), cwd=tmp_path))
+    assert code == 0, err
+    pairs = pairs_of(run.dir)
+    assert len(pairs) == len(set(pairs)) == ATTEMPTS
+    assert summary(run.dir)["complete"] is True
+
+
+async def test_requeue_errors_plays_the_errored_attempts_of_both_processes_once(
+    worker: MockWorker, tmp_path: Path
+) -> None:
+    run = Run(worker, tmp_path, "run", *SHARDED)
+    worker.behavior.hang = True
+    no_replays = ("proxy.retry.max_retries=0", "eval.replays=0", "eval.max_unscored=1")
+    process = await run.start(*no_replays)
+    # Two attempts in each process hold their first call; paused, their second calls are
+    # refused (a 422 is not retried) and no attempt starts after them.
+    await worker.gate.wait_for_arrivals(4, ARRIVE)
+    assert (await run.ctl("pause"))[0] == 0
+    worker.behavior.error_status, worker.behavior.error_count = 422, 4
+    worker.behavior.hang = False
+    worker.gate.release()
+    await run.until(lambda s: s.done == 4 and s.in_flight == 0)
+    errored = {(r["sample_id"], r["attempt"]) for r in lines(run.dir) if r["error"]}
+    assert len(errored) == 4 and set(by_shard(errored)) == {0, 1}
+
+    code, out, err = await run.ctl("requeue", "--errors")
+    assert code == 0, err
+    assert out.startswith("playing 4 errored attempts again"), out
+    assert "0/20 attempts done · 4 requeued to play" in " ".join(out.split())
+    assert (await run.ctl("resume"))[0] == 0
+    code, out, err = await finish(process)
+    assert code == 0, err
+    final = lines(run.dir)
+    pairs = [(r["sample_id"], r["attempt"]) for r in final]
+    assert len(pairs) == len(set(pairs)) == ATTEMPTS
+    assert all(r["error"] is None for r in final)
+    aside = [json.loads(line) for line in (run.dir / "unscored.jsonl").read_text().splitlines()]
+    assert sorted((r["sample_id"], r["attempt"]) for r in aside) == sorted(errored)
+    figures = summary(run.dir)
+    assert figures["complete"] is True and figures["attempts"] == ATTEMPTS
+    assert figures["unscored"] == 0

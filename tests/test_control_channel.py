@@ -7,17 +7,14 @@ import asyncio
 import socket
 import stat
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
 from agent_eval.results.files import RunDirectory
-from agent_eval.run.config import RunConfig
 from agent_eval.run.control.actions import RunControl
 from agent_eval.run.control.channel import ask, listening
 from agent_eval.run.control.protocol import SOCKET, ControlError, Reply, Request
-from agent_eval.run.engine import Engine
-from agent_eval.run.parts import engine_config
+from tests.helpers.control_runs import idle_engine
 
 
 async def answer(request: Request) -> Reply:
@@ -60,12 +57,6 @@ async def test_a_request_that_is_no_request_is_answered_so(tmp_path: Path) -> No
         writer.close()
     reply = Reply.model_validate_json(line)
     assert not reply.ok and reply.message.startswith("not a control request: action:"), reply
-
-
-def idle_engine() -> Engine:
-    """An engine that plays nothing: what control acts on, without a model."""
-    config = engine_config(RunConfig.model_validate({"eval": {"concurrency": 3}}), "m")
-    return Engine(cast(Any, None), cast(Any, None), cast(Any, None), config)
 
 
 async def test_a_stopping_run_refuses_what_would_start_attempts(tmp_path: Path) -> None:

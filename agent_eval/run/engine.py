@@ -29,7 +29,7 @@ from agent_eval.results.summary import build_summary, measured_rates, write_summ
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
 from agent_eval.run.concurrency.driver import TRACE_FILE, start_adapting
-from agent_eval.run.gate import Gate
+from agent_eval.run.gate import Gate, GateView
 from agent_eval.run.limits import AttemptWatch, LimitExceeded, Limits, Waited, watch_calls
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
@@ -72,8 +72,9 @@ class Progress:
     total: int = 0
     run: AttemptCounts = field(default_factory=AttemptCounts)
     played: AttemptCounts = field(default_factory=AttemptCounts)
-    gate: Gate | None = None
-    """The engine's gate, live: whether the run is paused, and its limit."""
+    gate: GateView | None = None
+    """The engine's gate (or its shards' together), live: whether the run is paused, and its
+    limit."""
 
     @property
     def done(self) -> int:

@@ -165,8 +165,9 @@ async def play(
         total = plan.total if limit is None else min(limit, plan.total)
         started = time.monotonic()
         done = await engine.start(run_dir, total if selection is None else selection.total)
-        one = plan.config.eval.engine != "ray" and plan.config.eval.processes == 1
-        fleet = None if one else Fleet()
+        shards = plan.config.eval
+        one = shards.engine != "ray" and shards.processes == 1
+        fleet = None if one else Fleet(shards.processes * shards.concurrency)
         # A selection's caller drives the run itself: control is the whole plan's.
         control = (
             controlled(RunControl(engine, run_dir, lambda: plan.items(limit), fleet), run_dir.path)

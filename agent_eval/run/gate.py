@@ -7,6 +7,7 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,16 @@ class GateState:
     in_flight: int
     limit: int
     paused: bool
+
+
+class GateView(Protocol):
+    """What the live view reads of a limit: one engine's gate, or the shards of a run together."""
+
+    @property
+    def state(self) -> GateState: ...
+
+    @property
+    def limit(self) -> int: ...
 
 
 class GateClosed(Exception):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from agent_eval.run.config import RunConfig
 from agent_eval.run.control.channel import ask
 from agent_eval.run.control.protocol import SOCKET, Request, RunState
+from agent_eval.run.engine import Engine
+from agent_eval.run.parts import engine_config
 from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, write_dataset
 from tests.helpers.golden_runs import masked
@@ -70,3 +73,9 @@ def _without_response_ids(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_response_ids(item) for item in value]
     return value
+
+
+def idle_engine() -> Engine:
+    """An engine that plays nothing: what control acts on, without a model."""
+    config = engine_config(RunConfig.model_validate({"eval": {"concurrency": 3}}), "m")
+    return Engine(cast(Any, None), cast(Any, None), cast(Any, None), config)

@@ -38,6 +38,7 @@ class RunControl:
         self._awaited: set[Pair] = set()
         if fleet is not None:
             engine.on_record = self._arrived
+            engine.progress.gate = fleet  # the live view shows the run's shards together
         self._requeuing = asyncio.Lock()
         self._plays: set[asyncio.Task[None]] = set()
         self._requeued = 0
@@ -51,7 +52,7 @@ class RunControl:
         if fleet is not None:
             shards = await fleet.order("status")
             in_flight, paused = sum(s.in_flight for s in shards), fleet.paused
-            limit = fleet.limit or sum(s.limit for s in shards)
+            limit = fleet.limit
             requeued = len(self._awaited)
         return RunState(
             in_flight=in_flight, limit=limit, paused=paused, stopping=self.engine.stopping,

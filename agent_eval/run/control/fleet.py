@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from agent_eval.run.control.shard import Order, Pair, ShardSide, ShardState
+from agent_eval.run.gate import GateState
 
 Requeue = Callable[[set[Pair]], Awaitable[None]]
 """Hands set-aside attempts to the shards, each to one."""
@@ -32,13 +33,15 @@ def split(limit: int, shards: int) -> list[int]:
 class Fleet:
     """Every shard of a run, as control acts on them; requeues stop once the fleet closes."""
 
-    def __init__(self) -> None:
+    def __init__(self, planned: int) -> None:
+        """`planned`: the shards' limits added up, as they start (shown until they have)."""
         self.links: list[Link] = []
+        self._planned = planned
         self.lock = asyncio.Lock()
         """Held by a requeue and by the closing: a requeue reaches a shard that still plays."""
         self.closed = False
         self.paused = False
-        self.limit: int | None = None
+        self.run_limit: int | None = None
         """The run's limit once `ctl concurrency` set it; until then each shard keeps its own."""
         self.give: Requeue | None = None
         """Set by the shards' player: how it hands requeued attempts to its shards."""
@@ -46,12 +49,26 @@ class Fleet:
         self._sharing = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def state(self) -> GateState:
+        """The shards together as last heard, for the live view (`status` asks each afresh)."""
+        states = [link.state for link in self.links]
+        in_flight = sum(state.in_flight for state in states)
+        return GateState(in_flight, self.limit, self.paused)
+
+    @property
+    def limit(self) -> int:
+        """The run's limit: set by `ctl concurrency`, else the shards' own added up."""
+        if self.run_limit is not None:
+            return self.run_limit
+        return sum(link.state.limit for link in self.links) if self.links else self._planned
+
     async def join(self, link: Link) -> None:
         """A shard started: it is told what the fleet was told before it."""
         self.links.append(link)
         if self.paused:
             await link.order(Order(action="pause"))
-        if self.limit is not None:
+        if self.run_limit is not None:
             await self._share()
 
     async def order(self, action: str) -> list[ShardState]:
@@ -65,13 +82,13 @@ class Fleet:
 
     async def resize(self, limit: int) -> None:
         """The run's limit is `limit` from now on, shared among the busy shards."""
-        self.limit = limit
+        self.run_limit = limit
         await self._share()
 
     def changed(self) -> None:
         """A shard fell idle or went: its part of the limit goes to the others."""
         self._changed.set()
-        if self.limit is not None:
+        if self.run_limit is not None:
             task = asyncio.create_task(self._share())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -80,7 +97,7 @@ class Fleet:
         """Hand `wanted` to the shards (the caller holds `lock`), then share the limit again."""
         assert self.give is not None, "the player sets it before the fleet is open"
         await self.give(wanted)
-        if self.limit is not None:
+        if self.run_limit is not None:
             await self._share()
 
     async def keep_open(self, idle: Callable[[], bool]) -> None:
@@ -99,10 +116,10 @@ class Fleet:
 
     async def _share(self) -> None:
         async with self._sharing:
-            if self.limit is None:
+            if self.run_limit is None:
                 return
             busy = [link for link in self.links if link.state.busy] or self.links
-            parts = split(self.limit, len(busy))
+            parts = split(self.run_limit, len(busy))
             orders = [Order(action="limit", limit=n) for n in parts]
             await asyncio.gather(*(link.order(o) for link, o in zip(busy, orders, strict=True)))
 

@@ -76,17 +76,24 @@ async def test_cancel_stops_both_processes_and_resume_plays_every_attempt_once(
     worker: MockWorker, tmp_path: Path
 ) -> None:
     run = Run(worker, tmp_path, "run", *SHARDED)
-    worker.behavior.latency = 0.3  # slow enough that both processes have attempts left
-    process = await run.start()
-    await run.until(lambda s: s.done >= 4, ARRIVE)
     worker.behavior.hang = True
-    await worker.gate.wait_for_arrivals(4, ARRIVE)  # two held in each process
+    process = await run.start()
+    # Two attempts finish in each process (held, paused, let go), then two more start in each
+    # and are held: the cancel finds both processes with attempts in flight.
+    await worker.gate.wait_for_arrivals(4, ARRIVE)
+    assert (await run.ctl("pause"))[0] == 0
+    worker.behavior.hang = False
+    worker.gate.release()
+    await run.until(lambda s: s.done == 4 and s.in_flight == 0)
+    worker.behavior.hang = True
+    assert (await run.ctl("resume"))[0] == 0
+    await worker.gate.wait_for_arrivals(4, ARRIVE)
     code, out, err = await run.ctl("cancel")
     assert code == 0 and "cancelled" in out, err
     code, _, err = await finish(process)
     assert code == 130, err
     kept = len(pairs_of(run.dir))
-    assert 4 <= kept <= ATTEMPTS - 4
+    assert kept == 4
     said = " ".join(err.split())
     assert f"cancelled by agent-eval ctl: {kept} finished attempts are kept in {run.dir}" in said
     assert f"agent-eval run --resume {run.dir}" in said
@@ -95,7 +102,7 @@ async def test_cancel_stops_both_processes_and_resume_plays_every_attempt_once(
     await worker.gate.wait_until_empty()
     assert not running_with(CHILD, cwd=tmp_path)
 
-    worker.behavior.hang, worker.behavior.latency = False, 0.0
+    worker.behavior.hang = False
     code, _, err = await finish(await agent_eval("run", "--resume", str(run.dir), cwd=tmp_path))
     assert code == 0, err
     pairs = pairs_of(run.dir)

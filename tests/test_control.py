@@ -3,8 +3,6 @@ resume, concurrency, cancel then resume, requeue --errors, and the refusals."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import socket
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from agent_eval.cli import app
 from agent_eval.run.control.protocol import SOCKET
 from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.cli_runs import agent_eval, finish, lines, summary
-from tests.helpers.control_runs import ATTEMPTS, Run, results
+from tests.helpers.control_runs import ATTEMPTS, NO_REPLAYS, Run, played_again_once, results
 from tests.helpers.golden_runs import masked
 from tests.helpers.proxy import StartWorkers
 
@@ -36,19 +34,10 @@ async def test_pause_holds_new_attempts_and_resume_gives_the_results_of_a_run_le
     run = Run(worker, tmp_path, "paused")
     worker.behavior.hang = True
     process = await run.start()
-    await worker.gate.wait_for_arrivals(2)
-    code, out, err = await run.ctl("pause")
-    assert code == 0, err
-    assert out.startswith("paused: no attempt starts; 2 in flight finish"), out
-    worker.behavior.hang = False
-    worker.gate.release()
+    await run.pause_holding(2)
     # The two in flight finish; none starts while paused, though slots are free.
-    state = await run.until(lambda s: s.done == 2 and s.in_flight == 0)
+    state = await run.let_finish(2)
     assert state.paused and state.limit == 2
-    served = worker.state.stats.generation_requests
-    await asyncio.sleep(1)
-    assert worker.state.stats.generation_requests == served
-    assert (await run.state()).done == 2
 
     code, out, err = await run.ctl("concurrency", "3")
     assert code == 0, err
@@ -108,8 +97,7 @@ async def test_requeue_errors_plays_the_errored_attempts_again_without_stopping(
     # the worker holds the rest.
     worker.behavior.error_status, worker.behavior.error_count = 422, 3
     worker.behavior.hang = True
-    no_replays = ("proxy.retry.max_retries=0", "eval.replays=0", "eval.max_unscored=1")
-    process = await run.start(*no_replays)
+    process = await run.start(*NO_REPLAYS)
     await worker.gate.wait_for_arrivals(2)
     await run.until(lambda s: s.done == 3)
     errored = {(r["sample_id"], r["attempt"]) for r in lines(run.dir) if r["error"]}
@@ -123,15 +111,7 @@ async def test_requeue_errors_plays_the_errored_attempts_again_without_stopping(
     worker.gate.release()
     code, out, err = await finish(process)
     assert code == 0, err
-    final = lines(run.dir)
-    pairs = [(r["sample_id"], r["attempt"]) for r in final]
-    assert len(pairs) == len(set(pairs)) == ATTEMPTS
-    assert all(r["error"] is None for r in final)
-    aside = [json.loads(line) for line in (run.dir / "unscored.jsonl").read_text().splitlines()]
-    assert {(r["sample_id"], r["attempt"]) for r in aside} == errored
-    figures = summary(run.dir)
-    assert figures["complete"] is True and figures["attempts"] == ATTEMPTS
-    assert (figures["unscored"], figures["unscored_by_kind"]) == (0, {})
+    played_again_once(run.dir, errored)
     last = [line for line in out.splitlines() if line.startswith("[")][-1]
     assert last.startswith(f"[{ATTEMPTS}/{ATTEMPTS} 100%]"), last
 

@@ -3,8 +3,6 @@ worker: each action reaches both processes, as on a run of one."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import pytest
 from agent_eval.run.shards import shard_of
 from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.cli_runs import agent_eval, finish, lines, summary
-from tests.helpers.control_runs import ATTEMPTS, Run, results
+from tests.helpers.control_runs import ATTEMPTS, NO_REPLAYS, Run, played_again_once, results
 from tests.helpers.processes import running_with
 from tests.helpers.proxy import StartWorkers
 
@@ -46,18 +44,10 @@ async def test_pause_holds_both_processes_and_resume_gives_the_records_of_a_run_
     run = Run(worker, tmp_path, "paused", *SHARDED)
     worker.behavior.hang = True
     process = await run.start()
-    await worker.gate.wait_for_arrivals(4, ARRIVE)  # two at once in each process
-    code, out, err = await run.ctl("pause")
-    assert code == 0, err
-    assert out.startswith("paused: no attempt starts; 4 in flight finish"), out
-    worker.behavior.hang = False
-    worker.gate.release()
-    state = await run.until(lambda s: s.done == 4 and s.in_flight == 0)
+    await run.pause_holding(4, ARRIVE)  # two at once in each process
+    state = await run.let_finish(4)
     assert state.paused and state.limit == 4
-    served = worker.state.stats.generation_requests
-    await asyncio.sleep(1)
     # Neither process started an attempt: each finished its two and stopped.
-    assert worker.state.stats.generation_requests == served
     assert by_shard(pairs_of(run.dir)) == {0: 2, 1: 2}
 
     code, out, err = await run.ctl("concurrency", "3")
@@ -80,11 +70,8 @@ async def test_cancel_stops_both_processes_and_resume_plays_every_attempt_once(
     process = await run.start()
     # Two attempts finish in each process (held, paused, let go), then two more start in each
     # and are held: the cancel finds both processes with attempts in flight.
-    await worker.gate.wait_for_arrivals(4, ARRIVE)
-    assert (await run.ctl("pause"))[0] == 0
-    worker.behavior.hang = False
-    worker.gate.release()
-    await run.until(lambda s: s.done == 4 and s.in_flight == 0)
+    await run.pause_holding(4, ARRIVE)
+    await run.let_finish(4)
     worker.behavior.hang = True
     assert (await run.ctl("resume"))[0] == 0
     await worker.gate.wait_for_arrivals(4, ARRIVE)
@@ -115,16 +102,12 @@ async def test_requeue_errors_plays_the_errored_attempts_of_both_processes_once(
 ) -> None:
     run = Run(worker, tmp_path, "run", *SHARDED)
     worker.behavior.hang = True
-    no_replays = ("proxy.retry.max_retries=0", "eval.replays=0", "eval.max_unscored=1")
-    process = await run.start(*no_replays)
+    process = await run.start(*NO_REPLAYS)
     # Two attempts in each process hold their first call; paused, their second calls are
     # refused (a 422 is not retried) and no attempt starts after them.
-    await worker.gate.wait_for_arrivals(4, ARRIVE)
-    assert (await run.ctl("pause"))[0] == 0
+    await run.pause_holding(4, ARRIVE)
     worker.behavior.error_status, worker.behavior.error_count = 422, 4
-    worker.behavior.hang = False
-    worker.gate.release()
-    await run.until(lambda s: s.done == 4 and s.in_flight == 0)
+    await run.let_finish(4)
     errored = {(r["sample_id"], r["attempt"]) for r in lines(run.dir) if r["error"]}
     assert len(errored) == 4 and set(by_shard(errored)) == {0, 1}
 
@@ -135,12 +118,4 @@ async def test_requeue_errors_plays_the_errored_attempts_of_both_processes_once(
     assert (await run.ctl("resume"))[0] == 0
     code, out, err = await finish(process)
     assert code == 0, err
-    final = lines(run.dir)
-    pairs = [(r["sample_id"], r["attempt"]) for r in final]
-    assert len(pairs) == len(set(pairs)) == ATTEMPTS
-    assert all(r["error"] is None for r in final)
-    aside = [json.loads(line) for line in (run.dir / "unscored.jsonl").read_text().splitlines()]
-    assert sorted((r["sample_id"], r["attempt"]) for r in aside) == sorted(errored)
-    figures = summary(run.dir)
-    assert figures["complete"] is True and figures["attempts"] == ATTEMPTS
-    assert figures["unscored"] == 0
+    played_again_once(run.dir, errored)

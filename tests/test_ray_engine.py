@@ -29,14 +29,13 @@ from agent_eval.run.shards.ray_shard import EngineShardActor, RayShardJob
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.ports import free_port
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
-from tests.helpers.control_runs import Run, results
+from tests.helpers.control_runs import NO_REPLAYS, Run, results
 from tests.helpers.observer import QuietObserver
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.waits import eventually
 
 DRIVER = "agent_eval.run.shards.ray_driver"
 ON_RAY = ("eval.engine=ray", "eval.processes=2")
-NO_REPLAYS = ("proxy.retry.max_retries=0", "eval.replays=0", "eval.max_unscored=1")
 
 
 @pytest.fixture(scope="module")
@@ -177,16 +176,9 @@ async def test_ctl_pauses_requeues_and_resumes_the_shards_on_ray(
     process = await run.start()
     # Two attempts on each shard hold their first call; paused, their second calls are
     # refused and neither shard starts another.
-    await worker.gate.wait_for_arrivals(4, 90)
-    code, out, err = await run.ctl("pause")
-    assert code == 0 and out.startswith("paused: no attempt starts; 4 in flight finish"), err
+    await run.pause_holding(4, 90)
     worker.behavior.error_status, worker.behavior.error_count = 422, 4
-    worker.behavior.hang = False
-    worker.gate.release()
-    await run.until(lambda s: s.done == 4 and s.in_flight == 0)
-    served = worker.state.stats.generation_requests
-    await asyncio.sleep(1)
-    assert worker.state.stats.generation_requests == served
+    await run.let_finish(4)
     errored = {(r["sample_id"], r["attempt"]) for r in lines(run.dir)}
     assert {shard_of(sample_id, 2) for sample_id, _ in errored} == {0, 1}
 

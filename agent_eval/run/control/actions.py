@@ -13,7 +13,7 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.run.control.channel import listening
 from agent_eval.run.control.fleet import Fleet
 from agent_eval.run.control.protocol import ControlError, Reply, Request, RunState
-from agent_eval.run.control.shard import Pair
+from agent_eval.run.control.shard import Pair, ShardSide, items_of
 from agent_eval.run.engine import Engine
 
 _TOLD = {
@@ -40,7 +40,8 @@ class RunControl:
             engine.on_record = self._arrived
             engine.progress.gate = fleet  # the live view shows the run's shards together
         self._requeuing = asyncio.Lock()
-        self._plays: set[asyncio.Task[None]] = set()
+        self._side = ShardSide(engine, items, run_dir)
+        """The requeued attempts' plays, on one engine process."""
         self._requeued = 0
         self._closed = False
 
@@ -77,14 +78,11 @@ class RunControl:
         """Take no more requeues; wait for the requeued attempts still playing."""
         async with self._requeuing:
             self._closed = True
-        while self._plays:
-            await asyncio.gather(*self._plays)
+        await self._side.wait()
 
     async def stop(self) -> None:
         """End the requeued plays still going (the run ends on an error or a signal)."""
-        for play in self._plays:
-            play.cancel()
-        await asyncio.gather(*self._plays, return_exceptions=True)
+        await self._side.stop()
 
     def _gate(self, request: Request) -> str:
         engine, gate = self.engine, self.engine.gate
@@ -140,7 +138,7 @@ class RunControl:
                 self._awaited |= wanted
                 await fleet.requeue(wanted)
             else:
-                found = await asyncio.to_thread(_items_of, self.items(), {p[0] for p in wanted})
+                found = await asyncio.to_thread(items_of, self.items(), {p[0] for p in wanted})
                 self._play(found, wanted)
         return f"playing {len(records)} errored attempts again"
 
@@ -153,13 +151,10 @@ class RunControl:
         # An attempt whose item the run no longer has stays set aside: a resume plays it.
         count = len(attempts & wanted)
         self._requeued += count
-        play = asyncio.create_task(self.engine.play(items, attempts - wanted, self.run_dir))
-        self._plays.add(play)
-        play.add_done_callback(self._played(count))
+        self._side.play(items, attempts - wanted).add_done_callback(self._played(count))
 
     def _played(self, count: int) -> Callable[[asyncio.Task[None]], None]:
-        def done(play: asyncio.Task[None]) -> None:
-            self._plays.discard(play)
+        def done(_: asyncio.Task[None]) -> None:
             self._requeued -= count
 
         return done
@@ -168,11 +163,6 @@ class RunControl:
         """Redraw the live view: a pause shows before the next attempt ends."""
         if self.engine.on_progress is not None:
             self.engine.on_progress(self.engine.progress)
-
-
-def _items_of(items: Iterable[Item], ids: set[str]) -> list[Item]:
-    """The items with these ids, in the run's order."""
-    return [item for item in items if item.id in ids]
 
 
 @contextlib.asynccontextmanager

@@ -108,7 +108,7 @@ class ShardSide:
 
     async def _requeue(self, wanted: set[Pair]) -> None:
         ids = {sample_id for sample_id, _ in wanted}
-        found = await asyncio.to_thread(_items_of, self._items(), ids)
+        found = await asyncio.to_thread(items_of, self._items(), ids)
         n_samples = self.engine.config.n_samples
         others = {(item.id, n) for item in found for n in range(n_samples)} - wanted
         self.play(found, others)
@@ -122,6 +122,6 @@ class ShardSide:
             self._on_change(self.state)
 
 
-def _items_of(items: Iterable[Item], ids: set[str]) -> list[Item]:
+def items_of(items: Iterable[Item], ids: set[str]) -> list[Item]:
     """The items with these ids, in the run's order."""
     return [item for item in items if item.id in ids]

@@ -3,63 +3,19 @@ resume, concurrency, cancel then resume, requeue --errors, and the refusals."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from agent_eval.cli import app
-from agent_eval.run.control.channel import ask
-from agent_eval.run.control.protocol import SOCKET, Request, RunState
+from agent_eval.run.control.protocol import SOCKET
 from agent_eval.testing.mock_worker import MockWorker
-from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.cli_runs import agent_eval, finish, lines, summary
+from tests.helpers.control_runs import ATTEMPTS, NO_REPLAYS, Run, played_again_once, results
 from tests.helpers.golden_runs import masked
 from tests.helpers.proxy import StartWorkers
-from tests.helpers.waits import eventually
-
-ATTEMPTS = ROWS * 2
-
-
-class Run:
-    """A run over one two-step mock worker, two attempts at a time, and its `ctl`."""
-
-    def __init__(self, worker: MockWorker, tmp_path: Path, name: str) -> None:
-        self.worker, self.cwd, self.dir = worker, tmp_path, tmp_path / name
-        self.data = write_dataset(tmp_path / "say.jsonl")
-
-    def args(self, *extra: str) -> tuple[str, ...]:
-        common = ("--dataset", str(self.data), "--endpoint", self.worker.url, "-n", "2", "-j", "2")
-        return ("run", *common, "--seed", "7", "-o", str(self.dir), *extra)
-
-    async def start(self, *extra: str) -> asyncio.subprocess.Process:
-        """The run started; returns once it takes control requests."""
-        process = await agent_eval(*self.args(*extra), cwd=self.cwd)
-        await eventually(lambda: (self.dir / SOCKET).exists(), 120, lambda: f"no {SOCKET}")
-        return process
-
-    async def ctl(self, *args: str) -> tuple[int, str, str]:
-        """`agent-eval ctl RUN ARGS`: its exit code, stdout and stderr."""
-        return await finish(await agent_eval("ctl", str(self.dir), *args, cwd=self.cwd))
-
-    async def state(self) -> RunState:
-        reply = await ask(self.dir, Request(action="status"))
-        assert reply.ok and reply.state is not None, reply
-        return reply.state
-
-    async def until(self, condition: Any, timeout: float = 60) -> RunState:
-        """Poll the run's status until `condition(state)` holds; that state."""
-        last: list[RunState] = []
-
-        async def check() -> bool:
-            last[:] = [await self.state()]
-            return bool(condition(last[0]))
-
-        await eventually(check, timeout, lambda: f"last status: {last}")
-        return last[0]
 
 
 @pytest.fixture
@@ -67,21 +23,6 @@ async def worker(start_workers: StartWorkers) -> MockWorker:
     (mock,) = await start_workers(1)
     mock.behavior.two_step = True  # each answer follows from its prompt alone: runs compare
     return mock
-
-
-def results(run_dir: Path) -> list[dict[str, Any]]:
-    """A run's records with their timings (and the mock's response ids, a counter) masked, in
-    (sample, attempt) order."""
-    records = [_without_response_ids(masked(record)) for record in lines(run_dir)]
-    return sorted(records, key=lambda r: (r["sample_id"], r["attempt"]))
-
-
-def _without_response_ids(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_response_ids(v) for k, v in value.items() if k != "response_id"}
-    if isinstance(value, list):
-        return [_without_response_ids(item) for item in value]
-    return value
 
 
 async def test_pause_holds_new_attempts_and_resume_gives_the_results_of_a_run_left_alone(
@@ -93,19 +34,10 @@ async def test_pause_holds_new_attempts_and_resume_gives_the_results_of_a_run_le
     run = Run(worker, tmp_path, "paused")
     worker.behavior.hang = True
     process = await run.start()
-    await worker.gate.wait_for_arrivals(2)
-    code, out, err = await run.ctl("pause")
-    assert code == 0, err
-    assert out.startswith("paused: no attempt starts; 2 in flight finish"), out
-    worker.behavior.hang = False
-    worker.gate.release()
+    await run.pause_holding(2)
     # The two in flight finish; none starts while paused, though slots are free.
-    state = await run.until(lambda s: s.done == 2 and s.in_flight == 0)
+    state = await run.let_finish(2)
     assert state.paused and state.limit == 2
-    served = worker.state.stats.generation_requests
-    await asyncio.sleep(1)
-    assert worker.state.stats.generation_requests == served
-    assert (await run.state()).done == 2
 
     code, out, err = await run.ctl("concurrency", "3")
     assert code == 0, err
@@ -165,8 +97,7 @@ async def test_requeue_errors_plays_the_errored_attempts_again_without_stopping(
     # the worker holds the rest.
     worker.behavior.error_status, worker.behavior.error_count = 422, 3
     worker.behavior.hang = True
-    no_replays = ("proxy.retry.max_retries=0", "eval.replays=0", "eval.max_unscored=1")
-    process = await run.start(*no_replays)
+    process = await run.start(*NO_REPLAYS)
     await worker.gate.wait_for_arrivals(2)
     await run.until(lambda s: s.done == 3)
     errored = {(r["sample_id"], r["attempt"]) for r in lines(run.dir) if r["error"]}
@@ -180,15 +111,7 @@ async def test_requeue_errors_plays_the_errored_attempts_again_without_stopping(
     worker.gate.release()
     code, out, err = await finish(process)
     assert code == 0, err
-    final = lines(run.dir)
-    pairs = [(r["sample_id"], r["attempt"]) for r in final]
-    assert len(pairs) == len(set(pairs)) == ATTEMPTS
-    assert all(r["error"] is None for r in final)
-    aside = [json.loads(line) for line in (run.dir / "unscored.jsonl").read_text().splitlines()]
-    assert {(r["sample_id"], r["attempt"]) for r in aside} == errored
-    figures = summary(run.dir)
-    assert figures["complete"] is True and figures["attempts"] == ATTEMPTS
-    assert (figures["unscored"], figures["unscored_by_kind"]) == (0, {})
+    played_again_once(run.dir, errored)
     last = [line for line in out.splitlines() if line.startswith("[")][-1]
     assert last.startswith(f"[{ATTEMPTS}/{ATTEMPTS} 100%]"), last
 

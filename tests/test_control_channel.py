@@ -7,17 +7,14 @@ import asyncio
 import socket
 import stat
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
 from agent_eval.results.files import RunDirectory
-from agent_eval.run.config import RunConfig
 from agent_eval.run.control.actions import RunControl
 from agent_eval.run.control.channel import ask, listening
 from agent_eval.run.control.protocol import SOCKET, ControlError, Reply, Request
-from agent_eval.run.engine import Engine
-from agent_eval.run.parts import engine_config
+from tests.helpers.control_runs import idle_engine
 
 
 async def answer(request: Request) -> Reply:
@@ -62,23 +59,6 @@ async def test_a_request_that_is_no_request_is_answered_so(tmp_path: Path) -> No
     assert not reply.ok and reply.message.startswith("not a control request: action:"), reply
 
 
-def idle_engine() -> Engine:
-    """An engine that plays nothing: what control acts on, without a model."""
-    config = engine_config(RunConfig.model_validate({"eval": {"concurrency": 3}}), "m")
-    return Engine(cast(Any, None), cast(Any, None), cast(Any, None), config)
-
-
-async def test_a_run_of_several_processes_answers_status_only(tmp_path: Path) -> None:
-    engine = idle_engine()
-    control = RunControl(engine, RunDirectory(tmp_path), list, controllable=False)
-    reply = await control.handle(Request(action="status"))
-    assert reply.state is not None and reply.state.limit == 3 and not reply.state.controllable
-    for action in ("pause", "cancel", "requeue"):
-        with pytest.raises(ControlError, match=f"{action} needs a run of one engine process"):
-            await control.handle(Request(action=action))
-    assert not engine.gate.paused and not engine.stopping
-
-
 async def test_a_stopping_run_refuses_what_would_start_attempts(tmp_path: Path) -> None:
     engine = idle_engine()
     control = RunControl(engine, RunDirectory(tmp_path), list)
@@ -87,5 +67,5 @@ async def test_a_stopping_run_refuses_what_would_start_attempts(tmp_path: Path) 
     for request in (Request(action="resume"), Request(action="concurrency", limit=9)):
         with pytest.raises(ControlError, match="the run is stopping"):
             await control.handle(request)
-    with pytest.raises(ControlError, match="finishing or stopping: nothing is requeued"):
+    with pytest.raises(ControlError, match="finishing or stopping: none is requeued"):
         await control.handle(Request(action="requeue"))

@@ -1,5 +1,6 @@
 """The engine's shards as actors on a real local Ray cluster of several nodes: the records of an
-in-process run, a resume, and a node lost mid-run with every attempt played exactly once.
+in-process run, a resume, `agent-eval ctl` acting on every shard, and a node lost mid-run with
+every attempt played exactly once.
 
 One cluster for the module: a head without CPUs (the driver's node) and two one-CPU nodes, so
 that each of the two shards runs on a node of its own. The test that removes a node runs last.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 from collections.abc import Iterator
@@ -26,7 +28,8 @@ from agent_eval.run.shards import shard_of
 from agent_eval.run.shards.ray_shard import EngineShardActor, RayShardJob
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.ports import free_port
-from tests.helpers.cli_runs import ROWS, lines, summary, write_dataset
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
+from tests.helpers.control_runs import NO_REPLAYS, Run, results
 from tests.helpers.observer import QuietObserver
 from tests.helpers.proxy import StartWorkers
 from tests.helpers.waits import eventually
@@ -74,6 +77,11 @@ def scores(run_dir: Path) -> dict[tuple[str, int], tuple[float, bool]]:
     found = {(r["sample_id"], r["attempt"]): (r["reward"], r["correct"]) for r in records}
     assert len(found) == len(records) == ROWS * 2
     return found
+
+
+def on_cluster(cluster: Cluster) -> tuple[str, ...]:
+    """`run` arguments that play the shards on the module's cluster, from another process."""
+    return (*ON_RAY, f"scheduler.ray.address={cluster.address}")
 
 
 def shard_nodes(log: str) -> dict[int, str]:
@@ -154,6 +162,62 @@ async def test_a_shard_that_cannot_reach_the_proxy_names_its_node_and_the_url(
         rf"the engine shard on node \S+ cannot reach the proxy at {re.escape(url)} ", message
     )
     assert "proxy.host=0.0.0.0 (with proxy.api_key)" in message
+
+
+async def test_ctl_pauses_requeues_and_resumes_the_shards_on_ray(
+    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    worker.behavior.two_step = True  # each answer follows from its prompt alone: runs compare
+    alone = Run(worker, tmp_path, "alone")
+    assert (await finish(await agent_eval(*alone.args(), cwd=tmp_path)))[0] == 0
+    run = Run(worker, tmp_path, "ray", *on_cluster(cluster), *NO_REPLAYS)
+    worker.behavior.hang = True
+    process = await run.start()
+    # Two attempts on each shard hold their first call; paused, their second calls are
+    # refused and neither shard starts another.
+    await run.pause_holding(4, 90)
+    worker.behavior.error_status, worker.behavior.error_count = 422, 4
+    await run.let_finish(4)
+    errored = {(r["sample_id"], r["attempt"]) for r in lines(run.dir)}
+    assert {shard_of(sample_id, 2) for sample_id, _ in errored} == {0, 1}
+
+    code, out, err = await run.ctl("requeue", "--errors")
+    assert code == 0 and out.startswith("playing 4 errored attempts again"), (out, err)
+    code, out, err = await run.ctl("concurrency", "3")
+    assert code == 0 and "paused · 0 in flight · at most 3" in out, (out, err)
+    assert (await run.ctl("resume"))[0] == 0
+    code, _, err = await finish(process, 180)
+    assert code == 0, err
+    # Each errored attempt played again once: the records of a run left alone.
+    assert results(run.dir) == results(alone.dir)
+    aside = [json.loads(line) for line in (run.dir / "unscored.jsonl").read_text().splitlines()]
+    assert {(r["sample_id"], r["attempt"]) for r in aside} == errored
+
+
+async def test_ctl_cancel_stops_the_shards_on_ray_and_resume_plays_every_attempt_once(
+    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path
+) -> None:
+    (worker,) = await start_workers(1)
+    run = Run(worker, tmp_path, "ray", *on_cluster(cluster))
+    worker.behavior.hang = True
+    process = await run.start()
+    await worker.gate.wait_for_arrivals(4, 90)
+    code, out, err = await run.ctl("cancel")
+    assert code == 0 and "cancelled" in out, err
+    code, _, err = await finish(process, 120)
+    assert code == 130, err
+    said = " ".join(err.split())
+    assert f"cancelled by agent-eval ctl: 0 finished attempts are kept in {run.dir}" in said
+    assert f"agent-eval run --resume {run.dir}" in said
+    assert summary(run.dir)["complete"] is False
+    await worker.gate.wait_until_empty()  # the shards' attempts in flight ended
+
+    worker.behavior.hang = False
+    resume = await agent_eval("run", "--resume", str(run.dir), cwd=tmp_path)
+    code, _, err = await finish(resume, 180)
+    assert code == 0, err
+    assert len(scores(run.dir)) == ROWS * 2 and summary(run.dir)["complete"] is True
 
 
 async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(

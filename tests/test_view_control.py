@@ -18,8 +18,7 @@ from tests.helpers.view_runs import get_json, record, write_run
 
 TOKEN = "t0ken-for-this-test"
 STATE = RunState(
-    in_flight=2, limit=4, paused=False, stopping=False, done=3, total=20, requeued=0,
-    controllable=True,
+    in_flight=2, limit=4, paused=False, stopping=False, done=3, total=20, requeued=0
 )  # fmt: skip
 
 

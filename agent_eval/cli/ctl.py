@@ -78,8 +78,6 @@ def state_line(state: RunState) -> str:
     ]
     if state.requeued:
         parts.append(f"{state.requeued:,} requeued to play")
-    if not state.controllable:
-        parts.append("several engine processes: status only")
     return " · ".join(parts)
 
 

@@ -25,7 +25,7 @@ from agent_eval.system.lifecycle import logs_through
 
 if TYPE_CHECKING:
     from agent_eval.run.engine import Progress
-    from agent_eval.run.gate import Gate
+    from agent_eval.run.gate import GateView
 
 
 HEARTBEAT_INTERVALS = 6
@@ -72,7 +72,7 @@ class RunView:
         self._screen: Live | None = None
         self._logs = contextlib.ExitStack()
         self._bar = _progress_bar(console, title)
-        self._gate: Gate | None = None
+        self._gate: GateView | None = None
         self._first_limit = 0
 
     @property

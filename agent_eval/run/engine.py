@@ -29,7 +29,7 @@ from agent_eval.results.summary import build_summary, measured_rates, write_summ
 from agent_eval.rewards import RewardScorer
 from agent_eval.run.capture import AttemptKeys, KeyUnavailable
 from agent_eval.run.concurrency.driver import TRACE_FILE, start_adapting
-from agent_eval.run.gate import Gate
+from agent_eval.run.gate import Gate, GateView
 from agent_eval.run.limits import AttemptWatch, LimitExceeded, Limits, Waited, watch_calls
 from agent_eval.run.scoring import Scored, checked, score_attempt
 from agent_eval.seeds import SeedScope
@@ -72,8 +72,9 @@ class Progress:
     total: int = 0
     run: AttemptCounts = field(default_factory=AttemptCounts)
     played: AttemptCounts = field(default_factory=AttemptCounts)
-    gate: Gate | None = None
-    """The engine's gate, live: whether the run is paused, and its limit."""
+    gate: GateView | None = None
+    """The engine's gate (or its shards' together), live: whether the run is paused, and its
+    limit."""
 
     @property
     def done(self) -> int:
@@ -137,6 +138,8 @@ class Engine:
         self._in_flight: set[asyncio.Task[None]] = set()
         self.cancelled = False
         """Set by cancel(): the run stops, the attempts in flight unrecorded."""
+        self.on_record: Callable[[AttemptRecord], None] | None = None
+        """Told of each record counted (control follows the requeued attempts by it)."""
 
     @property
     def stopping(self) -> bool:
@@ -202,6 +205,8 @@ class Engine:
         """Add one finished attempt to the progress, and tell the live view."""
         progress = self.progress
         progress.add(record)
+        if self.on_record is not None:
+            self.on_record(record)
         budget = self._budget
         unscored = progress.run.unscored
         if not record.scored and budget is not None and sum(unscored.values()) > budget:

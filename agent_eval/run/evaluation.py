@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -26,6 +27,7 @@ from agent_eval.rewards.scorer import default_workers
 from agent_eval.run.capture import engine_keys
 from agent_eval.run.config import CONFIG_FILE, RunConfig, load_run_config, save_run_config
 from agent_eval.run.control.actions import RunControl, controlled
+from agent_eval.run.control.fleet import Fleet
 from agent_eval.run.control.protocol import RunCancelled
 from agent_eval.run.engine import Engine, Progress, RecordSink
 from agent_eval.run.identity import (
@@ -163,31 +165,29 @@ async def play(
         total = plan.total if limit is None else min(limit, plan.total)
         started = time.monotonic()
         done = await engine.start(run_dir, total if selection is None else selection.total)
+        shards = plan.config.eval
+        one = shards.engine != "ray" and shards.processes == 1
+        fleet = None if one else Fleet(shards.processes * shards.concurrency)
         # A selection's caller drives the run itself: control is the whole plan's.
-        control = _controlled(plan, engine, run_dir, limit) if selection is None else nullcontext()
+        control = (
+            controlled(RunControl(engine, run_dir, lambda: plan.items(limit), fleet), run_dir.path)
+            if selection is None
+            else nullcontext()
+        )
         with first_storage_error():
             async with control:
                 if selection is not None:
                     await engine.play(selection.items, done, selection.sink(run_dir))
-                elif plan.config.eval.engine == "ray":
-                    await _play_on_ray(plan, served, engine, done, run_dir, limit)
-                elif plan.config.eval.processes == 1:
+                elif fleet is None:
                     await engine.play(plan.items(limit), done, run_dir)
+                elif plan.config.eval.engine == "ray":
+                    await _play_on_ray(plan, served, engine, done, run_dir, limit, fleet)
                 else:
-                    await _play_sharded(plan, served, engine, done, run_dir, limit)
+                    await _play_sharded(plan, served, engine, done, run_dir, limit, fleet)
     summary = await engine.finish(run_dir, time.monotonic() - started)
     if engine.cancelled:
         raise RunCancelled(run_dir.path, summary.attempts)
     return summary
-
-
-def _controlled(
-    plan: Plan, engine: Engine, run_dir: RunDirectory, limit: int | None
-) -> AbstractAsyncContextManager[RunControl]:
-    """`agent-eval ctl` acting on the run while inside: status alone on several processes."""
-    one = plan.config.eval.engine != "ray" and plan.config.eval.processes == 1
-    control = RunControl(engine, run_dir, lambda: plan.items(limit), controllable=one)
-    return controlled(control, run_dir.path)
 
 
 async def _play_sharded(
@@ -197,6 +197,7 @@ async def _play_sharded(
     done: set[tuple[str, int]],
     run_dir: RunDirectory,
     limit: int | None,
+    fleet: Fleet,
 ) -> None:
     """This process plays shard 0; one more engine process for each other shard."""
     shards = plan.config.eval.processes
@@ -216,8 +217,11 @@ async def _play_sharded(
         )
         for index in range(1, shards)
     ]
-    own = share(plan.items(limit), 0, shards)
-    await play_in_processes(engine, own, done, jobs, run_dir, served.api_key)
+
+    def own() -> Iterator[Item]:
+        return share(plan.items(limit), 0, shards)
+
+    await play_in_processes(engine, own(), done, jobs, run_dir, served.api_key, fleet, own)
 
 
 async def _play_on_ray(
@@ -227,6 +231,7 @@ async def _play_on_ray(
     done: set[tuple[str, int]],
     run_dir: RunDirectory,
     limit: int | None,
+    fleet: Fleet,
 ) -> None:
     """Every shard a Ray actor; this process writes what they send."""
     # Imported only here: Ray is an extra (plan() checked it is installed).
@@ -244,7 +249,8 @@ async def _play_on_ray(
             admin_token=token,
         )
         shards = config.eval.processes
-        await ray_driver.play_on_ray(engine, lambda: plan.items(limit), done, job, shards, run_dir)
+        items = functools.partial(plan.items, limit)
+        await ray_driver.play_on_ray(engine, items, done, job, shards, run_dir, fleet)
 
 
 def resolved_config(config: RunConfig, model: str | None = None) -> RunConfig:

@@ -7,6 +7,7 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,16 @@ class GateState:
     in_flight: int
     limit: int
     paused: bool
+
+
+class GateView(Protocol):
+    """What the live view reads of a limit: one engine's gate, or the shards of a run together."""
+
+    @property
+    def state(self) -> GateState: ...
+
+    @property
+    def limit(self) -> int: ...
 
 
 class GateClosed(Exception):
@@ -49,9 +60,10 @@ class Gate:
     def paused(self) -> bool:
         return self._paused
 
-    def resize(self, limit: int) -> None:
-        """Allow `limit` slots at once from now on; raises ValueError below 1."""
-        self._limit = _checked(limit)
+    def resize(self, limit: int, least: int = 1) -> None:
+        """Allow `limit` slots at once from now on; raises ValueError below `least` (0: a shard
+        whose part of a run's limit is none for now)."""
+        self._limit = _checked(limit, least)
         self._wake()
 
     def pause(self) -> None:
@@ -117,7 +129,7 @@ class Gate:
                 free -= 1
 
 
-def _checked(limit: int) -> int:
-    if limit < 1:
-        raise ValueError(f"a gate's limit must be at least 1, not {limit}")
+def _checked(limit: int, least: int = 1) -> int:
+    if limit < least:
+        raise ValueError(f"a gate's limit must be at least {least}, not {limit}")
     return limit

@@ -54,8 +54,6 @@ class RunState(BaseModel):
     total: int
     requeued: int
     """Errored attempts requeued and not finished yet."""
-    controllable: bool
-    """False on a run of several engine processes: status only."""
 
 
 class Reply(BaseModel):

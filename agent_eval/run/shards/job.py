@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict
 from agent_eval.data import Item
 from agent_eval.run.config import RunConfig
 
+NEWS = b"@"
+"""Starts an engine process's line that is news of the shard (control), not a record."""
+
 
 def shard_of(sample_id: str, shards: int) -> int:
     """The engine process that plays every attempt of a sample: a stable hash of its id."""

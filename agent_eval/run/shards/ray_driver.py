@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,8 @@ from agent_eval.errors import AgentEvalError
 from agent_eval.proxy.admin_client import on_host
 from agent_eval.results.files import RunDirectory
 from agent_eval.results.record import AttemptRecord
+from agent_eval.run.control.fleet import Fleet
+from agent_eval.run.control.shard import Order, ShardState
 from agent_eval.run.engine import Engine
 from agent_eval.run.shards.job import shard_of
 from agent_eval.run.shards.ray_shard import EngineShardActor, Key, RayShardJob
@@ -67,15 +70,42 @@ async def play_on_ray(
     job: RayShardJob,
     shards: int,
     run_dir: RunDirectory,
+    fleet: Fleet,
 ) -> None:
-    """Play every attempt of `items()` not in `done` on `shards` actors; records to `run_dir`."""
+    """Play every attempt of `items()` not in `done` on `shards` actors; records to `run_dir`;
+    control reaches each actor through `fleet`."""
     spread = EngineShardActor.options(scheduling_strategy="SPREAD")
     actors = [spread.remote(job) for _ in range(shards)]
     try:
         await _started(actors)
-        await Deliveries(engine, items, done, run_dir, dict(enumerate(actors))).run()
+        deliveries = Deliveries(engine, items, done, run_dir, dict(enumerate(actors)), fleet)
+        limit = engine.config.concurrency
+        for index, actor in enumerate(actors):
+            await fleet.join(RayLink(actor, limit, functools.partial(deliveries.playing, index)))
+        fleet.give = deliveries.requeue
+        await deliveries.run()
     finally:
         await _stopped(actors)
+
+
+class RayLink:
+    """A shard actor as the fleet reaches it: orders by a method call, taken while it plays."""
+
+    def __init__(self, actor: Any, limit: int, playing: Callable[[], bool]) -> None:
+        self._actor, self._playing = actor, playing
+        self._state = ShardState(in_flight=0, limit=limit, paused=False, busy=True)
+
+    @property
+    def state(self) -> ShardState:
+        """As last heard; busy while the driver reads a stream of its records."""
+        return self._state.model_copy(update={"busy": self._playing()})
+
+    async def order(self, order: Order) -> ShardState:
+        try:
+            self._state = await self._actor.order.remote(order)
+        except RayActorError:  # lost or killed: it plays nothing more
+            self._state = self._state.model_copy(update={"in_flight": 0})
+        return self.state
 
 
 class Deliveries:
@@ -89,12 +119,23 @@ class Deliveries:
         done: set[Key],
         run_dir: RunDirectory,
         actors: dict[int, Any],
+        fleet: Fleet,
     ) -> None:
-        self._engine, self._items, self._run_dir = engine, items, run_dir
+        self._engine, self._items, self._run_dir, self._fleet = engine, items, run_dir, fleet
         self._delivered = set(done)
         self._alive = actors
         self._owed: dict[int, set[Key]] = {index: set() for index in actors}
+        self._streams = dict.fromkeys(actors, 0)
         self._group = asyncio.TaskGroup()
+
+    def playing(self, index: int) -> bool:
+        """Whether shard `index` has attempts left to play (a stream still open)."""
+        return self._streams.get(index, 0) > 0
+
+    async def requeue(self, wanted: set[Key]) -> None:
+        """Play the `wanted` attempts (set aside by the driver) again, each on one live shard."""
+        self._delivered -= wanted
+        self._share_out(wanted)
 
     async def run(self) -> None:
         """Give each shard the samples whose id hashes to it; return once every record is in."""
@@ -104,6 +145,8 @@ class Deliveries:
         async with self._group:
             for index, share in enumerate(shares):
                 self._give(index, share, self._unplayed(share))
+            # Open to requeues until every stream has ended: each then has a live group.
+            self._group.create_task(self._fleet.keep_open(self._idle))
         missing = sum(len(owed) for owed in self._owed.values())
         if missing and not self._engine.stopping:
             raise EngineShardError(
@@ -124,7 +167,11 @@ class Deliveries:
         self._owed[index] |= wanted
         others = [key for key in self._attempts(items) if key not in wanted]
         stream = self._alive[index].play.remote(items, others)
+        self._streams[index] += 1
         self._group.create_task(self._collect(index, stream))
+
+    def _idle(self) -> bool:
+        return self._engine.stopping or not any(self._streams.values())
 
     async def _collect(self, index: int, stream: Any) -> None:
         try:
@@ -134,6 +181,9 @@ class Deliveries:
             self._lost(index, exc)
         except RayTaskError as exc:
             raise shard_failure(f"engine shard {index} failed", exc) from None
+        finally:
+            self._streams[index] -= 1
+            self._fleet.changed()
 
     async def _deliver(self, index: int, line: bytes) -> None:
         record = AttemptRecord.from_line(line, f"engine shard {index}'s output")
@@ -169,13 +219,17 @@ class Deliveries:
             "engine shard %d was lost (%s); the %d left play its %d unfinished attempt(s)",
             index, first_line(error), len(self._alive), len(owed),
         )  # fmt: skip
-        ids = {sample_id for sample_id, _ in owed}
+        self._share_out(owed)
+
+    def _share_out(self, wanted: set[Key]) -> None:
+        """The `wanted` attempts to the live shards, by the hash of their samples among them."""
+        ids = {sample_id for sample_id, _ in wanted}
         items = [item for item in self._items() if item.id in ids]
         survivors = sorted(self._alive)
         for position, survivor in enumerate(survivors):
             part = [item for item in items if shard_of(item.id, len(survivors)) == position]
-            wanted = {key for key in owed if shard_of(key[0], len(survivors)) == position}
-            self._give(survivor, part, wanted)
+            mine = {key for key in wanted if shard_of(key[0], len(survivors)) == position}
+            self._give(survivor, part, mine)
 
 
 async def _started(actors: list[Any]) -> None:

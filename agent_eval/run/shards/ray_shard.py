@@ -20,7 +20,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.proxy.admin_client import proxy_root
 from agent_eval.results.record import AttemptRecord
 from agent_eval.run.config import RunConfig
-from agent_eval.run.engine import Engine
+from agent_eval.run.control.shard import Order, ShardSide, ShardState
 from agent_eval.run.shards.playing import shard_engine
 
 REACH_TIMEOUT = 10.0
@@ -57,7 +57,7 @@ class EngineShard:
     def __init__(self, job: RayShardJob) -> None:
         self._job = job
         self._exits = contextlib.AsyncExitStack()
-        self._engine: Engine | None = None
+        self._side: ShardSide | None = None
 
     async def start(self) -> tuple[str, str]:
         """Check the proxy answers from here, then warm the engine; this node's id and IP.
@@ -70,14 +70,15 @@ class EngineShard:
         token = None if job.admin_token is None else job.admin_token.get_secret_value()
         key = job.api_key.get_secret_value()
         engine = shard_engine(job.config, job.base_url, job.model, key, token)
-        self._engine = await self._exits.enter_async_context(engine)
+        # The driver gives each play its items: the shard looks none up itself.
+        self._side = ShardSide(await self._exits.enter_async_context(engine), list)
         return ray.get_runtime_context().get_node_id(), node_ip
 
     async def play(self, items: list[Item], done: list[Key]) -> AsyncIterator[bytes]:
         """Play the attempts of `items` not in `done`, yielding each record line as it ends."""
-        assert self._engine is not None, "the driver awaits start() first"
+        assert self._side is not None, "the driver awaits start() first"
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        playing = asyncio.ensure_future(self._play(self._engine, items, set(done), queue))
+        playing = asyncio.ensure_future(self._play(self._side, items, set(done), queue))
         try:
             while (line := await queue.get()) is not None:
                 yield line
@@ -86,16 +87,22 @@ class EngineShard:
             playing.cancel()
             await asyncio.gather(playing, return_exceptions=True)
 
+    async def order(self, order: Order) -> ShardState:
+        """A control order from the driver, taken while play() streams (an async actor runs
+        its calls side by side); the shard's state after."""
+        assert self._side is not None, "the driver awaits start() first"
+        return await self._side.order(order)
+
     async def stop(self) -> None:
         """Close the client and the scoring processes."""
         await self._exits.aclose()
 
     @staticmethod
     async def _play(
-        engine: Engine, items: list[Item], done: set[Key], queue: asyncio.Queue[bytes | None]
+        side: ShardSide, items: list[Item], done: set[Key], queue: asyncio.Queue[bytes | None]
     ) -> None:
         try:
-            await engine.play(items, done, QueueSink(queue))
+            await side.play(items, done, QueueSink(queue))
         finally:
             queue.put_nowait(None)
 

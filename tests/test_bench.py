@@ -45,7 +45,9 @@ def test_a_bench_writes_its_figures_and_how_they_were_made(tmp_path: Path) -> No
     stored = json.loads(out.read_text())
     assert stored["bench"] == "adaptive"
     assert stored["command"] == f"python -m bench.adaptive --runs 1 --json {out}"
-    assert stored["settings"] == {"seed": 100, "runs": 1, "spread": 2.5, "scenario": None}
+    assert stored["settings"] == {
+        "seed": 100, "runs": 1, "spread": 2.5, "scenario": None, "jobs": 1,
+    }  # fmt: skip
     assert stored["machine"]["cores"] >= 1
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stored["measured_at"])
     scenarios = stored["figures"]["scenarios"]

@@ -23,11 +23,15 @@ def paired(rng: np.random.Generator, p_a: float, p_b: float, agree: float) -> np
     return np.stack([a, b])
 
 
+@pytest.mark.parametrize("horizon", [None, 50, PAIRS], ids=lambda h: f"horizon={h}")
 @pytest.mark.parametrize(("p", "agree"), [(0.5, 0.0), (0.8, 0.9), (0.1, 0.5), (0.6, 0.97)], ids=str)
-def test_no_difference_gives_a_verdict_at_most_alpha_of_the_time(p: float, agree: float) -> None:
-    """Stopping at the first verdict (the most a caller could peek) over 400 pairs."""
+def test_no_difference_gives_a_verdict_at_most_alpha_of_the_time(
+    p: float, agree: float, horizon: int | None
+) -> None:
+    """Stopping at the first verdict (the most a caller could peek) over 400 pairs, whatever
+    horizon the bets are sized for (a horizon of 50 is passed by 350 pairs)."""
     a, b = paired(np.random.default_rng(7), p, p, agree)
-    verdicts, _ = first_verdicts(a, b, ALPHA)
+    verdicts, _ = first_verdicts(a, b, ALPHA, horizon)
     assert np.mean(verdicts != 0) <= ALPHA
 
 
@@ -78,6 +82,21 @@ def test_the_interval_narrows_around_the_observed_difference() -> None:
     assert state.verdict == "better"
     assert state.difference == pytest.approx(0.5, abs=0.01)
     assert 0.3 < state.low < 0.5 < state.high < 0.7
+
+
+def test_bets_sized_for_a_horizon_narrow_the_interval_there() -> None:
+    """At the pair it was sized for, the interval is narrower than the anytime one (over 10
+    comparisons), and both hold the difference."""
+    a, b = paired(np.random.default_rng(5), 0.6, 0.55, 0.5)
+    widths: dict[int | None, float] = {None: 0.0, PAIRS: 0.0}
+    for row in range(10):
+        for horizon in widths:
+            comparison = SequentialComparison(ALPHA, horizon)
+            for pair in range(PAIRS):
+                state = comparison.add(float(a[row, pair]), float(b[row, pair]))
+            assert state.low <= state.difference <= state.high
+            widths[horizon] += state.high - state.low
+    assert widths[PAIRS] < 0.93 * widths[None]
 
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5])

@@ -109,6 +109,22 @@ def test_a_check_rules_a_change_out_only_as_far_ahead_as_the_drift_allows() -> N
     )
 
 
+@pytest.mark.parametrize(("jitter", "reason"), [(0.0, "cleared"), (0.045, "window")])
+def test_a_check_keeps_a_checkpoints_jitter_in_hand(jitter: float, reason: str) -> None:
+    """0.05 above the evaluation (other answers on a twentieth of the items): a change of 0.1
+    ruled out when checkpoints hold to the curve, not when one may stray 0.045 from it."""
+    trigger = BoundedTrigger(BoundedSettings(delta=0.1, max_delay_steps=100, jitter=jitter))
+    evaluated, now = Model(0.6), Model(0.6)
+    evaluated.right = {str(i): i % 20 < 11 for i in range(ITEMS)}
+    now.right = {str(i): i % 20 < 12 for i in range(ITEMS)}
+    step_through(trigger, 0, evaluated)
+    decisions = [step_through(trigger, step, now) for step in range(10, 110, 10)]
+    check = decisions[-1]
+    assert {d.reason for d in decisions[:-1]} == {"none"}
+    assert check.check and check.reason == reason
+    assert check.comparisons["reference"]["high"] + 0.045 >= 0.1
+
+
 def test_the_first_and_the_best_evaluations_are_compared_too() -> None:
     trigger = BoundedTrigger(SETTINGS)
     step_through(trigger, 0, Model(0.5))

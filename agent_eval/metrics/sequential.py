@@ -59,16 +59,19 @@ class Comparison:
 
 
 class SequentialComparison:
-    """Tests mean(a - b) = 0 over paired 0/1 outcomes, valid at whatever pair it stops."""
+    """Tests mean(a - b) = 0 over paired 0/1 outcomes, valid at whatever pair it stops.
 
-    def __init__(self, alpha: float = 0.05) -> None:
+    `horizon`: the most pairs it will take, when known: the bets stop shrinking there, which
+    narrows the interval near the end (still valid at every pair)."""
+
+    def __init__(self, alpha: float = 0.05, horizon: int | None = None) -> None:
         if not 0 < alpha < 1:
             raise ConfigError(f"alpha {alpha} is not between 0 and 1: give e.g. 0.05")
         self.alpha = alpha
         # Bets are on x = (d + 1) / 2 in [0, 1]; the grid's means are in the same units.
         self._means = np.linspace(0.0, 1.0, GRID_POINTS)
         self._zero = GRID_POINTS // 2
-        self._bettor = Bettor(np.zeros(GRID_POINTS), np.zeros(GRID_POINTS))
+        self._bettor = Bettor(np.zeros(GRID_POINTS), np.zeros(GRID_POINTS), horizon=horizon)
 
     def add(self, a: float, b: float) -> Comparison:
         """Take one pair of outcomes (each 0 or 1, or a reward in [0, 1]); where it stands now."""
@@ -97,14 +100,16 @@ class SequentialComparison:
         )
 
 
-def first_verdicts(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def first_verdicts(
+    a: np.ndarray, b: np.ndarray, alpha: float, horizon: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Many comparisons at once (rows of paired outcomes), each stopped at its first verdict.
 
     Returns each row's verdict (+1 better, -1 worse, 0 not known after every pair) and the
     pairs it took. The same bets as SequentialComparison, at "no difference" only."""
     x = (np.asarray(a, float) - np.asarray(b, float) + 1) / 2
     runs, length = x.shape
-    bettor = Bettor(np.zeros(runs), np.zeros(runs), total=np.zeros(runs), squares=np.zeros(runs))
+    bettor = Bettor(np.zeros(runs), np.zeros(runs), np.zeros(runs), np.zeros(runs), horizon)
     verdicts, taken = np.zeros(runs, int), np.full(runs, length)
     for column in x.T:
         bettor.take(column, 0.5, alpha)
@@ -132,9 +137,10 @@ class Bettor:
 
     log_up: Array
     log_down: Array
-    pairs: int = 0
     total: Array = 0.0
     squares: Array = 0.0  # each outcome's squared distance to the running mean it ended
+    horizon: int | None = None
+    pairs: int = 0
 
     def take(self, x: Array, means: Array, alpha: float) -> None:
         """Settle the bets placed before `x` came, then update the running figures."""
@@ -148,7 +154,10 @@ class Bettor:
         self.squares = self.squares + (x - (0.5 + self.total) / (self.pairs + 1)) ** 2
 
     def _bet_size(self, alpha: float) -> Array:
-        """The predictable plug-in bet: larger while the outcomes vary little."""
+        """The predictable plug-in bet: larger while the outcomes vary little. It shrinks as
+        pairs come (the paper's t log(1 + t)) until the horizon, where it is sized for a
+        confidence interval at exactly that many pairs (the paper's fixed-n bet)."""
         t = self.pairs + 1
         variance = (0.25 + self.squares) / t
-        return np.sqrt(2 * math.log(2 / alpha) / (variance * t * math.log1p(t)))
+        spent = t * math.log1p(t) if self.horizon is None else min(t * math.log1p(t), self.horizon)
+        return np.sqrt(2 * math.log(2 / alpha) / (variance * spent))

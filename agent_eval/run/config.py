@@ -281,7 +281,7 @@ class OutputSection(Section):
 
 
 THRESHOLD_ONLY = frozenset({"threshold", "alpha", "max_steps", "max_seconds", "min_gap_steps"})
-BOUNDED_ONLY = frozenset({"delta", "max_delay_steps", "check_size", "error_rate"})
+BOUNDED_ONLY = frozenset({"delta", "max_delay_steps", "check_size", "error_rate", "jitter"})
 
 
 class WatchSection(Section):
@@ -306,6 +306,13 @@ class WatchSection(Section):
     )
     error_rate: float = Field(
         0.05, gt=0, lt=1, description="bounded: each comparison's chance of a wrong verdict."
+    )
+    jitter: float = Field(
+        0.01,
+        ge=0,
+        lt=1,
+        description="bounded: how far one checkpoint's accuracy strays from the learning "
+        "curve's trend (standard deviation); a check keeps this much in hand.",
     )
     threshold: float | None = Field(
         None, gt=0, description="threshold: probe change that fires (default: 3 SE)."

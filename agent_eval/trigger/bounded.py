@@ -44,13 +44,16 @@ STATE_VERSION = 1
 class BoundedSettings:
     """`delta`: the smallest change worth a full evaluation; `max_delay_steps`: the longest a
     change may wait (the fixed interval this replaces); `probe_size`/`check_size`: the samples
-    a probe and a check play at most; `alpha`: the error allowed each comparison."""
+    a probe and a check play at most; `alpha`: the error allowed each comparison; `jitter`:
+    how far one checkpoint's accuracy strays from the learning curve's trend (a standard
+    deviation), which a check keeps in hand when it rules a change out ahead."""
 
     delta: float = 0.1
     max_delay_steps: int = 100
     alpha: float = 0.05
     probe_size: int = 50
     check_size: int = 1000
+    jitter: float = 0.01
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -60,6 +63,11 @@ class BoundedSettings:
             raise ConfigError(f"max_delay_steps {self.max_delay_steps} must be at least 1")
         if not 0 < self.alpha < 1:
             raise ConfigError(f"alpha {self.alpha} is not between 0 and 1: give e.g. 0.05")
+        if not 0 <= self.jitter < self.delta:
+            raise ConfigError(
+                f"jitter {self.jitter} must be at least 0 and less than delta {self.delta}: give "
+                "e.g. 0.01"
+            )
         if not 1 <= self.probe_size <= self.check_size:
             raise ConfigError(
                 f"probe_size {self.probe_size} must be at least 1 and at most check_size "
@@ -218,14 +226,16 @@ class BoundedTrigger:
         return "none" if probe.comparisons["reference"].verdict == "not yet known" else "change"
 
     def _drift(self, step: int, gap: int) -> list[tuple[int, float, float]]:
-        """The checkpoints a check at `step` covers, and how far the forecast says the curve moves
-        from here by each, as a range (nothing while there is no forecast)."""
+        """The checkpoints a check at `step` covers, and how far the curve may move from here by
+        each: the forecast's drift, give or take a checkpoint's jitter about it (the jitter
+        alone while there is no forecast)."""
         steps = list(range(step, step + self.settings.max_delay_steps + 1, gap))
         ahead = self.forecast(steps)
         if ahead is None:
-            return [(s, 0.0, 0.0) for s in steps[1:]]
-        here = ahead.mean[0]
-        return [(s, m - here, m - here) for s, m in zip(steps[1:], ahead.mean[1:], strict=True)]
+            return [(s, -self.settings.jitter, self.settings.jitter) for s in steps[1:]]
+        here, jitter = ahead.mean[0], self.settings.jitter
+        moves = [m - here for m in ahead.mean[1:]]
+        return [(s, m - jitter, m + jitter) for s, m in zip(steps[1:], moves, strict=True)]
 
     def _foreseen(self, now: int) -> int | None:
         """The first step within max_delay_steps where the forecast's band reaches a change of

@@ -82,7 +82,9 @@ def forecast(points: Sequence[Point], steps: Sequence[int], settle: float = 0.05
 def _choose(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Fit:
     """The curve with the lowest BIC (the weighted residuals' scale estimated per curve)."""
     fits = [_fits(curve, x, y[:, None], w)[0] for curve in CURVES]
-    fits = [f for f in fits if f.size < len(x)]
+    # Two points more than parameters at least: a curve through all but one point fits them
+    # almost exactly, and its tiny residuals would win the BIC and shrink the band to nothing.
+    fits = [f for f in fits if f.size < len(x) - 1]
     return min(fits, key=lambda f: len(x) * math.log(max(f.sse, 1e-12) / len(x))
                + f.size * math.log(len(x)))  # fmt: skip
 

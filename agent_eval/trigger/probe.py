@@ -21,15 +21,15 @@ class Probe:
         drift: Sequence[tuple[int, float, float]] = (),
     ) -> None:
         """`delta`: the smallest change worth a full evaluation; `alpha`: each test's error;
-        `drift`: for a check, the steps ahead it covers and the forecast band's move by each
-        (its lower and upper edge against the forecast here)."""
+        `drift`: for a check, the steps ahead it covers and how far the curve may move by each
+        (down and up, against here)."""
         self.step = step
         self.order = order
         self.check = check
         self._delta = delta
         self._baselines = baselines
         self._drift = drift
-        self._tests = {name: SequentialComparison(alpha) for name in baselines}
+        self._tests = {name: SequentialComparison(alpha, len(order)) for name in baselines}
         self.comparisons: dict[str, Comparison] = {n: t.state() for n, t in self._tests.items()}
         """This checkpoint against the last full evaluation ("reference"), and against the first
         ("baseline") and the best ones where they are others."""

@@ -172,6 +172,7 @@ def _trigger(settings: WatchSection) -> AdaptiveTrigger | BoundedTrigger:
                 alpha=settings.error_rate,
                 probe_size=min(settings.probe_size, settings.check_size),
                 check_size=settings.check_size,
+                jitter=settings.jitter,
             )
         )
     # Without a threshold, use the probe's noise at p = 0.5, the largest it can be.

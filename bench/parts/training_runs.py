@@ -5,6 +5,10 @@ Each item has a difficulty (a logit); a checkpoint of true accuracy p answers it
 with probability sigmoid(theta - b_i), theta chosen so the items average p. Two checkpoints
 thus agree on the easy and the hard items and differ on the middle ones, as real ones do, and
 every attempt is a fresh draw.
+
+A checkpoint's true accuracy is the scenario's trend plus jitter of its own, drawn afresh at
+every checkpoint (WOBBLE, and the noisy scenario's swings): real for that checkpoint, gone at
+the next, so a schedule is judged on the trend's moves (bench/adaptive.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ ITEMS = 1319  # the full evaluation's items (GSM8K's test set)
 # agree on 75% of the items and a quarter of the items are near-certain either way.
 SPREAD = 2.5
 WOBBLE = 0.01  # standard deviation of the true accuracy between neighbouring checkpoints
+SWINGS = 0.03  # the noisy scenario's, on top
 
 Curve = Callable[[int], float]  # true accuracy at a training step
 
@@ -46,14 +51,8 @@ def late_collapse(rng: random.Random) -> Curve:
 
 
 def noisy(rng: random.Random) -> Curve:
-    """A slow rise from 0.4 to 0.55 with large swings between checkpoints (sd 0.03)."""
-    swings: dict[int, float] = {}
-
-    def curve(step: int) -> float:
-        swing = swings.setdefault(step, rng.gauss(0, 0.03))
-        return 0.4 + 0.15 * step / STEPS + swing
-
-    return curve
+    """A slow rise from 0.4 to 0.55, with large swings between checkpoints (SWINGS)."""
+    return lambda step: 0.4 + 0.15 * step / STEPS
 
 
 def step_change(rng: random.Random) -> Curve:
@@ -62,7 +61,8 @@ def step_change(rng: random.Random) -> Curve:
     return lambda step: 0.5 if step < at else 0.65
 
 
-SCENARIOS: dict[str, Callable[[random.Random], Curve]] = {
+Scenario = Callable[[random.Random], Curve]  # a run's trend, drawn from its seed
+SCENARIOS: dict[str, Scenario] = {
     "steady climb": steady_climb,
     "early plateau": early_plateau,
     "late collapse": late_collapse,
@@ -77,6 +77,7 @@ class TrainingRun:
 
     steps: list[int]
     true: list[float]
+    trend: list[float]  # the true accuracy less each checkpoint's jitter
     thetas: list[float]
     difficulty: np.ndarray
     rng: np.random.Generator
@@ -89,18 +90,22 @@ class TrainingRun:
         return (self.rng.random(len(items)) < chance).astype(float)
 
 
-def simulate(
-    scenario: Callable[[random.Random], Curve], seed: str, spread: float = SPREAD
-) -> TrainingRun:
+def simulate(scenario: Scenario, seed: str, spread: float = SPREAD) -> TrainingRun:
     """A run of `scenario` whose every draw follows from `seed`; items of `spread` logits."""
     rng = random.Random(seed)
     curve = scenario(rng)
+    jitter = math.hypot(WOBBLE, SWINGS if scenario is noisy else 0.0)
     steps = list(range(0, STEPS + 1, EVERY))
-    true = [min(max(curve(s) + rng.gauss(0, WOBBLE), 0.02), 0.98) for s in steps]
+    trend = [_clip(curve(s)) for s in steps]
+    true = [_clip(t + rng.gauss(0, jitter)) for t in trend]
     numbers = np.random.default_rng(rng.getrandbits(64))
     difficulty = numbers.normal(0, spread, ITEMS)
     thetas = [_theta(difficulty, p) for p in true]
-    return TrainingRun(steps, true, thetas, difficulty, numbers)
+    return TrainingRun(steps, true, trend, thetas, difficulty, numbers)
+
+
+def _clip(accuracy: float) -> float:
+    return min(max(accuracy, 0.02), 0.98)
 
 
 def _theta(difficulty: np.ndarray, accuracy: float) -> float:

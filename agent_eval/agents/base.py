@@ -9,9 +9,8 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from openai import AsyncOpenAI
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
 
@@ -20,6 +19,11 @@ from agent_eval.agents.trajectory import Trajectory
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.settings import Section
+
+# For RunContext's hint alone: the client's import is half a second, which a command that
+# plays no attempt (report, ctl, --help) should not pay.
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 AGENTS: Registry[Callable[..., Any]] = Registry(
     "agent",

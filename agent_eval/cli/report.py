@@ -32,11 +32,11 @@ from agent_eval.report.tuning import Tuned, load_tune, tune_table
 from agent_eval.report.tuning_page import tune_page
 from agent_eval.report.watching import (
     Checkpointed,
-    is_watch_directory,
     load_watch,
     watch_page,
     watch_table,
 )
+from agent_eval.results.files import is_watch_directory
 from agent_eval.tune.study_files import is_tune_directory
 
 REPORT, COMPARISON = "report.html", "compare.html"

@@ -118,6 +118,12 @@ def workers_up(
     guarded(ctx, run_until_signalled, main)
 
 
+workers = typer.Typer(
+    name="workers", help="Launch inference workers without a proxy.", no_args_is_help=True
+)
+workers.command("up")(workers_up)
+
+
 def _run_dir(path: Path | None) -> Path:
     return path or Path("runs") / time.strftime("workers-%Y%m%d-%H%M%S")
 

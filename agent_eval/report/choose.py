@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_eval.errors import ConfigError
-from agent_eval.report.watching import is_watch_directory
-from agent_eval.results.files import DECISIONS, SAMPLES
+from agent_eval.results.files import DECISIONS, SAMPLES, is_watch_directory
 from agent_eval.tune.study_files import STUDY_FILE, is_tune_directory
 
 RUNS = Path("runs")

@@ -58,11 +58,6 @@ class Checkpointed:
         return self.compared if self.compared is not None else _number(self.change)
 
 
-def is_watch_directory(path: Path) -> bool:
-    """Whether `path` is the output of `agent-eval watch`."""
-    return (path / DECISIONS).is_file()
-
-
 def load_watch(path: Path) -> list[Checkpointed]:
     """The checkpoints of a watch directory, by step; a corrupt line is named.
 

@@ -31,6 +31,11 @@ WORKERS = "workers.json"
 """The proxy's last GET /workers view, saved by the run before it stops the proxy."""
 
 
+def is_watch_directory(path: Path) -> bool:
+    """Whether `path` is the output of `agent-eval watch`."""
+    return (path / DECISIONS).is_file()
+
+
 class RunDirectory:
     """One run's files; each append is flushed, so a crash loses only the attempts in flight.
 

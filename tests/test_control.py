@@ -3,6 +3,7 @@ resume, concurrency, cancel then resume, requeue --errors, and the refusals."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 

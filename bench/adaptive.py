@@ -198,11 +198,7 @@ def score(run: TrainingRun, schedule: Schedule, played: int) -> Outcome:
     each checkpoint's own accuracy (jitter and all), false alarms."""
     changes = _changes(run.steps, run.trend, schedule.evals)
     jittered = _changes(run.steps, run.true, schedule.evals)
-    false_alarms = sum(
-        abs(run.true[i] - run.true[_previous(schedule.evals, run.steps, i)]) < DELTA / 2
-        for i, step in enumerate(run.steps)
-        if step in schedule.on_change
-    )
+    false_alarms = sum(jittered.moved[step] < DELTA / 2 for step in schedule.on_change)
     return Outcome(
         len(schedule.evals), played, changes.delays, jittered.delays, false_alarms,
         changes.missed, changes.excursions, schedule.verdicts, schedule.wrong_verdicts,
@@ -217,6 +213,7 @@ class Changes:
     delays: list[int]
     missed: int
     excursions: int  # moves of DELTA that were over before an evaluation
+    moved: dict[int, float]  # at each full evaluation: the move since the last (inf at the first)
 
 
 def _changes(steps: Sequence[int], levels: Sequence[float], evals: dict[int, float]) -> Changes:
@@ -226,6 +223,7 @@ def _changes(steps: Sequence[int], levels: Sequence[float], evals: dict[int, flo
     started: int | None = None  # step the pending real change started at
     delays: list[int] = []
     excursions = 0
+    moves: dict[int, float] = {}
     for step, level in zip(steps, levels, strict=True):
         moved = float("inf") if reference is None else abs(level - reference)
         if started is None and reference is not None and moved >= DELTA:
@@ -234,6 +232,7 @@ def _changes(steps: Sequence[int], levels: Sequence[float], evals: dict[int, flo
             excursions, started = excursions + 1, None  # over before anyone looked
         if step not in evals:
             continue
+        moves[step] = moved
         if started is not None:
             delays.append(step - started)
             started = None
@@ -242,12 +241,7 @@ def _changes(steps: Sequence[int], levels: Sequence[float], evals: dict[int, flo
     if started is not None:  # still waiting at the end: its wait so far, missed once overdue
         delays.append(steps[-1] - started)
         missed = int(delays[-1] >= INTERVAL)
-    return Changes(delays, missed, excursions)
-
-
-def _previous(evals: dict[int, float], steps: Sequence[int], index: int) -> int:
-    """The index of the full evaluation before the one at `index`."""
-    return max(i for i in range(index) if steps[i] in evals)
+    return Changes(delays, missed, excursions, moves)
 
 
 @dataclass(frozen=True)

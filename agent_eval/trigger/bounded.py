@@ -231,10 +231,9 @@ class BoundedTrigger:
         alone while there is no forecast)."""
         steps = list(range(step, step + self.settings.max_delay_steps + 1, gap))
         ahead = self.forecast(steps)
-        if ahead is None:
-            return [(s, -self.settings.jitter, self.settings.jitter) for s in steps[1:]]
-        here, jitter = ahead.mean[0], self.settings.jitter
-        moves = [m - here for m in ahead.mean[1:]]
+        means = [0.0] * len(steps) if ahead is None else ahead.mean
+        jitter = self.settings.jitter
+        moves = [m - means[0] for m in means[1:]]
         return [(s, m - jitter, m + jitter) for s, m in zip(steps[1:], moves, strict=True)]
 
     def _foreseen(self, now: int) -> int | None:

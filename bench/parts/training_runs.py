@@ -27,7 +27,6 @@ ITEMS = 1319  # the full evaluation's items (GSM8K's test set)
 # agree on 75% of the items and a quarter of the items are near-certain either way.
 SPREAD = 2.5
 WOBBLE = 0.01  # standard deviation of the true accuracy between neighbouring checkpoints
-SWINGS = 0.03  # the noisy scenario's, on top
 
 Curve = Callable[[int], float]  # true accuracy at a training step
 
@@ -69,6 +68,7 @@ SCENARIOS: dict[str, Scenario] = {
     "noisy": noisy,
     "step change": step_change,
 }
+SWINGS: dict[Scenario, float] = {noisy: 0.03}  # jitter of the scenario's own, beyond WOBBLE
 
 
 @dataclass
@@ -94,7 +94,7 @@ def simulate(scenario: Scenario, seed: str, spread: float = SPREAD) -> TrainingR
     """A run of `scenario` whose every draw follows from `seed`; items of `spread` logits."""
     rng = random.Random(seed)
     curve = scenario(rng)
-    jitter = math.hypot(WOBBLE, SWINGS if scenario is noisy else 0.0)
+    jitter = math.hypot(WOBBLE, SWINGS.get(scenario, 0.0))
     steps = list(range(0, STEPS + 1, EVERY))
     trend = [_clip(curve(s)) for s in steps]
     true = [_clip(t + rng.gauss(0, jitter)) for t in trend]

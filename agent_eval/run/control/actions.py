@@ -67,6 +67,8 @@ class RunControl:
             message = "status"
         elif action == "requeue":
             message = await self._requeue()
+        elif self.engine.stopping:
+            raise ControlError("the run is stopping: no attempt starts any more")
         elif self.fleet is not None:
             message = await self._forward(request, self.fleet)
         else:
@@ -86,38 +88,31 @@ class RunControl:
 
     def _gate(self, request: Request) -> str:
         engine, gate = self.engine, self.engine.gate
-        if engine.stopping:
-            raise ControlError("the run is stopping: no attempt starts any more")
         if request.action == "pause":
             gate.pause()
-            return f"paused: no attempt starts; {gate.state.in_flight} in flight finish"
+            return _paused(gate.state.in_flight)
         if request.action == "resume":
             gate.resume()
             return _TOLD["resume"]
         if request.action == "cancel":
             engine.cancel()
             return _TOLD["cancel"]
-        if request.limit is None:
-            raise ControlError("concurrency needs a new limit: a whole number of 1 or more")
-        gate.resize(request.limit)
-        return f"at most {request.limit} attempts at once"
+        limit = _new_limit(request)
+        gate.resize(limit)
+        return f"at most {limit} attempts at once"
 
     async def _forward(self, request: Request, fleet: Fleet) -> str:
         """`request` carried out on every shard of the fleet."""
-        if self.engine.stopping:
-            raise ControlError("the run is stopping: no attempt starts any more")
         action = request.action
         if action == "concurrency":
-            if request.limit is None:
-                raise ControlError("concurrency needs a new limit: a whole number of 1 or more")
-            await fleet.resize(request.limit)
-            return f"at most {request.limit} attempts at once, shared among the engine shards"
+            limit = _new_limit(request)
+            await fleet.resize(limit)
+            return f"at most {limit} attempts at once, shared among the engine shards"
         if action == "cancel":
             self.engine.cancel()  # this process's own count stops; the summary says incomplete
         states = await fleet.order(action)
         if action == "pause":
-            in_flight = sum(state.in_flight for state in states)
-            return f"paused: no attempt starts; {in_flight} in flight finish"
+            return _paused(sum(state.in_flight for state in states))
         return _TOLD[action]
 
     async def _requeue(self) -> str:
@@ -163,6 +158,16 @@ class RunControl:
         """Redraw the live view: a pause shows before the next attempt ends."""
         if self.engine.on_progress is not None:
             self.engine.on_progress(self.engine.progress)
+
+
+def _paused(in_flight: int) -> str:
+    return f"paused: no attempt starts; {in_flight} in flight finish"
+
+
+def _new_limit(request: Request) -> int:
+    if request.limit is None:
+        raise ControlError("concurrency needs a new limit: a whole number of 1 or more")
+    return request.limit
 
 
 @contextlib.asynccontextmanager

@@ -19,12 +19,10 @@ from agent_eval.proxy.server.auth import load_admin_token
 from agent_eval.results.record import AttemptRecord
 from agent_eval.run.control.shard import News, Order, ShardSide, ShardState
 from agent_eval.run.parts import dataset_items
-from agent_eval.run.shards.job import NEWS, ShardJob, share
+from agent_eval.run.shards.job import MAX_LINE, NEWS, ShardJob, share
 from agent_eval.run.shards.playing import shard_engine
 from agent_eval.system.credentials import NO_KEY, environment_keys
 from agent_eval.system.lifecycle import run_child_main
-
-MAX_LINE = 1 << 30
 
 
 class LineSink:

@@ -12,6 +12,9 @@ from agent_eval.run.config import RunConfig
 
 NEWS = b"@"
 """Starts an engine process's line that is news of the shard (control), not a record."""
+MAX_LINE = 1 << 30
+"""The longest line either end of the pipes reads: a record, the job, an order (a requeue's
+attempts); a trajectory is far shorter."""
 
 
 def shard_of(sample_id: str, shards: int) -> int:

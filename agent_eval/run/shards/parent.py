@@ -16,14 +16,12 @@ from agent_eval.results.record import AttemptRecord
 from agent_eval.run.control.fleet import Fleet, LocalLink, Requeue
 from agent_eval.run.control.shard import News, Order, Pair, ShardSide, ShardState
 from agent_eval.run.engine import Engine
-from agent_eval.run.shards.job import NEWS, ShardJob, shard_of
+from agent_eval.run.shards.job import MAX_LINE, NEWS, ShardJob, shard_of
 from agent_eval.system.children import dying_with_parent, stop_groups
 from agent_eval.system.credentials import child_environment
 from agent_eval.system.diagnostics import log_tail, open_to_append
 
 STOP_GRACE = 10.0
-# The longest record line read from an engine process; a trajectory is far shorter.
-MAX_LINE = 1 << 30
 
 
 class EngineProcessError(AgentEvalError):

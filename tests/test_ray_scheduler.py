@@ -45,7 +45,7 @@ from agent_eval.schedulers.ray_cluster import (
 )
 from agent_eval.testing.mock_backend import MockBackend
 from agent_eval.testing.ports import free_port
-from tests.helpers.processes import alive, answers
+from tests.helpers.processes import alive, answers, described
 from tests.helpers.waits import eventually
 
 MOCKS = Allocation("mock", dp=2)
@@ -263,7 +263,7 @@ async def test_a_dead_actor_fails_the_wait_and_takes_its_server(
         os.kill(parent_of(pid), signal.SIGKILL)  # the actor's process
         with pytest.raises(WorkerFailedError, match="lost its Ray actor"):
             await scheduler.wait_ready(timeout=60)
-        await eventually(lambda: not alive(pid), timeout=10)
+        await eventually(lambda: not alive(pid), timeout=10, why=lambda: described(pid))
     assert live_groups() == []
 
 

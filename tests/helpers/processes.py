@@ -19,6 +19,17 @@ def alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def described(pid: int) -> str:
+    """A process's state, parent and command, for a failure message (the parent killed, the
+    child still running: which signal did it miss?)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return f"process {pid} has gone"
+    return f"process {pid} still runs: state {fields[0]}, parent {fields[1]}, {command}"
+
+
 async def answers(url: str, path: str = "/health") -> bool:
     """Whether a server answers 200 on `path`; False when nothing listens."""
     try:

@@ -17,6 +17,7 @@ from agent_eval.testing import mock_worker
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.replies import Reply, ToolCall
 from agent_eval.testing.worker_state import LOG_SIZE
+from tests.helpers.waits import eventually
 
 USER = [{"role": "user", "content": "what is two plus two"}]
 DEFAULT = "mock reply from w-test: what is two plus two"
@@ -308,6 +309,7 @@ async def test_a_worker_of_fixed_capacity_queues_then_answers_429_and_says_so_at
         for _ in range(3)
     ]
     await worker.gate.wait_for_arrivals(2)  # two served, the third waits its turn
+    await eventually(lambda: worker.state.queue.waiting == 1)
     async with http.get(f"{worker.url}/get_load") as response:
         load = await response.json()
     assert load == [{"dp_rank": 0, "num_reqs": 2, "num_waiting_reqs": 1, "num_tokens": 0}]

@@ -6,6 +6,8 @@ Text that is not ours (errors, paths, URLs, config values, model names) is print
 
 from __future__ import annotations
 
+import select
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -49,6 +51,23 @@ def guarded(ctx: typer.Context, function: Callable[..., T], *args: Any) -> T:
         fail(message)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except BrokenPipeError as exc:
+        # Click ends a command quietly, exit 1, on a broken pipe: right when our own output's
+        # reader has gone (`agent-eval ... | head`), a silent failure for any other pipe.
+        if ctx.obj or _output_gone():
+            raise
+        raise RuntimeError(f"a pipe between agent-eval's own processes broke: {exc}") from exc
+
+
+def _output_gone() -> bool:
+    """Whether the reader of this process's stdout has gone (a pipe that reports an error)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a capturing stream
+        return False
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
 def fail(message: str, code: int = AgentEvalError.exit_code) -> NoReturn:

@@ -3,11 +3,17 @@ differences found; the batch form decides as the one-at-a-time form does."""
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pytest
 
 from agent_eval.errors import ConfigError
-from agent_eval.metrics.sequential import SequentialComparison, first_verdicts
+from agent_eval.metrics.sequential import (
+    FINAL_LOOK_PAIRS,
+    SequentialComparison,
+    first_verdicts,
+)
 
 ALPHA = 0.05
 RUNS = 1_000
@@ -57,11 +63,20 @@ def test_a_real_difference_is_found_and_signed(p_a: float, p_b: float, sign: int
     assert np.median(taken[verdicts == sign]) < PAIRS / 2
 
 
-def test_one_at_a_time_matches_the_batch_and_holds_the_difference() -> None:
-    a, b = paired(np.random.default_rng(11), 0.75, 0.55, 0.3)
-    verdicts, taken = first_verdicts(a[:20], b[:20], ALPHA)
+@pytest.mark.parametrize(
+    ("p_b", "horizon"), [(0.55, None), (0.68, PAIRS)], ids=["open-ended", "final look"]
+)
+def test_one_at_a_time_matches_the_batch_and_holds_the_difference(
+    p_b: float, horizon: int | None
+) -> None:
+    """Including the verdicts the final look at the horizon gives (a difference of 0.07 is
+    often found only there)."""
+    a, b = paired(np.random.default_rng(11), 0.75, p_b, 0.3)
+    verdicts, taken = first_verdicts(a[:20], b[:20], ALPHA, horizon)
+    if horizon is not None:
+        assert np.sum((verdicts != 0) & (taken == horizon)) >= 3
     for row in range(20):
-        comparison = SequentialComparison(ALPHA)
+        comparison = SequentialComparison(ALPHA, horizon)
         for pair in range(PAIRS):
             state = comparison.add(float(a[row, pair]), float(b[row, pair]))
             if state.verdict != "not yet known":
@@ -70,7 +85,7 @@ def test_one_at_a_time_matches_the_batch_and_holds_the_difference() -> None:
         assert (state.verdict, state.pairs) == (expected, int(taken[row]))
         assert state.low <= state.difference <= state.high
         if state.verdict == "better":
-            assert state.low > 0 and state.evidence >= 1 / ALPHA
+            assert state.low > 0 and (state.evidence >= 1 / ALPHA or state.final)
 
 
 def test_the_interval_narrows_around_the_observed_difference() -> None:
@@ -97,6 +112,38 @@ def test_bets_sized_for_a_horizon_narrow_the_interval_there() -> None:
             assert state.low <= state.difference <= state.high
             widths[horizon] += state.high - state.low
     assert widths[PAIRS] < 0.93 * widths[None]
+
+
+def test_at_its_horizon_the_interval_is_the_fixed_sample_one() -> None:
+    """At the last pair, half the error buys a normal interval about the mean difference;
+    one pair before, the sequence's interval (with the other half) is wider."""
+    a, b = paired(np.random.default_rng(13), 0.6, 0.55, 0.5)
+    d = a[0].astype(float) - b[0]
+    comparison = SequentialComparison(ALPHA, PAIRS)
+    states = [comparison.add(float(x), float(y)) for x, y in zip(a[0], b[0], strict=True)]
+    before, last = states[-2], states[-1]
+    x = (d + 1) / 2
+    variance = (0.25 + np.sum((x - x.mean()) ** 2)) / PAIRS
+    half = 2 * NormalDist().inv_cdf(1 - ALPHA / 4) * np.sqrt(variance / PAIRS)
+    assert last.final and not before.final
+    assert (last.low, last.high) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert last.high - last.low < 0.85 * (before.high - before.low)
+
+
+def test_a_short_horizon_takes_no_final_look() -> None:
+    """Under FINAL_LOOK_PAIRS pairs a normal interval is not trusted: the last pair's interval
+    is the sequence's, wider than the fixed-sample one would be."""
+    a, b = paired(np.random.default_rng(17), 0.6, 0.55, 0.5)
+    short = FINAL_LOOK_PAIRS - 1
+    comparison = SequentialComparison(ALPHA, short)
+    for x, y in zip(a[0, :short], b[0, :short], strict=True):
+        last = comparison.add(float(x), float(y))
+    d = a[0, :short].astype(float) - b[0, :short]
+    half = (
+        2 * NormalDist().inv_cdf(1 - ALPHA / 4) * np.sqrt((0.25 + np.var(d / 2) * short) / short**2)
+    )
+    assert not last.final
+    assert last.high - last.low > 1.1 * 2 * half
 
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,17 @@ async def test_a_bounded_watch_gives_verdicts_and_its_forecast(
     assert (first["forecast"], second["forecast"]) == (None, None)
     assert last["forecast"] == entries[-1]["forecast"]
     assert last["forecast"]["steps"] == [400 + 10 * k for k in range(1, 11)]
+
+
+async def test_a_verdict_of_the_final_look_says_so(
+    client: TestClient[Any, Any], root: Path
+) -> None:
+    """A check that played to its horizon decided on the fixed-sample look: its cell names it."""
+    bounded_steps(root / "bounded")
+    path = root / "bounded" / "decisions.jsonl"
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    entries[1]["comparisons"]["reference"]["final"] = True
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    body = await get_json(client, "/api/runs/runs/bounded/watch")
+    against = [checkpoint["against"] for checkpoint in body["checkpoints"][1:3]]
+    assert against[0].endswith(" pairs, final look") and against[1].endswith(" pairs")

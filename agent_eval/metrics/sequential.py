@@ -7,7 +7,10 @@ candidate mean difference m on a grid, the wealth of a bettor who wins when the 
 confidence sequence: it holds at every step at once, so the comparison may stop whenever it
 likes (as soon as the answer is clear, or when the samples run out) and the chance of a wrong
 "better" or "worse" stays at most alpha. The grid holds 0, so "better" means the wealth
-against "no difference" reached 1/alpha on the side of a positive difference.
+against "no difference" reached 1/alpha on the side of a positive difference. A comparison
+that knows its last pair (a horizon of FINAL_LOOK_PAIRS or more) gives the sequence half of
+alpha and the other half to one fixed-sample look there (a group-sequential design's last
+look): a wrong verdict needs one of the two to err, so it stays at most alpha.
 
 Hand-written rather than the `confseq` package: that one builds C++ and pulls matplotlib,
 pandas and pytest in at run time; the procedure is forty lines of numpy.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -28,6 +32,8 @@ Verdict = Literal["better", "worse", "not yet known"]
 GRID_POINTS = 401  # mean differences from -1 to 1 in steps of 0.005; 0 is one of them
 MAX_BET = 0.5  # the c of the paper: no bet risks more than half the wealth
 HEDGE = 0.5  # the weight of the bet on "higher" against the bet on "lower"
+# The fewest pairs a fixed-sample look is taken at: its normal interval is a large-sample one.
+FINAL_LOOK_PAIRS = 200
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,9 @@ class Comparison:
     """Where a sequential comparison stands: the verdict and the evidence behind it.
 
     `low`/`high`: the confidence sequence for the mean difference a - b at 1 - alpha;
-    `evidence`: the wealth against "no difference" (an e-value; 1/alpha decides)."""
+    `evidence`: the wealth against "no difference" (an e-value; 1/alpha decides); `final`:
+    the fixed-sample look at the horizon was taken (interval and verdict are its, where
+    narrower)."""
 
     verdict: Verdict
     pairs: int
@@ -44,6 +52,7 @@ class Comparison:
     high: float
     evidence: float
     alpha: float
+    final: bool = False
 
     def to_dict(self) -> dict[str, float | int | str]:
         """The comparison as JSON-able data."""
@@ -55,19 +64,23 @@ class Comparison:
             "high": self.high,
             "evidence": self.evidence,
             "alpha": self.alpha,
+            "final": self.final,
         }
 
 
 class SequentialComparison:
     """Tests mean(a - b) = 0 over paired 0/1 outcomes, valid at whatever pair it stops.
 
-    `horizon`: the most pairs it will take, when known: the bets stop shrinking there, which
-    narrows the interval near the end (still valid at every pair)."""
+    `horizon`: the most pairs it will take, when known. The bets stop shrinking there, and
+    alpha is split: half for the confidence sequence at every pair, half for one fixed-sample
+    look at the horizon (a normal interval, narrower than any sequence's there)."""
 
     def __init__(self, alpha: float = 0.05, horizon: int | None = None) -> None:
         if not 0 < alpha < 1:
             raise ConfigError(f"alpha {alpha} is not between 0 and 1: give e.g. 0.05")
         self.alpha = alpha
+        self._horizon = horizon
+        self._sequence_alpha = _sequence_alpha(alpha, horizon)
         # Bets are on x = (d + 1) / 2 in [0, 1]; the grid's means are in the same units.
         self._means = np.linspace(0.0, 1.0, GRID_POINTS)
         self._zero = GRID_POINTS // 2
@@ -77,18 +90,23 @@ class SequentialComparison:
         """Take one pair of outcomes (each 0 or 1, or a reward in [0, 1]); where it stands now."""
         if not (0 <= a <= 1 and 0 <= b <= 1):
             raise ConfigError(f"outcomes ({a}, {b}) are not in [0, 1]")
-        self._bettor.take((a - b + 1) / 2, self._means, self.alpha)
+        self._bettor.take((a - b + 1) / 2, self._means, self._sequence_alpha)
         return self.state()
 
     def state(self) -> Comparison:
         """The verdict and evidence after the pairs taken so far."""
-        bettor = self._bettor
+        bettor, alpha = self._bettor, self._sequence_alpha
         wealth = np.maximum(HEDGE * np.exp(bettor.log_up), (1 - HEDGE) * np.exp(bettor.log_down))
         mean = bettor.total / bettor.pairs if bettor.pairs else 0.5
-        kept = self._means[wealth < 1 / self.alpha]
+        kept = self._means[wealth < 1 / alpha]
         # The grid is coarse: where it keeps no mean, the interval narrows to the estimate.
         low, high = (kept[0], kept[-1]) if kept.size else (mean, mean)
-        verdict = _verdict(bettor.log_up[self._zero], bettor.log_down[self._zero], self.alpha)
+        verdict = _verdict(bettor.log_up[self._zero], bettor.log_down[self._zero], alpha)
+        final = bettor.pairs == self._horizon and alpha < self.alpha
+        if final:
+            half = final_half_width(bettor, self.alpha - alpha)
+            low, high = max(low, mean - half), min(high, mean + half)
+            verdict = "better" if low > 0.5 else "worse" if high < 0.5 else verdict
         return Comparison(
             verdict=verdict,
             pairs=bettor.pairs,
@@ -97,6 +115,7 @@ class SequentialComparison:
             high=2 * float(high) - 1,
             evidence=float(wealth[self._zero]),
             alpha=self.alpha,
+            final=final,
         )
 
 
@@ -109,15 +128,35 @@ def first_verdicts(
     pairs it took. The same bets as SequentialComparison, at "no difference" only."""
     x = (np.asarray(a, float) - np.asarray(b, float) + 1) / 2
     runs, length = x.shape
-    bettor = Bettor(np.zeros(runs), np.zeros(runs), np.zeros(runs), np.zeros(runs), horizon)
+    zeros = np.zeros(runs)
+    bettor = Bettor(zeros, zeros, zeros, zeros, zeros, horizon)
+    sequence_alpha = _sequence_alpha(alpha, horizon)
     verdicts, taken = np.zeros(runs, int), np.full(runs, length)
     for column in x.T:
-        bettor.take(column, 0.5, alpha)
-        now = np.where(HEDGE * np.exp(bettor.log_up) >= 1 / alpha, 1, 0)
-        now = np.where((1 - HEDGE) * np.exp(bettor.log_down) >= 1 / alpha, -1, now)
+        bettor.take(column, 0.5, sequence_alpha)
+        now = np.where(HEDGE * np.exp(bettor.log_up) >= 1 / sequence_alpha, 1, 0)
+        now = np.where((1 - HEDGE) * np.exp(bettor.log_down) >= 1 / sequence_alpha, -1, now)
+        if bettor.pairs == horizon and sequence_alpha < alpha:
+            half, mean = final_half_width(bettor, alpha - sequence_alpha), bettor.total / horizon
+            now = np.where(now == 0, np.where(mean - half > 0.5, 1, 0), now)
+            now = np.where(now == 0, np.where(mean + half < 0.5, -1, 0), now)
         fresh = (verdicts == 0) & (now != 0)
         verdicts[fresh], taken[fresh] = now[fresh], bettor.pairs
     return verdicts, taken
+
+
+def _sequence_alpha(alpha: float, horizon: int | None) -> float:
+    """The error left to the confidence sequence: half of alpha when there is a final look."""
+    return alpha / 2 if horizon is not None and horizon >= FINAL_LOOK_PAIRS else alpha
+
+
+def final_half_width(bettor: Bettor, alpha: float) -> Array:
+    """The half-width, in the bets' units, of the normal interval at 1 - alpha around the
+    mean of the pairs taken: the fixed-sample look at the horizon. One extra outcome of the
+    largest variance (1/4) keeps a run of identical pairs from a zero width."""
+    n = bettor.pairs
+    variance = (0.25 + bettor.deviations) / n
+    return NormalDist().inv_cdf(1 - alpha / 2) * np.sqrt(variance / n)
 
 
 def _verdict(log_up: float, log_down: float, alpha: float) -> Verdict:
@@ -139,6 +178,7 @@ class Bettor:
     log_down: Array
     total: Array = 0.0
     squares: Array = 0.0  # each outcome's squared distance to the running mean it ended
+    deviations: Array = 0.0  # the outcomes' squared distances to their mean (Welford)
     horizon: int | None = None
     pairs: int = 0
 
@@ -149,8 +189,10 @@ class Bettor:
         down = np.minimum(bet, MAX_BET / np.maximum(1 - means, 1e-12))
         self.log_up = self.log_up + np.log1p(up * (x - means))
         self.log_down = self.log_down + np.log1p(-down * (x - means))
+        before = self.total / self.pairs if self.pairs else x
         self.pairs += 1
         self.total = self.total + x
+        self.deviations = self.deviations + (x - before) * (x - self.total / self.pairs)
         self.squares = self.squares + (x - (0.5 + self.total) / (self.pairs + 1)) ** 2
 
     def _bet_size(self, alpha: float) -> Array:

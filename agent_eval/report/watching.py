@@ -161,6 +161,7 @@ def _compared(comparison: dict[str, Any] | None) -> str | None:
     return (
         f"{comparison['verdict']} {comparison['difference']:+.3f} "
         f"[{comparison['low']:.2f}, {comparison['high']:.2f}], {comparison['pairs']} pairs"
+        + (", final look" if comparison.get("final") else "")
     )
 
 

@@ -347,6 +347,23 @@ class WatchSection(Section):
             )
         return self
 
+    @model_validator(mode="after")
+    def _bounded_settings_agree(self) -> Self:
+        """Refuse bounded settings that contradict each other before the watch starts."""
+        if self.trigger != "bounded":
+            return self
+        if self.jitter >= self.delta:
+            raise ValueError(
+                f"watch.jitter {self.jitter:g} must be less than watch.delta {self.delta:g}: "
+                "give e.g. watch.jitter=0.01"
+            )
+        if self.probe_size > self.check_size:
+            raise ValueError(
+                f"watch.probe_size {self.probe_size} must be at most watch.check_size "
+                f"{self.check_size}: a check plays more samples than a routine probe"
+            )
+        return self
+
     poll_interval: float = Field(30.0, gt=0, description="Seconds between looks for checkpoints.")
     settle_seconds: float = Field(
         30.0, ge=0, description="A checkpoint counts once its files are unchanged this long."

@@ -3,6 +3,7 @@ either clears or fires before a change could wait too long, and the state surviv
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -125,8 +126,33 @@ def test_a_check_keeps_a_checkpoints_jitter_in_hand(jitter: float, reason: str) 
     assert check.comparisons["reference"]["high"] + 0.045 >= 0.1
 
 
-def test_the_first_and_the_best_evaluations_are_compared_too() -> None:
+@pytest.mark.parametrize(("before", "reason"), [(0.54, "cleared"), (0.49, "window")])
+def test_a_check_allows_for_an_evaluation_off_the_curve(before: float, reason: str) -> None:
+    """The evaluation at 300 scored 0.54; checks every 10 steps around it scored `before`. On
+    their curve, a checkpoint 0.06 above the evaluation is cleared; 0.05 above the curve, the
+    evaluation was lucky (its offset, at most two standard deviations, is kept in hand) and
+    the checkpoint may be delta above the curve: it fires."""
     trigger = BoundedTrigger(SETTINGS)
+    evaluated, now = Model(0.6), Model(0.6)
+    evaluated.right = {str(i): i % 50 < 27 for i in range(ITEMS)}
+    now.right = {str(i): i % 50 < 30 for i in range(ITEMS)}
+    step_through(trigger, 300, evaluated)
+    state = trigger.state_dict()
+    around = [*range(0, 300, 10), 350]
+    state["points"] = [{"step": s, "score": before, "samples": ITEMS} for s in around]
+    state["points"] += [{"step": 300, "score": 0.54, "samples": ITEMS}]
+    trigger.load_state_dict(state)
+    decisions = [step_through(trigger, step, now) for step in range(310, 410, 10)]
+    check = decisions[-1]
+    assert check.check and check.reason == reason
+    bound = 2 * (SETTINGS.jitter**2 + 0.54 * 0.46 / ITEMS) ** 0.5
+    assert -1e-9 <= check.reference_offset <= bound
+    assert check.reference_offset > 0.02 if before < 0.54 else check.reference_offset < 0.001
+
+
+def test_the_first_and_the_best_evaluations_are_compared_too() -> None:
+    """Every checkpoint a check (max_delay_steps 10), so each plays on until it clears."""
+    trigger = BoundedTrigger(dataclasses.replace(SETTINGS, max_delay_steps=10))
     step_through(trigger, 0, Model(0.5))
     step_through(trigger, 10, Model(0.9, seed=1))  # better, evaluated: the best so far
     step_through(trigger, 20, Model(0.2, seed=2))  # a collapse, evaluated: the new reference

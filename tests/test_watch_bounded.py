@@ -50,7 +50,7 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     config = load_run_config(None, given, [
         "rollout.backend=sglang:d2", f"model.path={tmp_path / 'base'}", "eval.concurrency=4",
         "eval.replays=0", "watch.settle_seconds=0", "watch.poll_interval=0.05",
-        "watch.stop_after=4", "watch.max_delay_steps=20", f"watch.probe_size={PROBE}",
+        "watch.stop_after=5", "watch.max_delay_steps=20", f"watch.probe_size={PROBE}",
         f"watch.check_size={CHECK}",
     ])  # fmt: skip
     for step in (10, 20, 30):
@@ -60,9 +60,13 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     for worker in workers:
         worker.behavior.update({"wrong_above_temperature": -1.0})  # every answer wrong now
     (checkpoints / "step-40.gguf").write_bytes(b"GGUF")
-    assert await asyncio.wait_for(watching, 120) == 4
+    await eventually(lambda: len(decisions(out)) == 4, 120)
+    for worker in workers:
+        worker.behavior.update({"wrong_above_temperature": None})  # right again: a recovery
+    (checkpoints / "step-50.gguf").write_bytes(b"GGUF")
+    assert await asyncio.wait_for(watching, 120) == 5
 
-    first, steady, check, collapse = decisions(out)
+    first, steady, check, collapse, recovered = decisions(out)
     assert [d["reason"] for d in (first, steady, check, collapse)] == [
         "first", "none", "cleared", "change",
     ]  # fmt: skip
@@ -86,13 +90,14 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     assert probed and all(full[sample] == kept for sample, kept in probed.items())
     assert len(full) == collapse["full"]["attempts"] == ROWS
     saved = json.loads((out / "trigger.json").read_text())
-    assert saved["last_step"] == 40 and saved["trigger"]["waiting_since"] == 40
+    assert saved["last_step"] == 50 and saved["trigger"]["waiting_since"] == 50
 
     shown = CliRunner().invoke(app, ["report", str(out)])
     assert shown.exit_code == 0, shown.output
     assert "worse -1.000" in shown.output and "cleared" in shown.output
-    # Evaluations at 10 and 40 and the check at 30: enough points for a forecast to draw.
-    assert collapse["forecast"]["steps"][0] == 42
+    # Evaluations at 10, 40 and 50 and the check at 30: enough points for a forecast to draw.
+    assert collapse["forecast"] is None and recovered["reason"] == "change"
+    assert recovered["forecast"]["steps"][0] == 52
     assert '<figure id="forecast"><svg' in (out / "report.html").read_text()
 
 

@@ -24,6 +24,7 @@ window is up, the check comes early.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -31,7 +32,7 @@ from typing import Any, Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.trigger.adaptive import TriggerError
-from agent_eval.trigger.forecast import Forecast, Point, forecast
+from agent_eval.trigger.forecast import MIN_POINTS, Forecast, Point, forecast
 from agent_eval.trigger.probe import Probe
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ class BoundedDecision:
     """What `decide` made of a probe, with the evidence, for the caller's log.
 
     `forecast_due`: the step by which the learning-curve forecast says a change of delta may
-    have come (a check is played before it), None while it foresees none."""
+    have come (a check is played before it), None while it foresees none; `reference_offset`:
+    how far a check took the last full evaluation's score to stand off the curve."""
 
     step: int
     fired: bool
@@ -89,6 +91,7 @@ class BoundedDecision:
     steps_waited: int | None  # since the last full evaluation or all-clear
     comparisons: dict[str, dict[str, Any]]
     forecast_due: int | None
+    reference_offset: float = 0.0
 
 
 class BoundedTrigger:
@@ -102,6 +105,7 @@ class BoundedTrigger:
         self._baseline: dict[str, float] = {}  # the first full evaluation
         self._ids: list[str] = []
         self._waiting_since: int | None = None  # the last full evaluation or all-clear
+        self._reference_step = 0  # the last full evaluation's
         self._last_step: int | None = None
         self._gap: int | None = None  # steps between the last two checkpoints
         self._points: list[Point] = []  # full evaluations and checks: the curve so far
@@ -131,7 +135,8 @@ class BoundedTrigger:
         # on it into every probe, and the same bias would be tested again and again.
         order = random.Random(f"{settings.seed}/{step}").sample(self._ids, size)
         drift = self._drift(step, gap) if check else []
-        return Probe(step, order, check, baselines, settings.delta, alpha, drift)
+        offset = self._reference_offset() if check else 0.0
+        return Probe(step, order, check, baselines, settings.delta, alpha, drift, offset)
 
     def decide(self, probe: Probe) -> BoundedDecision:
         """Fire on a clear change, or on a check that cannot rule one out; else wait on."""
@@ -148,7 +153,7 @@ class BoundedTrigger:
         comparisons = {name: c.to_dict() for name, c in probe.comparisons.items()}
         decision = BoundedDecision(
             probe.step, reason in ("first", "change", "window"), reason, probe.check, waited,
-            comparisons, self._due,
+            comparisons, self._due, probe.reference_offset,
         )  # fmt: skip
         self.last_decision = decision
         log.log(logging.INFO if decision.fired else logging.DEBUG, "trigger %s", decision)
@@ -167,6 +172,7 @@ class BoundedTrigger:
             self._best = self._reference
         self._baseline = self._baseline or self._reference
         self._waiting_since = step
+        self._reference_step = step
         self._ids = sorted(self._reference)
         self._points = [p for p in self._points if p.step != step]
         self._points.append(Point(step, _mean(self._reference), len(self._reference)))
@@ -174,8 +180,8 @@ class BoundedTrigger:
 
     def forecast(self, steps: list[int]) -> Forecast | None:
         """The learning curve's forecast at `steps`, from evaluations and checks so far (None
-        before there are three)."""
-        return forecast(self._points, steps) if len(self._points) >= 3 else None
+        before there are MIN_POINTS)."""
+        return forecast(self._points, steps) if len(self._points) >= MIN_POINTS else None
 
     def state_dict(self) -> dict[str, Any]:
         """The schedule as plain JSON-able data, to save with each checkpoint."""
@@ -190,6 +196,7 @@ class BoundedTrigger:
             "best": unless_reference(self._best),
             "baseline": unless_reference(self._baseline),
             "waiting_since": self._waiting_since,
+            "reference_step": self._reference_step,
             "last_step": self._last_step,
             "gap": self._gap,
             "points": [asdict(p) for p in self._points],
@@ -208,6 +215,8 @@ class BoundedTrigger:
         self._baseline = state["baseline"] or self._reference
         self._ids = sorted(self._reference)
         self._waiting_since = state["waiting_since"]
+        # Saved before the key existed: the last point of a full evaluation's size is its own.
+        self._reference_step = state.get("reference_step", _evaluated_at(state))
         self._last_step = state["last_step"]
         self._gap = state["gap"]
         self._points = [Point(**p) for p in state["points"]]
@@ -236,6 +245,18 @@ class BoundedTrigger:
         moves = [m - means[0] for m in means[1:]]
         return [(s, m - jitter, m + jitter) for s, m in zip(steps[1:], moves, strict=True)]
 
+    def _reference_offset(self) -> float:
+        """How far the last full evaluation's score stands from the learning curve fitted
+        through it and the checks around it (0 without a forecast): at most two of its standard
+        deviations (its sampling and a checkpoint's jitter), so one lucky evaluation does not
+        set the baseline for hundreds of steps, and one poor fit does not undo a check."""
+        fit = self.forecast([self._reference_step])
+        if fit is None:
+            return 0.0
+        score, jitter = _mean(self._reference), self.settings.jitter
+        bound = 2 * math.sqrt(jitter**2 + score * (1 - score) / len(self._reference))
+        return max(-bound, min(bound, score - fit.mean[0]))
+
     def _foreseen(self, now: int) -> int | None:
         """The first step within max_delay_steps where the forecast's band reaches a change of
         delta from the reference: where the curve is least sure to have stayed put."""
@@ -249,6 +270,11 @@ class BoundedTrigger:
             if high >= reference + delta or low <= reference - delta:
                 return step
         return None
+
+
+def _evaluated_at(state: Mapping[str, Any]) -> int:
+    size = len(state["reference"])
+    return max((p["step"] for p in state["points"] if p["samples"] == size), default=0)
 
 
 def _earliest(*steps: int | None) -> int | None:

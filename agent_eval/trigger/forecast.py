@@ -24,6 +24,9 @@ CURVES: tuple[CurveName, ...] = ("flat", "line", "saturating", "change point")
 # A change point is the best of every split: BIC counts it as this many parameters more, or a
 # split at the noisiest point would win on a curve that never shifted.
 SEARCH_PENALTY = 2
+# A forecast weighs a line against flat at least: with three points only flat could be fitted
+# (two points more than parameters, below), a constant through a rise, forecasting its middle.
+MIN_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class _Fit:
 
 
 def forecast(points: Sequence[Point], steps: Sequence[int], settle: float = 0.05) -> Forecast:
-    """Fit the curves to `points` (at least 3) and forecast the accuracy at `steps`."""
+    """Fit the curves to `points` (at least MIN_POINTS) and forecast the accuracy at `steps`."""
     x = np.array([p.step for p in points], float)
     y = np.array([p.score for p in points], float)
     w = np.array([p.samples for p in points], float)

@@ -19,6 +19,7 @@ class Probe:
         delta: float,
         alpha: float,
         drift: Sequence[tuple[int, float, float]] = (),
+        reference_offset: float = 0.0,
     ) -> None:
         """`delta`: the smallest change worth a full evaluation; `alpha`: each test's error;
         `drift`: for a check, the steps ahead it covers and how far the curve may move by each
@@ -29,6 +30,7 @@ class Probe:
         self._delta = delta
         self._baselines = baselines
         self._drift = drift
+        self.reference_offset = reference_offset
         self._tests = {name: SequentialComparison(alpha, len(order)) for name in baselines}
         self.comparisons: dict[str, Comparison] = {n: t.state() for n, t in self._tests.items()}
         """This checkpoint against the last full evaluation ("reference"), and against the first
@@ -79,7 +81,9 @@ class Probe:
         state, delta = self.comparisons.get("reference"), self._delta
         if state is None:
             return self.step
+        # Widened, never narrowed, by how far the reference's score may stand off the curve.
+        below, above = min(self.reference_offset, 0.0), max(self.reference_offset, 0.0)
         for step, down, up in ((self.step, 0.0, 0.0), *self._drift):
-            if not -delta < state.low + down or not state.high + up < delta:
+            if not -delta < state.low + down + below or not state.high + up + above < delta:
                 return step
         return None

@@ -7,7 +7,9 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -165,21 +167,23 @@ class RewardScorer:
     async def _ready_pool(self) -> tuple[ProcessPoolExecutor, int]:
         if self._closed:
             raise RewardPoolError("the reward scorer is closed; create a new one to score more")
+        died = None if self._starting is None else _helper_death(self._starting)
+        if died is not None:
+            logger.warning(
+                "the scoring pool's start broke (%r in %s); starting it again", died, _raiser(died)
+            )
+            self._starting = None
         if self._starting is None:
             self._starting = asyncio.ensure_future(self._start_pool(self._generation))
         # Shielded: one waiter being cancelled must not abort the start the others wait on.
         return await asyncio.shield(self._starting)
 
     async def _start_pool(self, generation: int) -> tuple[ProcessPoolExecutor, int]:
-        context = _scoring_context(self._modules)
-        barrier = context.Barrier(self._workers)
-        pool = ProcessPoolExecutor(
-            self._workers,
-            mp_context=context,
-            initializer=init_worker,
-            initargs=(barrier, self._modules),
-        )
         started = time.monotonic()
+        try:  # the barrier and the pool's queues register with the resource tracker's pipe
+            pool = self._new_pool()
+        except Exception as exc:
+            raise RewardPoolError(self._start_failure(exc)) from exc
         try:
             await asyncio.wait_for(self._warm(pool), self._startup_timeout)
         except BaseException as exc:
@@ -193,11 +197,26 @@ class RewardScorer:
         )
         return pool, generation
 
+    def _new_pool(self) -> ProcessPoolExecutor:
+        context = _scoring_context(self._modules)
+        return ProcessPoolExecutor(
+            self._workers,
+            mp_context=context,
+            initializer=init_worker,
+            initargs=(context.Barrier(self._workers), self._modules),
+        )
+
     def _start_failure(self, exc: BaseException) -> str:
         if isinstance(exc, asyncio.TimeoutError):
             cause = (
                 f"did not start within {self._startup_timeout:g} s (reward.start_timeout; "
                 "raise it on a busy machine)"
+            )
+        elif _helper_died(exc):
+            return (
+                "the scoring pool failed to start: a process it needs (the fork server or the "
+                f"resource tracker) died or could not run ({type(exc).__name__}: {exc}); check "
+                f"that {sys.executable} runs and that the machine has memory and processes to spare"
             )
         else:
             cause = f"failed to start ({type(exc).__name__}: {str(exc).strip()[:300]})"
@@ -259,6 +278,26 @@ def _scoring_context(modules: tuple[str, ...]) -> BaseContext:
     own = [name for name in modules if name.startswith("agent_eval.")]
     context.set_forkserver_preload(["agent_eval.rewards", "math_verify", *own])
     return context
+
+
+def _helper_died(exc: BaseException | None) -> bool:
+    """Whether a pipe or socket to the fork server or the resource tracker broke or was
+    refused: multiprocessing starts a dead one anew, so a new start may succeed."""
+    return isinstance(exc, (ConnectionError, EOFError))
+
+
+def _helper_death(starting: asyncio.Task[tuple[ProcessPoolExecutor, int]]) -> BaseException | None:
+    """What a pool's start ended on when a fork server or resource tracker died; else None."""
+    if not starting.done() or starting.cancelled():
+        return None
+    cause = getattr(starting.exception(), "__cause__", None)
+    return cause if _helper_died(cause) else None
+
+
+def _raiser(error: BaseException) -> str:
+    """The file and function an error came from (which pipe broke): `resource_tracker.py:_send`."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return f"{os.path.basename(frames[-1].filename)}:{frames[-1].name}" if frames else "?"
 
 
 async def _settle(

@@ -147,15 +147,15 @@ async def _resume_once(folder: Path) -> tuple[Path, str, str]:
 
 
 @pytest.fixture(scope="module")
-def resumed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+def a_resumed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """One resumed run (`resumed_run`), made once: its tests only read it."""
     return asyncio.run(_resume_once(tmp_path_factory.mktemp("resumed")))
 
 
 def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
-    resumed: tuple[Path, str, str],
+    a_resumed_run: tuple[Path, str, str],
 ) -> None:
-    run, out, err = resumed
+    run, out, err = a_resumed_run
     assert f"resuming {run}: 6 finished attempts kept, 14 of 20 to play" in err
     last = [line for line in out.splitlines() if line.startswith("[")][-1]
     figures = summary(run)["quality"]["accuracy"]
@@ -308,9 +308,9 @@ async def test_the_cli_refuses_a_resume_that_would_mix_setups_unless_forced(
 
 
 async def test_the_report_of_a_resumed_run_gives_the_figures_of_its_summary(
-    resumed: tuple[Path, str, str], tmp_path: Path
+    a_resumed_run: tuple[Path, str, str], tmp_path: Path
 ) -> None:
-    run, _, _ = resumed
+    run, _, _ = a_resumed_run
     written = json.loads((run / SUMMARY).read_text())
     # Every figure, the rates the resume measured over its 14 attempts included.
     assert summary_json(load_run(run).summary) == written

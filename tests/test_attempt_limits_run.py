@@ -4,12 +4,16 @@ every limit the records are those of a run without limits."""
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_eval.testing.mock_worker import MockWorker
 from tests.helpers.cli_runs import agent_eval, finish, lines, summary, write_dataset
-from tests.helpers.proxy import StartWorkers
+from tests.helpers.proxy import StartWorkers, worker_starter
 
 ATTEMPTS = 2
 """Samples of each run, played at once: each attempt is held to its own limits."""
@@ -40,6 +44,18 @@ async def _two_step(start_workers: StartWorkers) -> MockWorker:
     return worker
 
 
+async def _plain(folder: Path) -> list[dict[str, Any]]:
+    """The records of a run without limits over a two-step worker of its own."""
+    async with AsyncExitStack() as stack:
+        return await _run(folder, "plain", [await _two_step(worker_starter(stack))])
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """A run without limits (`_plain`), made once: the tests compare theirs with it."""
+    return asyncio.run(_plain(tmp_path_factory.mktemp("plain")))
+
+
 def _spent(record: dict[str, Any]) -> list[tuple[int, int]]:
     """Each model call's prompt and completion tokens."""
     calls = record["trajectory"]["model_calls"]
@@ -67,10 +83,9 @@ def _assert_limited(record: dict[str, Any], limit: str, calls: int) -> None:
 
 
 async def test_under_every_limit_the_records_are_a_plain_runs(
-    start_workers: StartWorkers, tmp_path: Path
+    start_workers: StartWorkers, tmp_path: Path, plain: list[dict[str, Any]]
 ) -> None:
     worker = await _two_step(start_workers)
-    plain = await _run(tmp_path, "plain", [worker])
     tokens = max(r["prompt_tokens"] + r["completion_tokens"] for r in plain)
     limited = await _run(
         tmp_path, "limited", [worker], "eval.limits.wall_time=120", "eval.limits.working_time=120",
@@ -101,18 +116,16 @@ async def test_the_call_past_model_calls_is_never_sent(
 
 
 async def test_tokens_and_cost_stop_the_call_that_would_pass_them(
-    start_workers: StartWorkers, tmp_path: Path
+    start_workers: StartWorkers, tmp_path: Path, plain: list[dict[str, Any]]
 ) -> None:
     worker = await _two_step(start_workers)
-    plain = await _run(tmp_path, "plain", [worker])
     # The first call's tokens: the second call would pass a limit of them.
     first = min(sum(_spent(r)[0]) for r in plain)
-    served = worker.stats.generation_requests
     for limit, settings in (("tokens", ()), ("cost", PRICES)):
         records = await _run(tmp_path, limit, [worker], f"eval.limits.{limit}={first}", *settings)
         for record in records:
             _assert_limited(record, limit, 1)
-    assert worker.stats.generation_requests == served + 2 * ATTEMPTS
+    assert worker.stats.generation_requests == 2 * ATTEMPTS
     # One token short of the two calls': the second, sent, passes the limit as it ends.
     least = min(sum(map(sum, _spent(r))) for r in plain)
     for record in await _run(tmp_path, "last", [worker], f"eval.limits.tokens={least - 1}"):

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import NoReturn
 
@@ -22,8 +23,8 @@ import pytest
 
 from agent_eval.errors import StorageError
 from agent_eval.results.files import RunDirectory
-from tests.helpers.cli_runs import ROWS, finish, lines, slow_run, summary
-from tests.helpers.proxy import StartWorkers
+from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, slow_run, summary
+from tests.helpers.proxy import StartWorkers, worker_starter
 from tests.helpers.waits import eventually
 
 REQUIRE = "AGENT_EVAL_REQUIRE_MOUNT"
@@ -99,23 +100,38 @@ async def test_writes_that_run_out_of_room_leave_every_file_as_it_was(small_disk
     assert sorted(p.name for p in run.path.iterdir()) == ["samples.jsonl"]
 
 
+async def _uninterrupted(folder: Path) -> Path:
+    """The directory of `slow_run`'s run played to its end, over mock workers of its own."""
+    async with AsyncExitStack() as stack:
+        common = await slow_run(worker_starter(stack), folder)
+        run_dir = folder / "clean"
+        process = await agent_eval("run", *common, "-o", str(run_dir), cwd=folder)
+        code, _, err = await finish(process)
+        assert code == 0, err
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`_uninterrupted`, made once: the resumed runs of each test end as it did."""
+    return asyncio.run(_uninterrupted(tmp_path_factory.mktemp("clean")))
+
+
 @pytest.mark.parametrize("processes", [1, 2])
 async def test_a_full_disk_stops_the_run_cleanly_and_resume_finishes_it(
-    start_workers: StartWorkers, tmp_path: Path, small_disk: Path, processes: int
+    start_workers: StartWorkers, tmp_path: Path, small_disk: Path, processes: int, clean: Path
 ) -> None:
     common = await slow_run(start_workers, tmp_path)
-    clean, run = tmp_path / "clean", small_disk / "run"
+    run = small_disk / "run"
 
-    async def agent_eval(*args: str) -> asyncio.subprocess.Process:
+    async def run_in_tmp_path(*args: str) -> asyncio.subprocess.Process:
         # Every process it starts works in tmp_path too: that is how one left behind is found.
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "agent_eval", "run", *args, cwd=tmp_path,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
 
-    assert (await finish(await agent_eval(*common, "-o", str(clean))))[0] == 0
-
-    process = await agent_eval(*common, "-o", str(run), f"eval.processes={processes}")
+    process = await run_in_tmp_path(*common, "-o", str(run), f"eval.processes={processes}")
     samples = run / "samples.jsonl"
     await eventually(lambda: samples.exists() and samples.read_bytes().count(b"\n") >= 4, 60)
     ballast = await asyncio.to_thread(fill, small_disk)
@@ -136,7 +152,7 @@ async def test_a_full_disk_stops_the_run_cleanly_and_resume_finishes_it(
     await eventually(lambda: working_in(tmp_path) == [], 10, lambda: "processes outlived the run")
 
     ballast.unlink()
-    code, _, err = await finish(await agent_eval("--resume", str(run)))
+    code, _, err = await finish(await run_in_tmp_path("--resume", str(run)))
     assert code == 0, err
     played = [(r["sample_id"], r["attempt"]) for r in lines(run)]
     assert len(played) == len(set(played)) == ROWS * 2

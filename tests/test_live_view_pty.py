@@ -2,34 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.view.runs import find_runs
 from tests.helpers.cli_runs import agent_eval, finish, lines, write_dataset
-from tests.helpers.proxy import StartWorkers
-from tests.helpers.terminal import OnTerminal, Screen, worker_rows
+from tests.helpers.proxy import StartWorkers, worker_starter
+from tests.helpers.terminal import OnTerminal, Screen, terminal, worker_rows
 
 ATTEMPTS = 20  # test_cli_run's 10 rows, 2 attempts each
 TITLE = "math_calculator on say.jsonl"
 RunOnTerminal = Callable[..., Awaitable[Screen]]
 
 
-@pytest.fixture
-async def run_on_terminal(
-    start_workers: StartWorkers, on_terminal: OnTerminal, tmp_path: Path
-) -> RunOnTerminal:
-    """`agent-eval run` on a 120x40 tmux terminal against two mock workers (1 s per call)."""
-    workers = await start_workers(2)
+def runner(workers: list[MockWorker], on_terminal: OnTerminal, folder: Path) -> RunOnTerminal:
+    """`agent-eval run` in `folder` on a 120x40 tmux terminal against two mock workers (1 s
+    per call)."""
     for worker in workers:
         # Two calls of 1 s per attempt: the first attempt ends well after the proxy is ready.
         worker.behavior.latency, worker.behavior.two_step = 1.0, True
-    data = write_dataset(tmp_path / "say.jsonl")
+    data = write_dataset(folder / "say.jsonl")
     endpoints = [arg for w in workers for arg in ("--endpoint", w.url)]
 
     async def run(
@@ -39,9 +41,40 @@ async def run_on_terminal(
         command = [sys.executable, "-m", "agent_eval", "run", "--agent", "math_calculator",
                    "--dataset", data.name, *endpoints, "-n", "2", "-j", "8", "-o", "run",
                    *extra]  # fmt: skip
-        return await on_terminal(command, tmp_path, ctrl_c_when=ctrl_c_when, code=code)
+        return await on_terminal(command, folder, ctrl_c_when=ctrl_c_when, code=code)
 
     return run
+
+
+@pytest.fixture
+async def run_on_terminal(
+    start_workers: StartWorkers, on_terminal: OnTerminal, tmp_path: Path
+) -> RunOnTerminal:
+    """A run of the test's own, in its tmp_path (`runner`)."""
+    return runner(await start_workers(2), on_terminal, tmp_path)
+
+
+@dataclass(frozen=True)
+class Played:
+    """A plain run's screens and its directory."""
+
+    screen: Screen
+    run_dir: Path
+
+
+async def _play(folder: Path) -> Screen:
+    """One plain run (`runner`), its workers and terminal gone once it ended."""
+    socket = f"agent-eval-plain-{os.getpid()}"
+    async with AsyncExitStack() as stack, terminal(socket) as on_terminal:
+        return await runner(await worker_starter(stack)(2), on_terminal, folder)()
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    """One plain run, made once: the tests that only read its screens and records share it
+    (each run takes seconds of a terminal's waits and a process's start)."""
+    folder = tmp_path_factory.mktemp("plain")
+    return Played(asyncio.run(_play(folder)), folder / "run")
 
 
 def _done(frame: str) -> int | None:
@@ -55,10 +88,8 @@ def _last_frame(final: str) -> str:
     return final[final.rindex(TITLE + " ") : final.index("Quality")]
 
 
-async def test_the_wait_ends_when_the_proxy_is_ready_and_the_total_shows_up_front(
-    run_on_terminal: RunOnTerminal,
-) -> None:
-    screen = await run_on_terminal()
+def test_the_wait_ends_when_the_proxy_is_ready_and_the_total_shows_up_front(plain: Played) -> None:
+    screen = plain.screen
     bars = [frame for frame in screen.frames if _done(frame) is not None]
     assert bars and all(f"/{ATTEMPTS} " in frame for frame in bars)  # never 0/?
     ready = [frame for frame in bars if _done(frame) == 0 and worker_rows(frame)]
@@ -70,10 +101,8 @@ async def test_the_wait_ends_when_the_proxy_is_ready_and_the_total_shows_up_fron
     assert any(int(m.group(2)) > 0 for m in calls if m), ready
 
 
-async def test_log_lines_go_through_the_live_display_and_no_stale_frame_stays(
-    run_on_terminal: RunOnTerminal,
-) -> None:
-    screen = await run_on_terminal()
+def test_log_lines_go_through_the_live_display_and_no_stale_frame_stays(plain: Played) -> None:
+    screen = plain.screen
     final = screen.final
     bars = [line for line in final.splitlines() if line.startswith(TITLE)]
     assert len(bars) == 1, final  # the table's title below is indented
@@ -82,10 +111,8 @@ async def test_log_lines_go_through_the_live_display_and_no_stale_frame_stays(
     assert final.index("scoring pool: 2 processes ready") < final.index(TITLE + " ")
 
 
-async def test_the_live_rates_are_the_summary_rates_each_named(
-    run_on_terminal: RunOnTerminal,
-) -> None:
-    screen = await run_on_terminal()
+def test_the_live_rates_are_the_summary_rates_each_named(plain: Played) -> None:
+    screen = plain.screen
     live, table = _last_frame(screen.final), screen.final[screen.final.index("Quality") :]
     assert "samples/s" not in screen.final
     # Prompt tokens are read, not generated: a rate of both together would say neither.
@@ -97,10 +124,8 @@ async def test_the_live_rates_are_the_summary_rates_each_named(
         assert shown.group(1) == summary.group(1), (live, table)
 
 
-async def test_the_eta_waits_until_as_many_attempts_as_run_at_once_have_ended(
-    run_on_terminal: RunOnTerminal,
-) -> None:
-    screen = await run_on_terminal()  # 8 at once
+def test_the_eta_waits_until_as_many_attempts_as_run_at_once_have_ended(plain: Played) -> None:
+    screen = plain.screen  # 8 at once
     bars = [re.search(rf"^{TITLE} .*?(\d+)/{ATTEMPTS} .* eta (\S+)$", frame, re.MULTILINE)
             for frame in screen.frames]  # fmt: skip
     etas = [(int(bar.group(1)), bar.group(2)) for bar in bars if bar]
@@ -110,10 +135,8 @@ async def test_the_eta_waits_until_as_many_attempts_as_run_at_once_have_ended(
     assert any(eta != "-" for done, eta in etas if 8 <= done < ATTEMPTS), etas
 
 
-async def test_the_terminal_says_what_the_run_does_from_its_first_line(
-    run_on_terminal: RunOnTerminal,
-) -> None:
-    screen = await run_on_terminal()
+def test_the_terminal_says_what_the_run_does_from_its_first_line(plain: Played) -> None:
+    screen = plain.screen
     # Python modules, the agent and the dataset load for seconds before the live view.
     first = next(frame for frame in screen.frames if frame.strip()).splitlines()[0]
     assert first.startswith("agent-eval run: loading"), screen.frames[:3]
@@ -190,15 +213,13 @@ async def test_a_line_printed_while_a_frame_comes_due_leaves_no_stale_frame(
     assert screen.final.count("a wait, a row more") == 1, screen.final
 
 
-async def test_the_last_frame_shows_every_model_call_answered_none_in_flight(
-    run_on_terminal: RunOnTerminal, tmp_path: Path
-) -> None:
-    screen = await run_on_terminal()
+def test_the_last_frame_shows_every_model_call_answered_none_in_flight(plain: Played) -> None:
+    screen = plain.screen
     last = _last_frame(screen.final)
     assert _done(last) == ATTEMPTS, last
     rows = worker_rows(last)
     assert len(rows) == 2 and [in_flight for in_flight, _ in rows] == [0, 0], last
-    made = sum(record["model_calls"] for record in lines(tmp_path / "run"))
+    made = sum(record["model_calls"] for record in lines(plain.run_dir))
     assert sum(served for _, served in rows) == made, last
 
 

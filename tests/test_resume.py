@@ -3,8 +3,10 @@ the unscored attempts, and only those."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+from contextlib import AsyncExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from agent_eval.run.evaluation import resolved_config, resume_differences
 from agent_eval.run.identity import DIGEST, RUN_FACTS, describe, save_run_facts
 from agent_eval.run.scoring import Scored
 from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, write_dataset
-from tests.helpers.proxy import StartWorkers
+from tests.helpers.proxy import StartWorkers, worker_starter
 
 
 def record_line(sample_id: str, error: TrajectoryError | None) -> bytes:
@@ -138,10 +140,22 @@ async def resumed_run(start_workers: StartWorkers, tmp_path: Path) -> tuple[Path
     return run, out, err
 
 
-async def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
-    start_workers: StartWorkers, tmp_path: Path
+async def _resume_once(folder: Path) -> tuple[Path, str, str]:
+    """`resumed_run` in `folder`, its worker gone once the resume ended."""
+    async with AsyncExitStack() as stack:
+        return await resumed_run(worker_starter(stack), folder)
+
+
+@pytest.fixture(scope="module")
+def a_resumed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """One resumed run (`resumed_run`), made once: its tests only read it."""
+    return asyncio.run(_resume_once(tmp_path_factory.mktemp("resumed")))
+
+
+def test_a_resumed_run_shows_the_figures_of_all_its_attempts_kept_and_new(
+    a_resumed_run: tuple[Path, str, str],
 ) -> None:
-    run, out, err = await resumed_run(start_workers, tmp_path)
+    run, out, err = a_resumed_run
     assert f"resuming {run}: 6 finished attempts kept, 14 of 20 to play" in err
     last = [line for line in out.splitlines() if line.startswith("[")][-1]
     figures = summary(run)["quality"]["accuracy"]
@@ -294,9 +308,9 @@ async def test_the_cli_refuses_a_resume_that_would_mix_setups_unless_forced(
 
 
 async def test_the_report_of_a_resumed_run_gives_the_figures_of_its_summary(
-    start_workers: StartWorkers, tmp_path: Path
+    a_resumed_run: tuple[Path, str, str], tmp_path: Path
 ) -> None:
-    run, _, _ = await resumed_run(start_workers, tmp_path)
+    run, _, _ = a_resumed_run
     written = json.loads((run / SUMMARY).read_text())
     # Every figure, the rates the resume measured over its 14 attempts included.
     assert summary_json(load_run(run).summary) == written

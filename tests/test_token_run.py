@@ -3,9 +3,12 @@ samples.jsonl, taken by the proxy from the worker's own fields, at a small cost 
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.testing.toy_tokens import ANSWER_PROMPT, END, decode
@@ -28,13 +31,18 @@ async def _run(tmp_path: Path, name: str, *settings: str) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="module")
+def tokens_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run with eval.tokens=true, made once: its tests only read it."""
+    return asyncio.run(_run(tmp_path_factory.mktemp("tokens"), "tokens", "eval.tokens=true"))
+
+
 def _tokens(line: dict[str, Any]) -> list[dict[str, Any]]:
     return [call["tokens"] for call in line["trajectory"]["model_calls"]]
 
 
-async def test_a_run_keeps_every_calls_tokens_in_its_samples(tmp_path: Path) -> None:
-    run_dir = await _run(tmp_path, "tokens", "eval.tokens=true")
-    played = lines(run_dir)
+def test_a_run_keeps_every_calls_tokens_in_its_samples(tokens_run: Path) -> None:
+    played = lines(tokens_run)
     assert len(played) == ROWS
     for line in played:
         first, second = _tokens(line)
@@ -49,9 +57,8 @@ async def test_a_run_keeps_every_calls_tokens_in_its_samples(tmp_path: Path) -> 
         assert len(second["logprobs"]) == len(second["completion_ids"])
 
 
-async def test_the_samples_grow_little_per_token(tmp_path: Path) -> None:
-    plain = await _run(tmp_path, "plain", "eval.capture=true")
-    captured = await _run(tmp_path, "tokens", "eval.tokens=true")
+async def test_the_samples_grow_little_per_token(tmp_path: Path, tokens_run: Path) -> None:
+    plain, captured = await _run(tmp_path, "plain", "eval.capture=true"), tokens_run
     without = (plain / "samples.jsonl").stat().st_size
     grown = (captured / "samples.jsonl").stat().st_size - without
     counted = sum(

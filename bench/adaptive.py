@@ -160,7 +160,7 @@ def _judge(
     for name, comparison in comparisons.items():
         baseline = baselines[name]
         assert baseline is not None
-        truth = run.true[index] - baseline
+        truth = float(run.true[index] - baseline)  # a numpy scalar would make the counts numpy's
         verdict = comparison["verdict"]
         wrong = (verdict == "better" and truth <= 0) or (verdict == "worse" and truth >= 0)
         wrong |= name == "reference" and cleared and abs(truth) >= DELTA

@@ -34,7 +34,7 @@ def test_the_scale_bench_routes_every_session_and_loses_no_request_to_a_killed_w
     assert [p["requests"] for p in routed["phases"]] == [20, 180, 200]
     assert routed["detected_s"] is not None
     # The proxy retries what the killed worker held or refused: no client sees it.
-    assert routed["failed_after_kill"] == 0 and not routed["errors"]
+    assert routed["failed_after_kill"] == 0 and not routed["errors"], routed["errors"]
     spread = routed["spread"]
     assert spread["workers_used"] == 20
     # No worker holds more than ceil(1.25 x average) sessions.

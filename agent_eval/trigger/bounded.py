@@ -134,8 +134,7 @@ class BoundedTrigger:
         # A fresh draw of samples each time: one fixed subset would carry the reference's luck
         # on it into every probe, and the same bias would be tested again and again.
         order = random.Random(f"{settings.seed}/{step}").sample(self._ids, size)
-        drift = self._drift(step, gap) if check else []
-        offset = self._reference_offset() if check else 0.0
+        drift, offset = self._check_bounds(step, gap) if check else ([], 0.0)
         return Probe(step, order, check, baselines, settings.delta, alpha, drift, offset)
 
     def decide(self, probe: Probe) -> BoundedDecision:
@@ -234,28 +233,28 @@ class BoundedTrigger:
             return "change" if probe.moved else "window"
         return "none" if probe.comparisons["reference"].verdict == "not yet known" else "change"
 
-    def _drift(self, step: int, gap: int) -> list[tuple[int, float, float]]:
-        """The checkpoints a check at `step` covers, and how far the curve may move from here by
-        each: the forecast's drift, give or take a checkpoint's jitter about it (the jitter
-        alone while there is no forecast)."""
+    def _check_bounds(self, step: int, gap: int) -> tuple[list[tuple[int, float, float]], float]:
+        """What a check at `step` keeps in hand, from one forecast: the checkpoints it covers
+        and how far the curve may move from here by each (the forecast's drift, give or take a
+        checkpoint's jitter; the jitter alone while there is no forecast), and the reference's
+        offset from the curve."""
         steps = list(range(step, step + self.settings.max_delay_steps + 1, gap))
-        ahead = self.forecast(steps)
-        means = [0.0] * len(steps) if ahead is None else ahead.mean
+        ahead = self.forecast([self._reference_step, *steps])
+        means = [0.0] * len(steps) if ahead is None else ahead.mean[1:]
+        offset = 0.0 if ahead is None else self._reference_offset(ahead.mean[0])
         jitter = self.settings.jitter
         moves = [m - means[0] for m in means[1:]]
-        return [(s, m - jitter, m + jitter) for s, m in zip(steps[1:], moves, strict=True)]
+        drift = [(s, m - jitter, m + jitter) for s, m in zip(steps[1:], moves, strict=True)]
+        return drift, offset
 
-    def _reference_offset(self) -> float:
+    def _reference_offset(self, fitted: float) -> float:
         """How far the last full evaluation's score stands from the learning curve fitted
-        through it and the checks around it (0 without a forecast): at most two of its standard
+        through it and the checks around it (`fitted` there): at most two of its standard
         deviations (its sampling and a checkpoint's jitter), so one lucky evaluation does not
         set the baseline for hundreds of steps, and one poor fit does not undo a check."""
-        fit = self.forecast([self._reference_step])
-        if fit is None:
-            return 0.0
         score, jitter = _mean(self._reference), self.settings.jitter
         bound = 2 * math.sqrt(jitter**2 + score * (1 - score) / len(self._reference))
-        return max(-bound, min(bound, score - fit.mean[0]))
+        return max(-bound, min(bound, score - fitted))
 
     def _foreseen(self, now: int) -> int | None:
         """The first step within max_delay_steps where the forecast's band reaches a change of

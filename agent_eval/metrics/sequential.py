@@ -104,8 +104,8 @@ class SequentialComparison:
         verdict = _verdict(bettor.log_up[self._zero], bettor.log_down[self._zero], alpha)
         final = bettor.pairs == self._horizon and alpha < self.alpha
         if final:
-            half = final_half_width(bettor, self.alpha - alpha)
-            low, high = max(low, mean - half), min(high, mean + half)
+            looked_low, looked_high = _final_look(bettor, self.alpha - alpha)
+            low, high = max(low, looked_low), min(high, looked_high)
             verdict = "better" if low > 0.5 else "worse" if high < 0.5 else verdict
         return Comparison(
             verdict=verdict,
@@ -137,9 +137,8 @@ def first_verdicts(
         now = np.where(HEDGE * np.exp(bettor.log_up) >= 1 / sequence_alpha, 1, 0)
         now = np.where((1 - HEDGE) * np.exp(bettor.log_down) >= 1 / sequence_alpha, -1, now)
         if bettor.pairs == horizon and sequence_alpha < alpha:
-            half, mean = final_half_width(bettor, alpha - sequence_alpha), bettor.total / horizon
-            now = np.where(now == 0, np.where(mean - half > 0.5, 1, 0), now)
-            now = np.where(now == 0, np.where(mean + half < 0.5, -1, 0), now)
+            low, high = _final_look(bettor, alpha - sequence_alpha)
+            now = np.where(now == 0, np.where(low > 0.5, 1, np.where(high < 0.5, -1, 0)), now)
         fresh = (verdicts == 0) & (now != 0)
         verdicts[fresh], taken[fresh] = now[fresh], bettor.pairs
     return verdicts, taken
@@ -150,13 +149,14 @@ def _sequence_alpha(alpha: float, horizon: int | None) -> float:
     return alpha / 2 if horizon is not None and horizon >= FINAL_LOOK_PAIRS else alpha
 
 
-def final_half_width(bettor: Bettor, alpha: float) -> Array:
-    """The half-width, in the bets' units, of the normal interval at 1 - alpha around the
-    mean of the pairs taken: the fixed-sample look at the horizon. One extra outcome of the
-    largest variance (1/4) keeps a run of identical pairs from a zero width."""
+def _final_look(bettor: Bettor, alpha: float) -> tuple[Array, Array]:
+    """The fixed-sample look at the horizon: the normal interval at 1 - alpha, in the bets'
+    units, around the mean of the pairs taken. One extra outcome of the largest variance (1/4)
+    keeps a run of identical pairs from a zero width."""
     n = bettor.pairs
-    variance = (0.25 + bettor.deviations) / n
-    return NormalDist().inv_cdf(1 - alpha / 2) * np.sqrt(variance / n)
+    mean, variance = bettor.total / n, (0.25 + bettor.deviations) / n
+    half = NormalDist().inv_cdf(1 - alpha / 2) * np.sqrt(variance / n)
+    return mean - half, mean + half
 
 
 def _verdict(log_up: float, log_down: float, alpha: float) -> Verdict:

@@ -77,8 +77,9 @@ async def test_probes_stop_once_clear_and_a_collapse_fires(
     # 20 steps after the evaluation the check rules out a change of 0.1 before its 100 samples.
     reference = check["comparisons"]["reference"]
     assert check["check"] and reference["high"] < 0.1 and reference["low"] > -0.1
-    # Attempts in flight when it stopped (at most 3 beside the last) land but count for nothing.
-    assert reference["pairs"] <= check["probe"]["attempts"] < min(reference["pairs"] + 4, CHECK)
+    # Attempts in flight when it stopped, and later samples that landed before an earlier one
+    # (outcomes are told in the probe's order), are kept but count for nothing.
+    assert reference["pairs"] <= check["probe"]["attempts"] < CHECK
     # Every answer wrong: a few samples say "worse" with the evidence, the probe stops there.
     found = collapse["comparisons"]["reference"]
     assert (found["verdict"], collapse["fired"]) == ("worse", True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,45 @@ async def test_a_big_runs_plots_come_from_a_process_ended_on_close(
     finally:
         await plots.close()
     assert not processes[0].is_alive()
+
+
+# In a fresh interpreter: the fork server and the resource tracker start with the first pool.
+BROKEN_HELPER = """
+import asyncio, json, multiprocessing.spawn, sys
+from pathlib import Path
+from agent_eval.view import figures
+from agent_eval.view.runs import RunDir
+
+async def main():
+    figures.PROCESS_BYTES = 0
+    plots, run = figures.Plots(), RunDir("runs/r1", Path(sys.argv[1]), "run")
+    multiprocessing.spawn.set_executable("/nonexistent/python")  # its helpers cannot run
+    print("drawn:", sorted((await plots.of(run)).plots), plots._pool is None)
+    multiprocessing.spawn.set_executable(sys.executable)
+    samples = run.path / "samples.jsonl"
+    first = json.loads(samples.read_text().splitlines()[0])
+    with samples.open("a") as lines:  # a new version of the run: drawn again
+        lines.write(json.dumps({**first, "sample_id": "s9"}) + "\\n")
+    print("then:", sorted((await plots.of(run)).plots), plots._pool is not None)
+    await plots.close()
+
+asyncio.run(main())
+"""
+
+
+def test_a_drawing_process_that_cannot_start_leaves_the_plots_to_a_thread(run: RunDir) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BROKEN_HELPER, str(run.path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"drawn: {sorted(DRAWN)} True",  # in a thread, the broken pool let go
+        f"then: {sorted(DRAWN)} True",  # in a new process
+    ]
+    assert "the view's drawing process broke (" in done.stderr
 
 
 async def test_a_small_runs_plots_need_no_process(run: RunDir) -> None:

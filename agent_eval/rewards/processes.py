@@ -1,4 +1,5 @@
-"""Retiring a process pool for good: shut down, kill what is still busy, reap every process."""
+"""Process pools: whether a start broke on a dead multiprocessing helper, and retiring a pool
+for good (shut down, kill what is still busy, reap every process)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.process import BaseProcess
 
 logger = logging.getLogger(__name__)
+
+
+def helper_died(exc: BaseException | None) -> bool:
+    """Whether a pipe or socket to the fork server or the resource tracker broke or was
+    refused: multiprocessing starts a dead one anew, so a new start may succeed."""
+    return isinstance(exc, (ConnectionError, EOFError))
 
 
 def pool_processes(pool: ProcessPoolExecutor) -> list[BaseProcess]:

@@ -18,7 +18,7 @@ from multiprocessing.context import BaseContext
 
 from agent_eval.errors import AgentEvalError
 from agent_eval.rewards.loading import as_reward
-from agent_eval.rewards.processes import pool_processes, retire
+from agent_eval.rewards.processes import helper_died, pool_processes, retire
 from agent_eval.rewards.result import RewardFn, RewardResult
 from agent_eval.rewards.workers import init_worker, run_reward, wait_for_siblings
 
@@ -212,7 +212,7 @@ class RewardScorer:
                 f"did not start within {self._startup_timeout:g} s (reward.start_timeout; "
                 "raise it on a busy machine)"
             )
-        elif _helper_died(exc):
+        elif helper_died(exc):
             return (
                 "the scoring pool failed to start: a process it needs (the fork server or the "
                 f"resource tracker) died or could not run ({type(exc).__name__}: {exc}); check "
@@ -280,18 +280,12 @@ def _scoring_context(modules: tuple[str, ...]) -> BaseContext:
     return context
 
 
-def _helper_died(exc: BaseException | None) -> bool:
-    """Whether a pipe or socket to the fork server or the resource tracker broke or was
-    refused: multiprocessing starts a dead one anew, so a new start may succeed."""
-    return isinstance(exc, (ConnectionError, EOFError))
-
-
 def _helper_death(starting: asyncio.Task[tuple[ProcessPoolExecutor, int]]) -> BaseException | None:
     """What a pool's start ended on when a fork server or resource tracker died; else None."""
     if not starting.done() or starting.cancelled():
         return None
     cause = getattr(starting.exception(), "__cause__", None)
-    return cause if _helper_died(cause) else None
+    return cause if helper_died(cause) else None
 
 
 def _raiser(error: BaseException) -> str:

@@ -4,9 +4,11 @@ shows, and an unfinished run's headline; a big run's read in a process of its ow
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,12 @@ from agent_eval.report.html import Plot, plots
 from agent_eval.report.runs import load_run
 from agent_eval.results.files import SAMPLES, SUMMARY
 from agent_eval.results.summary import read_summary
-from agent_eval.rewards.processes import retire
+from agent_eval.rewards.processes import helper_died, retire
 from agent_eval.view.catalog import KEPT, Stamp, stamp
 from agent_eval.view.headline import headline
 from agent_eval.view.runs import RunDir
+
+logger = logging.getLogger(__name__)
 
 SVG_NS = "http://www.w3.org/2000/svg"
 PROCESS_BYTES = 16 << 20
@@ -61,15 +65,28 @@ class Plots:
         # files hold once it is done.
         if kept is None or (kept[0] != now and kept[1].done()):
             size = now[0][1] if now[0] else 0
-            # A process takes a second or two to start: worth it for a big run only.
-            executor = self._ready_pool() if size > PROCESS_BYTES else None
-            kept = (now, asyncio.get_running_loop().run_in_executor(executor, drawn, run.path))
+            kept = (now, asyncio.ensure_future(self._draw(run.path, size > PROCESS_BYTES)))
             # Retrieved here: a run read before it was readable must not log an error.
             kept[1].add_done_callback(lambda done: done.cancelled() or done.exception())
         self._drawn[run.path] = kept
         while len(self._drawn) > KEPT:
             self._drawn.popitem(last=False)
         return kept[1]
+
+    async def _draw(self, path: Path, big: bool) -> Drawn:
+        loop = asyncio.get_running_loop()
+        # A process takes a second or two to start: worth it for a big run only.
+        if big:
+            try:
+                return await loop.run_in_executor(self._ready_pool(), drawn, path)
+            except Exception as exc:
+                if not (isinstance(exc, BrokenProcessPool) or helper_died(exc)):
+                    raise
+                # A helper multiprocessing needs died (fork server, resource tracker): the
+                # page still gets its plots, a little slower, and the next big run a new pool.
+                logger.warning("the view's drawing process broke (%s): drawing in a thread", exc)
+                await self.close()
+        return await loop.run_in_executor(None, drawn, path)
 
     def _ready_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:

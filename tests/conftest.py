@@ -3,6 +3,7 @@ terminal, GSM8K perturbed; and the markers each collected test carries (helpers/
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
@@ -10,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from tests.helpers.browser import BrowserPage, browser_page
+from tests.helpers.browser import BrowserPage, Chromium, browser_page, chromium
 from tests.helpers.gsm8k_variants import PerturbedGsm8k, perturbed_gsm8k
 from tests.helpers.llamacpp import embedded_tokenizer, embedded_worker
 from tests.helpers.markers import carry_xdist_groups, group_of, markers_of
@@ -33,6 +35,30 @@ if TYPE_CHECKING:
     from llama_cpp import Llama
 
 
+SHARED_LOOP = "session"
+"""The event loop a browser test runs in: the one Playwright and Chromium were started in, once per
+test process (Playwright's objects answer only in the loop they were made in)."""
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Iterator[Any]:
+    """A browser test's async fixtures (its view server, its exit stack) run in its loop too:
+    pytest-asyncio reads a fixture's loop from the `_loop_scope` its own decorator sets."""
+    func = fixturedef.func
+    shared = (
+        fixturedef.scope == "function"
+        and request.node.get_closest_marker("browser") is not None
+        and (inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func))
+    )
+    if not shared:
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(func, "_loop_scope", SHARED_LOOP, raising=False)
+        return (yield)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     """Mark each test by what it uses (browser, tmux, llamacpp, ray, slurm, slow) and put the
@@ -44,6 +70,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
         markers = markers_of(item)
         for name in sorted(markers):
             item.add_marker(name)
+        if "browser" in markers and inspect.iscoroutinefunction(item.obj):
+            # Before the plain asyncio marker auto mode gave it, so that this one is the closest.
+            item.add_marker(pytest.mark.asyncio(loop_scope=SHARED_LOOP), append=False)
         group = group_of(item, markers)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
@@ -57,10 +86,17 @@ async def stack() -> AsyncIterator[AsyncExitStack]:
         yield exits
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[BrowserPage]:
-    """A page in headless Chromium; skipped without Chromium or playwright (helpers/browser.py)."""
-    async with browser_page() as page:
+@pytest_asyncio.fixture(scope="session", loop_scope=SHARED_LOOP)
+async def shared_chromium() -> AsyncIterator[Chromium]:
+    """Playwright and one headless Chromium for this test process (helpers/browser.py)."""
+    async with chromium() as shared:
+        yield shared
+
+
+@pytest_asyncio.fixture(loop_scope=SHARED_LOOP)
+async def browser(shared_chromium: Chromium) -> AsyncIterator[BrowserPage]:
+    """A page in a browser context of its own; skipped without Chromium or playwright."""
+    async with browser_page(shared_chromium) as page:
         yield page
 
 

@@ -25,11 +25,14 @@ RUNS = {
     "bfcl": ("--agent", "bfcl", "--dataset", "bfcl:multi_turn_base"),
     "agentdojo": ("--agent", "agentdojo", "--dataset", "agentdojo:banking"),
 }
+# A play of the dead worker fails after the client's own retries (~2 s); one replay, at once,
+# still shows the attempt replayed then left unscored, without three more plays and their backoff.
+ONE_QUICK_REPLAY = ("eval.replays=1", "eval.replay_backoff=0.01")
 
 
 @asynccontextmanager
 async def started(
-    start_workers: StartWorkers, tmp_path: Path, benchmark: str
+    start_workers: StartWorkers, tmp_path: Path, benchmark: str, *options: str
 ) -> AsyncIterator[tuple[MockWorker, Process, Path]]:
     """A run of ITEMS items over one mock worker answering in 0.3 s, and its directory; a run
     a failed test leaves going is interrupted, so that nothing outlives the test."""
@@ -38,7 +41,7 @@ async def started(
     run_dir = tmp_path / "run"
     process = await agent_eval(
         "run", *RUNS[benchmark], "--endpoint", worker.url, "-j", "2", "-o", str(run_dir),
-        f"dataset.limit={ITEMS}", f"reward.start_timeout={START}", cwd=tmp_path,
+        f"dataset.limit={ITEMS}", f"reward.start_timeout={START}", *options, cwd=tmp_path,
     )  # fmt: skip
     try:
         yield worker, process, run_dir
@@ -79,7 +82,8 @@ async def test_ctrl_c_leaves_nothing_running_and_a_run_that_resumes(
 async def test_a_worker_dying_mid_play_leaves_infrastructure_errors_not_wrong_answers(
     start_workers: StartWorkers, tmp_path: Path, benchmark: str
 ) -> None:
-    async with started(start_workers, tmp_path, benchmark) as (worker, process, run_dir):
+    run = started(start_workers, tmp_path, benchmark, *ONE_QUICK_REPLAY)
+    async with run as (worker, process, run_dir):
         await eventually(lambda: played(run_dir) >= 1, FIRST)
         await worker.stop()
         code, _, err = await finish(process, 180)
@@ -90,3 +94,4 @@ async def test_a_worker_dying_mid_play_leaves_infrastructure_errors_not_wrong_an
     for record in failed:
         assert record["error"]["class"] == "infra", record["error"]
         assert record["correct"] is None and record["reward"] is None, record["sample_id"]
+        assert len(record["trajectory"]["replays"]) == 1, record["sample_id"]

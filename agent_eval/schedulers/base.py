@@ -27,10 +27,6 @@ from agent_eval.system.diagnostics import last_line, log_tail
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
-PROBE_SECONDS = 2.0
-"""How long one readiness probe may take. A starting server refuses connections or answers at
-once (llama.cpp says 503 while loading); a port that takes a connection and stays silent is
-another program's, and the worker that failed to bind it is seen only after the probe ends."""
 PORT_RELAUNCHES = 3
 
 
@@ -138,8 +134,7 @@ class Scheduler(ABC):
         """
         deadline = time.monotonic() + timeout
         pending = list(self.workers)
-        probe = aiohttp.ClientTimeout(total=PROBE_SECONDS)
-        async with aiohttp.ClientSession(timeout=probe) as http:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
             while pending:
                 pending = [w for w in pending if not await self._check(http, w)]
                 if not pending:

@@ -149,13 +149,20 @@ async def test_agents_play_whole_trajectories_through_the_proxy(
 ) -> None:
     # Fast probes (1 s timeout) while the worker generates: /health must not wait behind it.
     base_url = await start_proxy([embedded_url], health={**FAST_HEALTH, "path": "/health"})
-    settings = {"eval": {"concurrency": 2}, "sampling": {"max_tokens": 96}}
-    config = engine_config(EvalConfig.model_validate(settings), MODEL)
+    # Two turns: a call, its result read back, then words or another call. A chat turn's
+    # answer needs words, not many: the model runs on to the limit (50 tokens a turn at 96).
+    configs = [
+        engine_config(
+            EvalConfig.model_validate({"eval": {"concurrency": 2}, "sampling": {"max_tokens": n}}),
+            MODEL,
+        )
+        for n in (96, 24)
+    ]
     async with _client(base_url) as client, RewardScorer(max_workers=1) as scorer:
-        math = Engine(load_runner("math_calculator", max_turns=4), scorer, client, config)
+        math = Engine(load_runner("math_calculator", max_turns=2), scorer, client, configs[0])
         problems = list(load_dataset("gsm8k_mini", limit=2))
         await math.run(problems, RunDirectory(tmp_path / "math"), total=2)
-        chat = Engine(load_runner("multi_turn_chat"), scorer, client, config)
+        chat = Engine(load_runner("multi_turn_chat"), scorer, client, configs[1])
         sessions = list(load_dataset("sessions_mini", limit=2))
         await chat.run(sessions, RunDirectory(tmp_path / "chat"), total=2)
     math_records = _records(tmp_path / "math")
@@ -167,6 +174,7 @@ async def test_agents_play_whole_trajectories_through_the_proxy(
     assert any(_is_number(call["result"]) for call in calls), calls
     assert all(r["error"] is None or r["error"]["kind"] == "max_turns" for r in math_records)
     assert all(r["prompt_tokens"] > 0 for r in math_records)
+    assert any(r["model_calls"] == 2 for r in math_records), "no tool result was read back"
     chat_records = {r["sample_id"]: r for r in _records(tmp_path / "chat")}
     for session in sessions:
         record = chat_records[session.id]

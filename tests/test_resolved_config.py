@@ -67,5 +67,9 @@ def test_launched_workers_settings_come_from_their_backend() -> None:
     backend = get_backend("llamacpp")
     argv = backend.command(resolved.worker(), Allocation.parse("llamacpp:d2"), "127.0.0.1", 1).argv
     assert argv[argv.index("--model") + 1] == resolved.model.path
-    assert argv[argv.index("--n_threads") + 1] == str(resolved.rollout.worker.threads)
+    threads = str(resolved.rollout.worker.threads)
+    # Prompts too: the server's default would read them on every core in each worker.
+    assert (
+        argv[argv.index("--n_threads") + 1] == argv[argv.index("--n_threads_batch") + 1] == threads
+    )
     assert resolved_config(resolved) == resolved

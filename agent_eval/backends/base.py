@@ -49,7 +49,9 @@ class WorkerConfig(BaseModel):
     container_runtime: Literal["apptainer", "singularity"] = Field(
         "apptainer", description="The program that runs the container image."
     )
-    threads: int | None = Field(None, ge=1, description="CPU threads per worker (llamacpp).")
+    threads: int | None = Field(
+        None, ge=1, description="CPU threads per worker, for prompts and answers alike (llamacpp)."
+    )
     reproducible: bool = Field(
         False,
         description="llamacpp: one thread (unless threads says otherwise), and every chat "

@@ -77,13 +77,15 @@ class LlamaCpp(Backend):
             "--host", host,
             "--port", str(port),
             "--n_threads", str(config.threads),
+            # Prompts on the same threads: the server's default is every core, so workers
+            # sharing a machine would read prompts on more threads than it has.
+            "--n_threads_batch", str(config.threads),
             # A new request must queue behind a stream, not cut it off.
             "--interrupt_requests", "False",
         ]  # fmt: skip
         program += optional_flags({"--n_ctx": config.context_length, "--seed": config.seed})
         if config.reproducible:
-            # Prompts on the same threads (the server's default is every core), each read whole.
-            program += ["--n_threads_batch", str(config.threads), FRESH_PROMPTS]
+            program.append(FRESH_PROMPTS)  # each prompt read whole
         argv = launcher(config, [*program, *config.extra_args], gpus=False)
         # /v1/models answers once the model is loaded; /health (ours) at once, even mid-generation.
         return WorkerCommand(argv, ready_path="/v1/models", health_path="/health")

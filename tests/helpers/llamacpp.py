@@ -100,11 +100,13 @@ async def run_embedded(*args: str, cwd: Path) -> tuple[int, str, str]:
 
 @contextlib.contextmanager
 def embedded_worker(log: Path) -> Iterator[str]:
-    """One embedded worker (4,096 tokens of context, two threads), started as the local
+    """One embedded worker (4,096 tokens of context, one thread), started as the local
     scheduler would, its output in `log`: its URL, until it is stopped."""
     port = free_port("127.0.0.1")
+    # One thread: under xdist the other worker's tests hold the second core, and llama.cpp's
+    # threads spin at every step waiting for each other (two took twice the CPU, no less wall).
     command = get_backend("llamacpp").command(
-        WorkerConfig(context_length=4096, threads=2),
+        WorkerConfig(context_length=4096, threads=1),
         Allocation.parse("llamacpp:d1"),
         "127.0.0.1",
         port,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -33,6 +34,7 @@ from tests.helpers.terminal import OnTerminal, terminal
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from ray.cluster_utils import Cluster
 
 
 SHARED_LOOP = "session"
@@ -78,6 +80,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
             item.add_marker(pytest.mark.xdist_group(group))
     yield
     carry_xdist_groups(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the last Ray test in a row (the ray xdist group runs as one), stop the cluster
+    they shared (helpers/ray_cluster.py), once the fixtures connected to it are done."""
+    yield
+    shared = sys.modules.get("tests.helpers.ray_cluster")
+    if shared is not None and (nextitem is None or nextitem.get_closest_marker("ray") is None):
+        shared.SHARED.stop()
+
+
+@pytest.fixture
+def ray_cluster() -> Cluster:
+    """The session's local Ray cluster (helpers/ray_cluster.py): a head without CPUs and two
+    nodes of one CPU and two GPUs each, started at the first Ray test that asks."""
+    # Imported here: ray takes a while to import, and the xdist controller imports conftest.
+    from tests.helpers.ray_cluster import SHARED
+
+    return SHARED.up()
 
 
 @pytest.fixture

@@ -31,16 +31,24 @@ def slurm_jobs() -> list[str]:
     return out.split()
 
 
-@pytest.mark.parametrize("scheduler", ["ray", "slurm"])
-async def test_a_whole_run_on_the_scheduler_leaves_nothing_behind(
-    tmp_path: Path, scheduler: str
-) -> None:
+def joined(scheduler: str, request: pytest.FixtureRequest) -> list[str]:
+    """Settings that join a cluster already there: for Ray, the session's (starting one with
+    the run is the Ray tests' `test_starts_answers_and_stops_with_nothing_left`)."""
     if scheduler == "slurm":
         require_slurm()
+        return []
+    return [f"scheduler.ray.address={request.getfixturevalue('ray_cluster').address}"]
+
+
+@pytest.mark.parametrize("scheduler", ["ray", "slurm"])
+async def test_a_whole_run_on_the_scheduler_leaves_nothing_behind(
+    tmp_path: Path, scheduler: str, request: pytest.FixtureRequest
+) -> None:
+    settings = [*SETTINGS[scheduler], *joined(scheduler, request)]
     run_dir = tmp_path / "run"
     args = ["run", "--agent", "math_calculator", "--limit", "1", "-o", str(run_dir)]
     args += ["--scheduler", scheduler, "--backend", "llamacpp:d1", "-n", "1"]
-    code, out, err = await run_embedded(*args, *SETTINGS[scheduler], cwd=tmp_path)
+    code, out, err = await run_embedded(*args, *settings, cwd=tmp_path)
     assert code == 0, err
     (record,) = lines(run_dir)
     assert record["model_calls"] >= 1 and summary(run_dir)["attempts"] == 1

@@ -2,8 +2,9 @@
 in-process run, a resume, `agent-eval ctl` acting on every shard, and a node lost mid-run with
 every attempt played exactly once.
 
-One cluster for the module: a head without CPUs (the driver's node) and two one-CPU nodes, so
-that each of the two shards runs on a node of its own. The test that removes a node runs last.
+The session's cluster (helpers/ray_cluster.py): a head without CPUs (the driver's node) and two
+one-CPU nodes, so that each of the two shards runs on a node of its own. A node removed by a
+test is replaced before the next test.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tests.helpers.cli_runs import ROWS, agent_eval, finish, lines, summary, wri
 from tests.helpers.control_runs import NO_REPLAYS, Run, results
 from tests.helpers.observer import QuietObserver
 from tests.helpers.proxy import StartWorkers
+from tests.helpers.ray_cluster import SHARED
 from tests.helpers.waits import eventually
 
 DRIVER = "agent_eval.run.shards.ray_driver"
@@ -40,21 +42,14 @@ ON_RAY = ("eval.engine=ray", "eval.processes=2")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    """The module's cluster, this process connected to it as the engine's driver."""
-    with pytest.MonkeyPatch.context() as env:
-        # A process that ran a token-auth cluster cannot own actors on one without (Ray 2.60).
-        env.setenv("RAY_AUTH_MODE", "disabled")
-        head = {"gcs_server_port": free_port("127.0.0.1"), "num_cpus": 0}
-        nodes = Cluster(initialize_head=True, head_node_args=head)
-        try:
-            for _ in range(2):
-                nodes.add_node(num_cpus=1)
-            nodes.wait_for_nodes()
-            ray.init(address=nodes.address, log_to_driver=False)
-            yield nodes
-        finally:
-            ray.shutdown()
-            nodes.shutdown()
+    """The session's cluster (helpers/ray_cluster.py), this process connected to it as the
+    engine's driver for the module."""
+    nodes = SHARED.up()
+    ray.init(address=nodes.address, log_to_driver=False)
+    try:
+        yield nodes
+    finally:
+        ray.shutdown()
 
 
 async def run(workers: list[MockWorker], run_dir: Path, *overrides: str) -> Path:
@@ -106,29 +101,18 @@ async def slow_workers(start_workers: StartWorkers) -> list[MockWorker]:
     return workers
 
 
-async def test_shards_on_two_nodes_give_the_records_of_one_process(
+async def test_shards_on_two_nodes_resume_an_interrupted_run_to_the_records_of_one_process(
     cluster: Cluster, start_workers: StartWorkers, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, DRIVER)
     workers = await start_workers(2)
     one = await run(workers, tmp_path / "one")
+    for worker in workers:  # slow enough (0.2 s a call) to interrupt the run on Ray mid-way
+        worker.behavior.latency = 0.2
     # Every attempt keyed, on a proxy of two processes: each key's calls go to its origin.
-    keyed = ("eval.capture=true", "proxy.processes=2")
-    on_ray = await run(workers, tmp_path / "ray", *ON_RAY, *keyed)
-    assert scores(on_ray) == scores(one)
-    assert summary(on_ray)["quality"] == summary(one)["quality"]
-    assert all(record["model_calls"] > 0 for record in lines(on_ray))  # the proxy's records
-    nodes = shard_nodes(caplog.text)
-    assert len(nodes) == 2 and len(set(nodes.values())) == 2
-    assert {shard_of(sample_id, 2) for sample_id, _ in scores(on_ray)} == {0, 1}
-
-
-async def test_an_interrupted_run_resumes_and_plays_only_what_is_missing(
-    cluster: Cluster, start_workers: StartWorkers, tmp_path: Path
-) -> None:
-    workers = await slow_workers(start_workers)
-    run_dir = tmp_path / "run"
-    first = asyncio.ensure_future(run(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
+    on_ray = (*ON_RAY, "eval.capture=true", "proxy.processes=2")
+    run_dir = tmp_path / "ray"
+    first = asyncio.ensure_future(run(workers, run_dir, *on_ray, "eval.concurrency=1"))
     samples = run_dir / "samples.jsonl"
     await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 3, 90)
     first.cancel()  # as Ctrl-C does
@@ -138,9 +122,18 @@ async def test_an_interrupted_run_resumes_and_plays_only_what_is_missing(
     assert 3 <= len(kept.splitlines()) < ROWS * 2
     # The shards' actors are gone: their nodes' CPUs are free again.
     await eventually(lambda: ray.available_resources().get("CPU") == 2, 30)
-    await run(workers, run_dir, *ON_RAY)
+    caplog.clear()
+    for worker in workers:
+        worker.behavior.latency = 0
+    await run(workers, run_dir, *on_ray)
+    # The resume played only what was missing, to the records of one process.
     assert samples.read_bytes().startswith(kept)
-    assert len(scores(run_dir)) == ROWS * 2
+    assert scores(run_dir) == scores(one)
+    assert summary(run_dir)["quality"] == summary(one)["quality"]
+    assert all(record["model_calls"] > 0 for record in lines(run_dir))  # the proxy's records
+    nodes = shard_nodes(caplog.text)
+    assert len(nodes) == 2 and len(set(nodes.values())) == 2
+    assert {shard_of(sample_id, 2) for sample_id, _ in scores(run_dir)} == {0, 1}
 
 
 async def test_a_shard_that_cannot_reach_the_proxy_names_its_node_and_the_url(
@@ -230,7 +223,7 @@ async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(
     await eventually(lambda: delivered_by_shard_0(run_dir) >= 2, 90)
     lost = shard_nodes(caplog.text)[0]
     node = next(node for node in cluster.worker_nodes if node.node_id == lost)
-    await asyncio.to_thread(cluster.remove_node, node, allow_graceful=False)
+    await asyncio.to_thread(SHARED.lose, node)
     await asyncio.wait_for(playing, 120)
     left = re.findall(r"engine shard 0 was lost .*; the 1 left play its (\d+)", caplog.text)
     # Lost mid-run: some of its attempts delivered, some owed; only those are played again.

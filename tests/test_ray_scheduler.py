@@ -1,13 +1,12 @@
 """The Ray scheduler on real Ray clusters: start, wait, fail early, stop with nothing left.
 
-One cluster per module is started as an operator would (`ray start --head`) and joined by most
-tests; the first test has the scheduler start (and stop) a local cluster of its own.
+Most tests join the session's cluster (helpers/ray_cluster.py: two nodes of one CPU and two GPUs
+each); the first test has the scheduler start (and stop) a local cluster of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shutil
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -49,7 +47,6 @@ from tests.helpers.processes import alive, answers, described
 from tests.helpers.waits import eventually
 
 MOCKS = Allocation("mock", dp=2)
-RAY_CLI = str(Path(sys.executable).parent / "ray")
 
 
 class GPUMockBackend(MockBackend):
@@ -70,41 +67,11 @@ def live_groups() -> list[str]:
     return [g["placement_group_id"] for g in table.values() if g["state"] != "REMOVED"]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A 2-CPU Ray cluster from `ray start --head`; its address. Stopped after the module."""
-    port = free_port("127.0.0.1")
-    output = tmp_path_factory.mktemp("ray") / "ray-start.log"
-    # Joining a token-auth cluster by address needs RAY_AUTH_MODE=token before ray is imported,
-    # which a test cannot arrange; joining works the same without it.
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    command = [
-        RAY_CLI, "start", "--head", f"--port={port}", "--num-cpus=2",
-        "--include-dashboard=false", "--disable-usage-stats", "--block",
-    ]  # fmt: skip
-    with output.open("wb") as out:
-        # --block ties the cluster to this process (`ray stop` would stop every cluster here).
-        head = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    try:
-        _wait_started(head, output)
-        yield f"127.0.0.1:{port}"
-    finally:
-        head.terminate()  # its cluster's processes die with it
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(30)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGKILL)
-        head.wait()
-
-
-def _wait_started(head: subprocess.Popen[bytes], output: Path, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while "Ray runtime started" not in output.read_text(errors="replace"):
-        if head.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"ray start failed:\n{output.read_text(errors='replace')}")
-        time.sleep(0.2)
+@pytest.fixture
+def cluster(ray_cluster: Cluster) -> str:
+    """The address of the session's cluster (helpers/ray_cluster.py): two CPUs and four GPUs
+    (as Ray counts them) over two nodes."""
+    return ray_cluster.address
 
 
 @pytest.fixture
@@ -208,16 +175,16 @@ async def test_more_gpus_than_the_cluster_has_is_refused(tmp_path: Path, connect
     scheduler = RayScheduler(tmp_path, connected)
     with pytest.raises(
         GPUAllocationError,
-        match=r"2 bundles of \{GPU: 2, CPU: 1\} \(mock:d2t2p1\) cannot be placed: "
-        r"the cluster has GPU: 0",
+        match=r"3 bundles of \{GPU: 2, CPU: 1\} \(mock:d3t2p1\) cannot be placed: "
+        r"the cluster has GPU: 4",
     ):
-        await scheduler.launch(GPUMockBackend(), WorkerConfig(), Allocation("mock", dp=2, tp=2))
+        await scheduler.launch(GPUMockBackend(), WorkerConfig(), Allocation("mock", dp=3, tp=2))
     assert scheduler.workers == []
     assert live_groups() == []
 
 
 async def test_busy_cluster_times_out_placing(tmp_path: Path, connected: str) -> None:
-    holder = ray.util.placement_group([{"CPU": 2}])
+    holder = ray.util.placement_group([{"CPU": 1}, {"CPU": 1}])  # one on each node
     ray.get(holder.ready(), timeout=30)
     try:
         scheduler = RayScheduler(tmp_path, connected, placement_timeout=1)
@@ -333,27 +300,17 @@ async def test_no_orphans_whatever_stops_the_harness(
 
 
 async def test_a_worker_that_would_span_nodes_is_refused_with_the_ways_to_run_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cluster: str
 ) -> None:
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    nodes = Cluster(
-        initialize_head=True,
-        head_node_args={"gcs_server_port": free_port("127.0.0.1"), "num_cpus": 1, "num_gpus": 2},
-    )
-    try:
-        nodes.add_node(num_cpus=1, num_gpus=2)
-        nodes.wait_for_nodes()
-        scheduler = RayScheduler(tmp_path, nodes.address)
-        with pytest.raises(
-            GPUAllocationError,
-            match=r"mock:d1t4p1 puts 4 GPUs \(t x p\) in each worker, but Ray's nodes have 2, 2 "
-            r"GPUs each: a worker would span nodes, which the Ray scheduler does not launch. Run "
-            r"it with the Slurm scheduler \(scheduler.type=slurm\), or lower t x p to 2 or less",
-        ):
-            await scheduler.launch(GPUMockBackend(), WorkerConfig(), Allocation("mock", tp=4))
-        assert not ray.is_initialized()
-    finally:
-        nodes.shutdown()
+    scheduler = RayScheduler(tmp_path, cluster)
+    with pytest.raises(
+        GPUAllocationError,
+        match=r"mock:d1t4p1 puts 4 GPUs \(t x p\) in each worker, but Ray's nodes have 2, 2, 0 "
+        r"GPUs each: a worker would span nodes, which the Ray scheduler does not launch. Run "
+        r"it with the Slurm scheduler \(scheduler.type=slurm\), or lower t x p to 2 or less",
+    ):
+        await scheduler.launch(GPUMockBackend(), WorkerConfig(), Allocation("mock", tp=4))
+    assert not ray.is_initialized()
 
 
 def test_only_a_worker_bigger_than_every_node_but_not_the_cluster_spans_nodes() -> None:

@@ -12,7 +12,12 @@ from types import CodeType, FunctionType, ModuleType
 import pytest
 
 # Fixtures that bring an outside part along.
-FIXTURES = {"browser": "browser", "on_terminal": "tmux", "embedded_url": "llamacpp"}
+FIXTURES = {
+    "browser": "browser",
+    "on_terminal": "tmux",
+    "embedded_url": "llamacpp",
+    "ray_cluster": "ray",
+}
 # Fixtures that are slow themselves (the GSM8K test set perturbed whole, once a session), each
 # with the xdist group its users share, so that one worker alone computes it.
 SLOW_FIXTURES = {"gsm8k_variants": "gsm8k"}

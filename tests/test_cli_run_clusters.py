@@ -14,7 +14,9 @@ from tests.helpers.llamacpp import run_embedded, servers_on
 from tests.helpers.slurm import require_slurm
 
 SETTINGS = {
-    "ray": ["scheduler.ray.cpus_per_worker=1"],
+    # One llama.cpp thread: two wait on each other spinning when the cores are busy (one
+    # attempt took 15 to 41 s with two on a loaded machine, 14 s with one).
+    "ray": ["scheduler.ray.cpus_per_worker=1", "rollout.worker.threads=1"],
     "slurm": [
         "scheduler.slurm.poll_interval=0.3",
         "scheduler.slurm.time=00:10:00",

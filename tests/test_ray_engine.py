@@ -52,7 +52,7 @@ def cluster() -> Iterator[Cluster]:
         ray.shutdown()
 
 
-async def run(workers: list[MockWorker], run_dir: Path, *overrides: str) -> Path:
+async def run_here(workers: list[MockWorker], run_dir: Path, *overrides: str) -> Path:
     """Two attempts of each "Say i" sample against `workers`, in-process; the run directory."""
     data = write_dataset(run_dir.parent / "say.jsonl")
     given = [
@@ -106,13 +106,13 @@ async def test_shards_on_two_nodes_resume_an_interrupted_run_to_the_records_of_o
 ) -> None:
     caplog.set_level(logging.INFO, DRIVER)
     workers = await start_workers(2)
-    one = await run(workers, tmp_path / "one")
+    one = await run_here(workers, tmp_path / "one")
     for worker in workers:  # slow enough (0.2 s a call) to interrupt the run on Ray mid-way
         worker.behavior.latency = 0.2
     # Every attempt keyed, on a proxy of two processes: each key's calls go to its origin.
     on_ray = (*ON_RAY, "eval.capture=true", "proxy.processes=2")
     run_dir = tmp_path / "ray"
-    first = asyncio.ensure_future(run(workers, run_dir, *on_ray, "eval.concurrency=1"))
+    first = asyncio.ensure_future(run_here(workers, run_dir, *on_ray, "eval.concurrency=1"))
     samples = run_dir / "samples.jsonl"
     await eventually(lambda: samples.exists() and len(samples.read_bytes().splitlines()) >= 3, 90)
     first.cancel()  # as Ctrl-C does
@@ -125,7 +125,7 @@ async def test_shards_on_two_nodes_resume_an_interrupted_run_to_the_records_of_o
     caplog.clear()
     for worker in workers:
         worker.behavior.latency = 0
-    await run(workers, run_dir, *on_ray)
+    await run_here(workers, run_dir, *on_ray)
     # The resume played only what was missing, to the records of one process.
     assert samples.read_bytes().startswith(kept)
     assert scores(run_dir) == scores(one)
@@ -162,9 +162,9 @@ async def test_ctl_pauses_requeues_and_resumes_the_shards_on_ray(
 ) -> None:
     (worker,) = await start_workers(1)
     worker.behavior.two_step = True  # each answer follows from its prompt alone: runs compare
-    alone = Run(worker, tmp_path, "alone")
-    assert (await finish(await agent_eval(*alone.args(), cwd=tmp_path)))[0] == 0
     run = Run(worker, tmp_path, "ray", *on_cluster(cluster), *NO_REPLAYS)
+    # The same run left alone, in this process (`run`'s options as settings): the reference.
+    alone = await run_here([worker], tmp_path / "alone", "eval.concurrency=2", "eval.seed=7")
     worker.behavior.hang = True
     process = await run.start()
     # Two attempts on each shard hold their first call; paused, their second calls are
@@ -183,7 +183,7 @@ async def test_ctl_pauses_requeues_and_resumes_the_shards_on_ray(
     code, _, err = await finish(process, 180)
     assert code == 0, err
     # Each errored attempt played again once: the records of a run left alone.
-    assert results(run.dir) == results(alone.dir)
+    assert results(run.dir) == results(alone)
     aside = [json.loads(line) for line in (run.dir / "unscored.jsonl").read_text().splitlines()]
     assert {(r["sample_id"], r["attempt"]) for r in aside} == errored
 
@@ -219,7 +219,7 @@ async def test_a_node_lost_mid_run_leaves_its_attempts_to_the_shard_left(
     caplog.set_level(logging.INFO, DRIVER)
     workers = await slow_workers(start_workers)
     run_dir = tmp_path / "run"
-    playing = asyncio.ensure_future(run(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
+    playing = asyncio.ensure_future(run_here(workers, run_dir, *ON_RAY, "eval.concurrency=1"))
     await eventually(lambda: delivered_by_shard_0(run_dir) >= 2, 90)
     lost = shard_nodes(caplog.text)[0]
     node = next(node for node in cluster.worker_nodes if node.node_id == lost)

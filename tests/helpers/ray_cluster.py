@@ -16,8 +16,7 @@ from ray.cluster_utils import Cluster
 
 from agent_eval.testing.ports import free_port
 
-NODE = {"num_cpus": 1, "num_gpus": 2}
-NODES = 2
+NODES = 2  # each of one CPU and two GPUs
 
 
 class SharedCluster:
@@ -39,7 +38,7 @@ class SharedCluster:
             self._nodes = Cluster(initialize_head=True, head_node_args=head)
         missing = NODES - len(self._nodes.worker_nodes)
         for _ in range(missing):
-            self._nodes.add_node(**NODE)
+            self._nodes.add_node(num_cpus=1, num_gpus=2)
         if missing:
             self._nodes.wait_for_nodes()
         return self._nodes

@@ -28,9 +28,8 @@ async def test_a_worker_dying_mid_attempt_is_replayed_then_unscored_never_the_ag
 ) -> None:
     [worker] = await start_workers(1)
     worker.script(Reply(tool_calls=[CALCULATE]))
-    # Each answer takes 1.5 s, past the 1 s a stopping mock worker grants the calls it holds:
-    # the agent's second call is still waiting for its answer when the worker stops.
-    worker.behavior.latency = 1.5
+    # Each answer takes 3 s: the agent's second call is still waiting for one when it stops.
+    worker.behavior.latency = 3.0
     data = dataset(tmp_path / "data.jsonl", ROW)
     run = run_command(
         ANTHROPIC, data, [worker], tmp_path / "run",

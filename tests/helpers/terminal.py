@@ -75,9 +75,14 @@ async def terminal(socket: str) -> AsyncIterator[OnTerminal]:
         code: int = 0,
     ) -> Screen:
         # The pane's shell may export the size it saw before tmux sized the pane: not a user's.
-        shell = f"env -u COLUMNS -u LINES {shlex.join(command)}; echo EXIT=$?; sleep 300"
+        # Its trap keeps it alive to say the exit code: a command that exits 130 at once on
+        # Ctrl-C can be reaped before the shell takes its own SIGINT, which then ended it with
+        # no EXIT line (as an interactive shell, the user's, never does). The command resets
+        # the trap to the default, and a death by SIGINT reads EXIT=130 with its traceback.
+        started = f"env -u COLUMNS -u LINES {shlex.join(command)}"
+        shell = f"trap : INT; {started}; echo EXIT=$?; sleep 300"
         name = f"run{next(sessions)}"
-        # A command killed by SIGINT takes its shell along (no EXIT line): the pane stays to read.
+        # The pane stays to read once its shell has gone.
         await tmux(socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
                    "-c", str(cwd), shell,
                    ";", "set-option", "-t", name, "remain-on-exit", "on")  # fmt: skip

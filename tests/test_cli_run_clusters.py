@@ -10,13 +10,11 @@ import pytest
 
 from agent_eval.schedulers.slurm import JOB_NAME
 from tests.helpers.cli_runs import lines, summary
-from tests.helpers.llamacpp import run_embedded, servers_on
+from tests.helpers.llamacpp import ONE_THREAD, run_embedded, servers_on
 from tests.helpers.slurm import require_slurm
 
 SETTINGS = {
-    # One llama.cpp thread: two wait on each other spinning when the cores are busy (one
-    # attempt took 15 to 41 s with two on a loaded machine, 14 s with one).
-    "ray": ["scheduler.ray.cpus_per_worker=1", "rollout.worker.threads=1"],
+    "ray": ["scheduler.ray.cpus_per_worker=1", ONE_THREAD],
     "slurm": [
         "scheduler.slurm.poll_interval=0.3",
         "scheduler.slurm.time=00:10:00",

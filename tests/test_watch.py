@@ -20,7 +20,7 @@ from agent_eval.run.workers import WorkerEndpoint
 from agent_eval.testing.mock_worker import MockWorker
 from agent_eval.trigger import checkpoint_server
 from agent_eval.trigger.checkpoint_server import CheckpointServer, _swap
-from tests.helpers.llamacpp import servers_on
+from tests.helpers.llamacpp import ONE_THREAD, servers_on
 from tests.helpers.proxy import MakeClient, StartProxy
 from tests.helpers.waits import eventually
 from tests.helpers.watches import decisions, fake_serving
@@ -36,8 +36,7 @@ async def test_new_checkpoints_are_probed_and_evaluated_on_the_real_model(tmp_pa
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "agent_eval", "watch", str(checkpoints),
         "--agent", "math_calculator", "--probe-size", "1", "-o", str(watch_dir),
-        # One thread: under xdist the other worker's tests hold the second core.
-        "rollout.backend=llamacpp:d1", "rollout.worker.threads=1", "dataset.limit=2",
+        "rollout.backend=llamacpp:d1", ONE_THREAD, "dataset.limit=2",
         "agent.max_turns=1",
         "watch.settle_seconds=0", "watch.poll_interval=0.2", "watch.stop_after=2",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

@@ -59,6 +59,12 @@ def servers_on(ports: set[int]) -> list[int]:
 
 
 MODEL = "smollm2-135m-instruct"
+THREADS_IN_TESTS = 1
+"""llama.cpp threads per worker a test starts: under xdist the other worker's tests hold the
+second core, and llama.cpp's threads spin at every step waiting for each other (two took twice
+the CPU and no less wall; an attempt 15 to 41 s on a loaded machine, 14 s with one)."""
+ONE_THREAD = f"rollout.worker.threads={THREADS_IN_TESTS}"
+"""The setting that gives a run's workers THREADS_IN_TESTS."""
 COLOURS = [{"role": "user", "content": "Name three colours."}]
 CHAT = {"model": MODEL, "messages": COLOURS, "max_tokens": 24, "temperature": 0}
 """A short chat request answered the same way every time (temperature 0): 11 tokens of text,
@@ -103,10 +109,8 @@ def embedded_worker(log: Path) -> Iterator[str]:
     """One embedded worker (4,096 tokens of context, one thread), started as the local
     scheduler would, its output in `log`: its URL, until it is stopped."""
     port = free_port("127.0.0.1")
-    # One thread: under xdist the other worker's tests hold the second core, and llama.cpp's
-    # threads spin at every step waiting for each other (two took twice the CPU, no less wall).
     command = get_backend("llamacpp").command(
-        WorkerConfig(context_length=4096, threads=1),
+        WorkerConfig(context_length=4096, threads=THREADS_IN_TESTS),
         Allocation.parse("llamacpp:d1"),
         "127.0.0.1",
         port,
